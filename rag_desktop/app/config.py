@@ -1,0 +1,132 @@
+"""Settings on disk: TOML in the platform's user config folder (platformdirs).
+
+Unknown keys and wrong types are errors that name the key, so a typo in a
+hand-edited file is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+import tomli_w
+from platformdirs import user_config_dir, user_data_dir
+
+from rag_desktop.core.settings import Settings, SettingsError
+
+APP_NAME = "rag-desktop"
+
+
+def config_dir() -> Path:
+    return Path(os.environ.get("RAG_DESKTOP_CONFIG_DIR") or user_config_dir(APP_NAME))
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("RAG_DESKTOP_DATA_DIR") or user_data_dir(APP_NAME))
+
+
+def settings_path() -> Path:
+    return config_dir() / "settings.toml"
+
+
+def default_library_dir() -> Path:
+    return data_dir() / "libraries" / "default"
+
+
+def demo_library_dir() -> Path:
+    return data_dir() / "libraries" / "demo"
+
+
+def model_dir(settings: Settings) -> Path:
+    return Path(settings.models.model_dir) if settings.models.model_dir else data_dir() / "models"
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    """Check/convert one TOML value against the dataclass field's type hint."""
+    origin = get_origin(hint)
+    if origin is typing.Literal:
+        if value not in get_args(hint):
+            raise SettingsError(f"invalid setting {key}: {value!r} is not one of {list(get_args(hint))}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for arm in get_args(hint):
+            try:
+                return _coerce(value, arm, key)
+            except SettingsError:
+                continue
+        raise SettingsError(f"invalid setting {key}: {value!r} has the wrong type")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise SettingsError(f"invalid setting {key}: expected a list")
+        return tuple(str(v) for v in value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SettingsError(f"invalid setting {key}: expected true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SettingsError(f"invalid setting {key}: expected a whole number")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingsError(f"invalid setting {key}: expected a number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise SettingsError(f"invalid setting {key}: expected text")
+        return value
+    return value
+
+
+def settings_from_dict(data: dict[str, Any]) -> Settings:
+    sections: dict[str, Any] = {}
+    top_hints = get_type_hints(Settings)
+    for section, values in data.items():
+        if section not in top_hints:
+            raise SettingsError(f"unknown settings section [{section}]")
+        if not isinstance(values, dict):
+            raise SettingsError(f"invalid setting {section}: expected a table")
+        cls = top_hints[section]
+        hints = get_type_hints(cls)
+        kwargs: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in hints:
+                raise SettingsError(f"unknown setting {section}.{key}")
+            kwargs[key] = _coerce(value, hints[key], f"{section}.{key}")
+        sections[section] = cls(**kwargs)
+    return Settings(**sections).validate()
+
+
+def settings_to_dict(settings: Settings) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(settings):
+        section = getattr(settings, f.name)
+        out[f.name] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(section).items()}
+    return out
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Read the settings file; a missing file gives the defaults (the papers' values)."""
+    p = path or settings_path()
+    if not p.exists():
+        return Settings()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{p}: not valid TOML ({exc})") from exc
+    return settings_from_dict(data)
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> Path:
+    """Write atomically (temp file, then rename) so a crash never leaves half a file."""
+    p = path or settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps(settings_to_dict(settings.validate())), encoding="utf-8")
+    os.replace(tmp, p)
+    return p

@@ -1,0 +1,121 @@
+"""The seams between the pure methods in ``core`` and the heavy models in ``backends``.
+
+Core code receives these objects; it never imports a model library. Every
+backend implements one of them, does nothing heavy in ``__init__`` and loads in an
+idempotent ``load()`` (Haystack-style).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Lang
+
+FloatArray = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """E(·) of both papers. All outputs are L2-normalised float32 rows."""
+
+    @property
+    def identity(self) -> str:
+        """A stable string naming the model (a library refuses other embedders)."""
+        ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def load(self) -> None: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> FloatArray: ...
+
+    def embed_passages(self, texts: Sequence[str]) -> FloatArray: ...
+
+    def embed_terms(self, terms: Sequence[str]) -> FloatArray:
+        """E(t) for keyword terms, each embedded as a short text (paper 000 §3.1)."""
+        ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Inner-product search over normalised vectors with stable integer ids."""
+
+    @property
+    def ntotal(self) -> int: ...
+
+    def add(self, ids: npt.NDArray[np.int64], vectors: FloatArray) -> None: ...
+
+    def remove(self, ids: npt.NDArray[np.int64]) -> None: ...
+
+    def search(
+        self, query: FloatArray, k: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+
+    def ids(self) -> npt.NDArray[np.int64]: ...
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Word segmentation for kw(·): jieba for Chinese, a word tokenizer for English."""
+
+    def load(self) -> None: ...
+
+    def tokenize(self, text: str, lang: Lang) -> list[str]: ...
+
+    def prior_idf(self, term: str) -> float | None:
+        """IDF prior for a term never seen in the library (jieba's table), if known."""
+        ...
+
+    def add_words(self, words: Sequence[str]) -> None:
+        """Teach the segmenter domain words (a corpus-derived user dictionary)."""
+        ...
+
+
+@runtime_checkable
+class CrossEncoder(Protocol):
+    """s(q, e): a relevance score for (query, passage) pairs; higher is better."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def is_substitute(self) -> bool:
+        """True when this is not a trained cross-encoder (the UI labels it so)."""
+        ...
+
+    def load(self) -> None: ...
+
+    def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float64]: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A chat model that streams tokens and can count its own tokens."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    def load(self) -> None: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        cancel: CancelToken | None = None,
+        stop: Sequence[str] = (),
+    ) -> Iterator[GenEvent]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,163 @@
+"""Every parameter of both papers, with the papers' defaults, as frozen dataclasses.
+
+Loading/saving TOML lives in ``rag_desktop.app.config``; this module only knows
+the values and how to validate them, so ``core`` stays free of I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+class SettingsError(ValueError):
+    """An invalid setting; the message names the key, e.g. ``retrieval.k``."""
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    # "embedded" = the packaged defaults; anything else is a path to a GGUF file
+    # (generator) or a local model folder (embedder / reranker).
+    generator: str = "embedded"
+    embedder: str = "embedded"
+    reranker: str = ""  # empty: no cross-encoder; the substitute is labelled in the UI
+    model_dir: str = ""  # empty: the platform's user data folder / models
+    # Generator backend: "llama_cpp" (in-process) or "openai" (an OpenAI-compatible server).
+    generator_backend: Literal["llama_cpp", "openai"] = "llama_cpp"
+    openai_base_url: str = "http://127.0.0.1:8080/v1"
+    openai_model: str = "local"
+    openai_timeout_s: float = 120.0
+    n_ctx: int = 8192
+    n_gpu_layers: int = 0
+    threads: int = 0  # 0: physical cores
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    # Paper 000 §4.1: chunks of 4,096 characters with 512 overlap.
+    chunk_size: int = 4096
+    chunk_overlap: int = 512
+    keywords_per_chunk: int = 15
+    embed_batch_size: int = 16
+    # Flat index up to this many vectors; IVF above (docs/architecture.md).
+    flat_index_max: int = 200_000
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    level: Literal["chunk", "doc"] = "doc"
+    k: int = 20  # candidate window (paper 000 §4.5)
+    theta: float = 0.0  # similarity threshold θ of Eq. 2 (0: keep the whole window)
+    query_keywords: int = 10  # |K_q| (paper 000 §4.4)
+    doc_keywords: int = 15  # |K_d|
+    # τ of Eq. 3. "auto" calibrates an encoder-aware τ from the library's own
+    # term-pair cosine distribution at ingest; a number uses it as given.
+    tau: float | Literal["auto"] = "auto"
+    tau_paper: float = 0.6
+    tau_percentile: float = 97.0
+    hybrid_weight: float = 0.5  # w of w·minmax(s_sim) + (1−w)·minmax(s_c)
+    keyword_variant: Literal["plain", "improved"] = "improved"
+    empty_b_rule: Literal["demote", "fallback"] = "demote"
+    default_method: Literal["baseline", "causal", "hybrid", "gated"] = "hybrid"
+
+
+@dataclass(frozen=True)
+class CFRagSettings:
+    # Paper 002 defaults: N = 3 counterfactuals, K = 4 clusters, M = 3 hypotheses, λ = 0.4.
+    n_counterfactuals: int = 3
+    n_candidates: int = 6  # over-generate so validation has something to reject
+    n_clusters: int = 4
+    n_hypotheses: int = 3
+    lam: float = 0.4
+    theta_sim: float = 0.5
+    theta_dedup: float = 0.95
+    sigma: float = 0.5
+    temperature: float = 1.0
+    alpha: float = 0.4
+    beta: float = 0.4
+    gamma: float = 0.2
+    agreement_threshold: float = 0.6
+    retrieve_k: int = 8
+    evidence_per_hypothesis: int = 4
+    quality_min: float = 0.2
+    seed: int = 0
+    use_counterfactuals: bool = True
+    use_division: bool = True
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    temperature: float = 0.2
+    max_tokens: int = 512
+    answer_reserve: int = 512
+    thinking: bool = False
+    seed: int = 42
+    translate: bool = True
+
+
+@dataclass(frozen=True)
+class UISettings:
+    language: Literal["en", "zh"] = "en"
+    recent_questions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    models: ModelSettings = field(default_factory=ModelSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    cfrag: CFRagSettings = field(default_factory=CFRagSettings)
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
+    ui: UISettings = field(default_factory=UISettings)
+
+    def validate(self) -> Settings:
+        _check(self)
+        return self
+
+    def replace(self, section: str, **values: Any) -> Settings:
+        """A copy with ``section.key = value`` for each given key (validated)."""
+        current = getattr(self, section)
+        return dataclasses.replace(self, **{section: dataclasses.replace(current, **values)}).validate()
+
+
+def _need(cond: bool, key: str, why: str) -> None:
+    if not cond:
+        raise SettingsError(f"invalid setting {key}: {why}")
+
+
+def _check(s: Settings) -> None:
+    r, i, c, g = s.retrieval, s.ingest, s.cfrag, s.generation
+    _need(i.chunk_size >= 64, "ingest.chunk_size", "must be at least 64 characters")
+    _need(0 <= i.chunk_overlap < i.chunk_size, "ingest.chunk_overlap", "must be >= 0 and < chunk_size")
+    _need(i.keywords_per_chunk >= 1, "ingest.keywords_per_chunk", "must be >= 1")
+    _need(i.embed_batch_size >= 1, "ingest.embed_batch_size", "must be >= 1")
+    _need(r.level in ("chunk", "doc"), "retrieval.level", "must be 'chunk' or 'doc'")
+    _need(r.k >= 1, "retrieval.k", "must be >= 1")
+    _need(-1.0 <= r.theta <= 1.0, "retrieval.theta", "must be a cosine in [-1, 1]")
+    _need(r.query_keywords >= 1, "retrieval.query_keywords", "must be >= 1")
+    _need(r.doc_keywords >= 1, "retrieval.doc_keywords", "must be >= 1")
+    _need(r.tau == "auto" or (isinstance(r.tau, (int, float)) and -1.0 <= r.tau <= 1.0),
+          "retrieval.tau", "must be 'auto' or a cosine in [-1, 1]")
+    _need(0.0 < r.tau_percentile < 100.0, "retrieval.tau_percentile", "must be in (0, 100)")
+    _need(0.0 <= r.hybrid_weight <= 1.0, "retrieval.hybrid_weight", "must be in [0, 1]")
+    _need(r.keyword_variant in ("plain", "improved"), "retrieval.keyword_variant", "'plain' or 'improved'")
+    _need(r.empty_b_rule in ("demote", "fallback"), "retrieval.empty_b_rule", "'demote' or 'fallback'")
+    _need(r.default_method in ("baseline", "causal", "hybrid", "gated"), "retrieval.default_method",
+          "one of baseline, causal, hybrid, gated")
+    _need(c.n_counterfactuals >= 1, "cfrag.n_counterfactuals", "must be >= 1")
+    _need(c.n_candidates >= c.n_counterfactuals, "cfrag.n_candidates", "must be >= n_counterfactuals")
+    _need(c.n_clusters >= 1, "cfrag.n_clusters", "must be >= 1")
+    _need(c.n_hypotheses >= 1, "cfrag.n_hypotheses", "must be >= 1")
+    _need(0.0 <= c.lam <= 1.0, "cfrag.lam", "must be in [0, 1]")
+    _need(c.sigma > 0, "cfrag.sigma", "must be > 0")
+    _need(c.temperature > 0, "cfrag.temperature", "must be > 0")
+    _need(0.0 <= c.agreement_threshold <= 1.0, "cfrag.agreement_threshold", "must be in [0, 1]")
+    _need(c.retrieve_k >= 1, "cfrag.retrieve_k", "must be >= 1")
+    _need(c.evidence_per_hypothesis >= 1, "cfrag.evidence_per_hypothesis", "must be >= 1")
+    _need(0.0 <= g.temperature <= 2.0, "generation.temperature", "must be in [0, 2]")
+    _need(g.max_tokens >= 1, "generation.max_tokens", "must be >= 1")
+    _need(s.models.n_ctx >= 512, "models.n_ctx", "must be >= 512")
+    _need(s.models.generator_backend in ("llama_cpp", "openai"), "models.generator_backend",
+          "'llama_cpp' or 'openai'")
+    _need(s.ui.language in ("en", "zh"), "ui.language", "'en' or 'zh'")

@@ -1,0 +1,272 @@
+"""Frozen dataclasses that flow between the stages (DESIGN.md, "Data that flows").
+
+Every stage takes and returns these; nothing here knows about models, files or Qt.
+All are JSON-serialisable through :func:`rag_desktop.core.serial.to_jsonable`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal
+
+Lang = Literal["zh", "en", "other"]
+Level = Literal["chunk", "doc"]
+
+
+class Cancelled(Exception):
+    """Raised inside long work when the user asked to stop."""
+
+
+class CancelToken:
+    """A thread-safe cancel flag that long-running generators poll.
+
+    Kept as a tiny class (not a bare ``threading.Event``) so that call sites read
+    ``cancel.raise_if_set()`` at the points where stopping is safe.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    @property
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_set(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class Page:
+    """Text of one page (1-based ``number``); Word/text files have one logical page."""
+
+    number: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a reader returns: raw page texts, before cleaning."""
+
+    path: str
+    title: str
+    pages: tuple[Page, ...]
+    kind: Literal["pdf", "docx", "txt", "md"]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CleanedText:
+    """Cleaned full text of a document plus where each page starts in it.
+
+    ``page_offsets[i]`` is the character offset in ``text`` where page
+    ``page_numbers[i]`` begins; chunks map their offsets back to pages with it.
+    """
+
+    text: str
+    page_offsets: tuple[int, ...]
+    page_numbers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """A chunk before it has a database id: offsets into ``CleanedText.text``."""
+
+    ordinal: int
+    text: str
+    char_start: int
+    char_end: int
+    page_start: int
+    page_end: int
+    lang: Lang
+
+
+# --------------------------------------------------------------------------- catalog
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: int
+    path: str
+    sha256: str
+    title: str
+    lang: Lang
+    n_pages: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: int
+    doc_id: int
+    ordinal: int
+    text: str
+    page_start: int
+    page_end: int
+    char_start: int
+    char_end: int
+    lang: Lang
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """One (term, weight) pair of kw(·) (paper 000 §3.1)."""
+
+    term: str
+    weight: float
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved unit (a chunk, or a whole document at ``level == "doc"``).
+
+    ``unit_id`` is the chunk id at chunk level and the document id at doc level.
+    ``rank`` is 1-based in the list the hit belongs to.
+    """
+
+    unit_id: int
+    doc_id: int
+    level: Level
+    title: str
+    path: str
+    page: int
+    text: str
+    s_sim: float
+    rank: int
+    lang: Lang = "other"
+
+
+@dataclass(frozen=True)
+class AbsorbedTerm:
+    """A document term in A(d): exact match (``cosine is None``) or semantically absorbed."""
+
+    term: str
+    weight: float
+    absorbed_by: str
+    cosine: float | None
+
+
+@dataclass(frozen=True)
+class KeywordSplit:
+    """K_q, A(d) and B(d) of Eq. 3 for one candidate."""
+
+    query_terms: tuple[Keyword, ...]
+    a_terms: tuple[AbsorbedTerm, ...]
+    b_terms: tuple[Keyword, ...]
+
+
+@dataclass(frozen=True)
+class CausalScore:
+    """s_c (Eq. 5), the hybrid score and whether the empty-B rule fired."""
+
+    s_c: float | None
+    s_hybrid: float
+    fallback_used: bool
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why one candidate sits where it does in a re-ranked list (shown as the "Why" card)."""
+
+    unit_id: int
+    baseline_rank: int
+    new_rank: int
+    s_sim: float
+    s_c: float | None
+    s_hybrid: float | None
+    split: KeywordSplit | None
+    fallback_used: bool
+    size_a: int
+
+
+@dataclass(frozen=True)
+class RankedList:
+    method: str
+    hits: tuple[Hit, ...]
+    explanations: tuple[Explanation, ...] = ()
+    warnings: tuple[str, ...] = ()
+    label: str = ""
+
+
+# --------------------------------------------------------------------------- generation
+
+
+class GenEventKind(str, Enum):
+    TOKEN = "token"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class GenEvent:
+    """One streamed piece of generation; ``DONE`` carries the finish reason."""
+
+    kind: GenEventKind
+    text: str = ""
+    finish_reason: str = ""
+    logprob: float | None = None
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A ``[n]`` in an answer; ``valid`` is False when n was not one of the given sources."""
+
+    n: int
+    valid: bool
+    doc_id: int | None = None
+    unit_id: int | None = None
+    title: str = ""
+    path: str = ""
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    citations: tuple[Citation, ...] = ()
+    sources: tuple[Hit, ...] = ()
+    method: str = ""
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    """An event from long work: ingest, model preparation, generation set-up."""
+
+    stage: str
+    current: int
+    total: int
+    message: str = ""
+    eta_s: float | None = None
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A file that was skipped, with a reason a person can act on."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Timings:
+    values: dict[str, float] = field(default_factory=dict)

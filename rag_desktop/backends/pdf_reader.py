@@ -1,0 +1,172 @@
+"""PDF files through PyMuPDF (imported lazily as ``pymupdf``, falling back to ``fitz``).
+
+* Text comes per page (``Page.number`` is the 1-based page index, which is what a viewer
+  opens), as PyMuPDF text blocks joined by blank lines so that blocks — roughly paragraphs —
+  stay paragraphs for the cleaner; lines inside a block are single line breaks (visual wraps).
+* A page without text that draws images or vector graphics is reported in the warnings
+  ("page N has no text layer — scanned?"); if no page has any text the document is
+  unreadable ("no text layer — scanned PDF? OCR it first").
+* Password-protected PDFs (a user password is needed to open them) are unreadable; PDFs with
+  only an owner password (printing/copying restrictions) open and are read.
+* Empty, non-PDF, damaged or truncated files are unreadable with the reason. MuPDF repairs
+  some damaged files on opening; those are read, with a warning that text may be missing.
+* Title: the metadata title unless it is a placeholder ("Untitled", "Microsoft Word -
+  report.doc"), else the first heading-like line of the first page with text, else the file
+  name without extension.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rag_desktop.backends.errors import MissingDependency
+from rag_desktop.backends.readers import UnreadableDocument, heading_like_line
+from rag_desktop.core.types import CancelToken, Page, ParsedDocument
+
+SCANNED_REASON = "no text layer — scanned PDF? OCR it first"
+PASSWORD_REASON = (
+    "the PDF is password-protected — remove the password (save an unprotected copy) and add it again"
+)
+DAMAGED_REASON = "not a valid PDF — the file is damaged, truncated or not really a PDF"
+REPAIRED_WARNING = "the PDF is damaged and was repaired on opening; some text may be missing"
+
+# The PDF standard lets the header start anywhere in the first 1024 bytes.
+_HEADER_WINDOW = 1024
+_PLACEHOLDER_TITLES = frozenset({"untitled", "title", "document", "slide 1", "no title", "无标题"})
+_WORD_PREFIX_RE = re.compile(r"^microsoft (?:word|powerpoint|excel) - ", re.IGNORECASE)
+_FILE_NAME_RE = re.compile(r"\.(?:pdf|docx?|pptx?|xlsx?|indd|tex|dvi|ps|txt|rtf|odt)$", re.IGNORECASE)
+
+
+def load_pymupdf() -> ModuleType:
+    """The PyMuPDF module (``pymupdf``, or the legacy ``fitz`` name); MissingDependency if absent."""
+    for name in ("pymupdf", "fitz"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise MissingDependency("pymupdf", "Reading PDF files", "pymupdf")
+
+
+def _name_is_utf8(path: Path) -> bool:
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _check_header(path: Path) -> None:
+    with path.open("rb") as fh:
+        head = fh.read(_HEADER_WINDOW)
+    if not head:
+        raise UnreadableDocument(path, "the file is empty (0 bytes)")
+    if b"%PDF-" not in head:
+        raise UnreadableDocument(path, "not a PDF file (no %PDF header) — renamed from another format?")
+
+
+def _open(fitz: ModuleType, path: Path) -> Any:
+    """Open the PDF; by content if the file name is not UTF-8 (MuPDF cannot open such names)."""
+    try:
+        if _name_is_utf8(path):
+            return fitz.open(os.fspath(path), filetype="pdf")
+        return fitz.open(stream=path.read_bytes(), filetype="pdf")
+    except (RuntimeError, ValueError) as exc:  # pymupdf.FileDataError/EmptyFileError are RuntimeErrors
+        raise UnreadableDocument(path, DAMAGED_REASON) from exc
+
+
+def _page_text(page: Any) -> str:
+    """Text blocks of a page, in content order, separated by blank lines."""
+    blocks = page.get_text("blocks")
+    # Block tuples: (x0, y0, x1, y1, text, block_no, block_type); type 1 is an image.
+    texts = [str(b[4]).strip() for b in blocks if b[6] == 0]
+    return "\n\n".join(t for t in texts if t)
+
+
+def _draws_something(page: Any) -> bool:
+    """True if a text-less page shows images or vector graphics (a scan, a figure)."""
+    return bool(page.get_image_info()) or bool(page.get_drawings())
+
+
+def _page_ranges(numbers: list[int]) -> str:
+    """``[2, 3, 4, 7]`` → ``"2–4, 7"``."""
+    parts: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)
+
+
+def scanned_pages_warning(numbers: list[int]) -> str:
+    """``"page 3 has no text layer — scanned?"`` or ``"pages 2–4, 7 have no text layer — scanned?"``."""
+    if len(numbers) == 1:
+        return f"page {numbers[0]} has no text layer — scanned?"
+    return f"pages {_page_ranges(numbers)} have no text layer — scanned?"
+
+
+def _read_pages(doc: Any, cancel: CancelToken | None) -> tuple[list[Page], list[str]]:
+    pages: list[Page] = []
+    warnings: list[str] = []
+    textless: list[int] = []
+    for index in range(doc.page_count):
+        if cancel is not None:
+            cancel.raise_if_set()
+        number = index + 1
+        try:
+            page = doc.load_page(index)
+            text = _page_text(page)
+            if not text and _draws_something(page):
+                textless.append(number)
+        except (RuntimeError, ValueError) as exc:
+            warnings.append(f"page {number} could not be read ({exc})")
+            text = ""
+        pages.append(Page(number, text))
+    if textless:
+        warnings.append(scanned_pages_warning(textless))
+    return pages, warnings
+
+
+def _metadata_title(doc: Any) -> str | None:
+    title = " ".join(str((doc.metadata or {}).get("title") or "").split())
+    title = _WORD_PREFIX_RE.sub("", title)
+    if len(title) < 2 or title.casefold() in _PLACEHOLDER_TITLES or _FILE_NAME_RE.search(title):
+        return None
+    return title
+
+
+def _title(doc: Any, pages: list[Page], path: Path) -> str:
+    first_text = next((p.text for p in pages if p.text), "")
+    return _metadata_title(doc) or heading_like_line(first_text) or path.stem
+
+
+def read_pdf(path: Path, cancel: CancelToken | None = None) -> ParsedDocument:
+    """Read a PDF into one :class:`Page` per page (rules in the module doc)."""
+    fitz = load_pymupdf()
+    _check_header(path)
+    doc = _open(fitz, path)
+    try:
+        if doc.needs_pass:
+            raise UnreadableDocument(path, PASSWORD_REASON)
+        if doc.page_count == 0:
+            raise UnreadableDocument(path, "the PDF has no pages (damaged or truncated?)")
+        pages, warnings = _read_pages(doc, cancel)
+        repaired = bool(getattr(doc, "is_repaired", False))
+        if not any(p.text for p in pages):
+            raise UnreadableDocument(path, DAMAGED_REASON if repaired else SCANNED_REASON)
+        if repaired:
+            warnings.insert(0, REPAIRED_WARNING)
+        title = _title(doc, pages, path)
+    finally:
+        doc.close()
+    return ParsedDocument(
+        path=str(path), title=title, pages=tuple(pages), kind="pdf", warnings=tuple(warnings)
+    )

@@ -75,6 +75,10 @@ class Tokenizer(Protocol):
         """Teach the segmenter domain words (a corpus-derived user dictionary)."""
         ...
 
+    def surface_form(self, term: str) -> str:
+        """A readable word for a term (terms may be stems): what E(t) embeds and the UI shows."""
+        ...
+
 
 @runtime_checkable
 class CrossEncoder(Protocol):

@@ -167,15 +167,6 @@ class KeywordSplit:
 
 
 @dataclass(frozen=True)
-class CausalScore:
-    """s_c (Eq. 5), the hybrid score and whether the empty-B rule fired."""
-
-    s_c: float | None
-    s_hybrid: float
-    fallback_used: bool
-
-
-@dataclass(frozen=True)
 class Explanation:
     """Why one candidate sits where it does in a re-ranked list (shown as the "Why" card)."""
 

@@ -1,0 +1,540 @@
+"""Causal-attention reranking of paper 000 (§3.4, Eq. 3–5), its hybrid, and diagnostics.
+
+Public entry points (what the app wires)
+----------------------------------------
+``TermSet(keywords, vectors)``
+    A keyword set K with its term embeddings: ``keywords`` from
+    :func:`rag_desktop.core.keywords.kw` (top-15 per chunk/document, stored at ingest;
+    top-10 with ``query=True`` for the query), ``vectors[i] = E(keywords[i].term)``
+    from ``Embedder.embed_terms`` (cached at ingest for documents). Terms must be
+    distinct (merge chunk sets with ``keywords.merge_keywords``), weights > 0.
+``CausalConfig(tau, absorption, empty_b_rule, hybrid_weight, k, method)``
+    ``tau``: Eq. 3 threshold (a number; resolve ``"auto"`` with :func:`calibrate_tau`
+    at ingest); ``absorption``: ``"semantic"`` (Eq. 3) or ``"exact"`` (the 2024
+    deployment's keyword-set intersection); ``empty_b_rule``: ``"demote"`` or
+    ``"fallback"`` (see below); ``method``: ``"causal"`` ranks by s_c, ``"hybrid"``
+    by w·minmax(s_sim) + (1−w)·minmax(s_c); ``k``: the candidate window.
+``rerank(query_vec, query_terms, hits, candidate_terms, config) -> CausalRerank``
+    ``query_vec`` = E(q) (``Embedder.embed_queries([q])[0]``); ``hits`` in baseline
+    order (s_sim descending, any length); ``candidate_terms[i]`` is the TermSet of
+    ``hits[i]`` (entries past the window may be ``None``). Returns ``.ranked``, a
+    :class:`~rag_desktop.core.types.RankedList` (hits with new 1-based ranks, one
+    Explanation per hit in the new order, warnings) and ``.diagnostics``
+    (A-share, empty-B fraction, the τ used, warnings).
+``causal_scores(query_vec, query_terms, candidate_terms, tau=..., absorption=...)``
+    The vectorised Eq. 3–5 alone, as arrays (s_c, empty-B mask, A membership,
+    absorbing query term and cosine per document term).
+``calibrate_tau(term_vectors, percentile, rng)`` / ``pair_cosines(...)``
+    Encoder-aware τ: a percentile of the library's own random term-pair cosines.
+``minmax(x)``
+    The normalisation of the hybrid.
+
+Wiring sketch::
+
+    # ingest (per chunk), after build_filter(variant, tokenizer) and the IdfTable:
+    toks = tokenizer.tokenize(chunk.text, chunk.lang)
+    idf.add_document(keywords.document_terms(toks, kfilter))
+    kd = keywords.extract_keywords(toks, idf, kfilter, query=False, prior=tokenizer.prior_idf)
+    vecs = embedder.embed_terms([k.term for k in kd])      # cache per term
+    # query time:
+    kq = keywords.kw(question, lang, tokenizer, idf, kfilter, query=True)
+    out = rerank(embedder.embed_queries([question])[0],
+                 TermSet(kq, embedder.embed_terms([k.term for k in kq])),
+                 baseline_hits, [TermSet(kd_i, vecs_i) for each hit], CausalConfig(tau=...))
+
+Choices where the paper is silent (all tested in tests/test_causal.py)
+----------------------------------------------------------------------
+* Cosines are computed on the given vectors (normalised here), so callers need
+  not pre-normalise. A term that is both an exact match and semantically close
+  is recorded as exact (``AbsorbedTerm.cosine is None``); the absorbing query term
+  of a semantic match is the argmax of the cosine, the earlier K_q entry on ties.
+* Empty K_q (every query word was a stopword): A(d) = ∅ and B(d) = K_d; a warning
+  says so.
+* v_B with zero norm (terms cancelling exactly) scores s_c = 0 (orthogonal).
+* Empty B(d) — the paper says such documents "are demoted" (§3.4) and, in §4.5,
+  tests a variant "fb" that falls back to s_sim. Here:
+
+  ``"demote"`` (default): the candidate's s_c is *treated as the minimum of the
+  window's defined s_c values*. An empty B means every keyword of the document was
+  absorbed by the query: the limiting case of keyword stuffing the method exists
+  to demote, so it belongs at the bottom of the causal order. We use the window
+  minimum rather than an invented value (−1, say) because a far-out value would
+  stretch the min–max range of the hybrid and squeeze every real s_c towards 1;
+  at the minimum, the hybrid lets s_sim still lift the candidate, which keeps the
+  hybrid's "never far below the baseline" property. In the ordering, at an equal
+  score a candidate with a real s_c goes before an empty-B one, then baseline
+  order. If no candidate has a defined s_c, the s_c column is constant
+  (minmax → 0) and both orders equal the baseline; the diagnostics warn.
+
+  ``"fallback"`` (the paper's *ours-fb*): the candidate's s_c is replaced by its
+  s_sim. The causal order sorts by this mixed column; the hybrid min–max
+  normalises the mixed column as a whole (``minmax`` over {s_c of non-empty} ∪
+  {s_sim of empty}) and adds w·minmax(s_sim). Ties: baseline order.
+
+  In both rules ``Explanation.s_c`` is ``None`` for an empty B (s_c is undefined)
+  and ``Explanation.fallback_used`` is True only when the fallback rule replaced it.
+* Only the first k hits (the window S1) are re-ranked; hits past k keep their
+  baseline positions (paper §4.5) and get an Explanation with no split.
+* minmax of a constant column is all zeros (it carries no order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_desktop.core.types import AbsorbedTerm, Explanation, Hit, Keyword, KeywordSplit, RankedList
+
+F64 = npt.NDArray[np.float64]
+Absorption = Literal["semantic", "exact"]
+EmptyBRule = Literal["demote", "fallback"]
+Method = Literal["causal", "hybrid"]
+
+# A warning is raised when B(d) is empty for more than this share of the window
+# (issue 4: with e5 at τ = 0.6 every B was empty and the order silently became the baseline's).
+EMPTY_B_WARN_FRACTION = 0.5
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, eq=False)
+class TermSet:
+    """A weighted keyword set K with one embedding row per term (``vectors[i] = E(t_i)``)."""
+
+    keywords: tuple[Keyword, ...]
+    vectors: F64
+
+    def __post_init__(self) -> None:
+        kws = tuple(self.keywords)
+        vec = np.asarray(self.vectors, dtype=np.float64)
+        if vec.size == 0 and not kws:
+            vec = vec.reshape(0, vec.shape[-1] if vec.ndim == 2 else 0)
+        if vec.ndim != 2 or vec.shape[0] != len(kws):
+            raise ValueError(
+                f"TermSet: vectors must have shape ({len(kws)}, dim), one row per keyword; got {vec.shape}"
+            )
+        if not np.all(np.isfinite(vec)):
+            raise ValueError("TermSet: vectors contain NaN or infinity")
+        if kws and np.any(np.linalg.norm(vec, axis=1) == 0):
+            bad = [kws[i].term for i in np.flatnonzero(np.linalg.norm(vec, axis=1) == 0)]
+            raise ValueError(f"TermSet: zero embedding for term(s) {bad[:5]}")
+        seen: set[str] = set()
+        for k in kws:
+            if k.term in seen:
+                raise ValueError(f"TermSet: duplicate term {k.term!r} (merge with keywords.merge_keywords)")
+            seen.add(k.term)
+            if not (np.isfinite(k.weight) and k.weight > 0):
+                raise ValueError(f"TermSet: weight of {k.term!r} must be finite and > 0, got {k.weight}")
+        object.__setattr__(self, "keywords", kws)
+        object.__setattr__(self, "vectors", vec)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    @classmethod
+    def empty(cls, dim: int) -> TermSet:
+        return cls((), np.zeros((0, dim)))
+
+
+@dataclass(frozen=True)
+class CausalConfig:
+    tau: float = 0.6  # paper 000 §3.4 (BGE-M3 scale; prefer calibrate_tau)
+    absorption: Absorption = "semantic"
+    empty_b_rule: EmptyBRule = "demote"
+    hybrid_weight: float = 0.5  # paper §4.4: ½ s̃_sim + ½ s̃_c
+    k: int = 20  # paper §4.5: re-rank the baseline top-20
+    method: Method = "hybrid"
+
+    def __post_init__(self) -> None:
+        if not (-1.0 <= self.tau <= 1.0):
+            raise ValueError(f"CausalConfig.tau must be a cosine in [-1, 1], got {self.tau}")
+        if self.absorption not in ("semantic", "exact"):
+            raise ValueError(
+                f"CausalConfig.absorption must be 'semantic' or 'exact', got {self.absorption!r}"
+            )
+        if self.empty_b_rule not in ("demote", "fallback"):
+            raise ValueError(
+                f"CausalConfig.empty_b_rule must be 'demote' or 'fallback', got {self.empty_b_rule!r}"
+            )
+        if not (0.0 <= self.hybrid_weight <= 1.0):
+            raise ValueError(f"CausalConfig.hybrid_weight must be in [0, 1], got {self.hybrid_weight}")
+        if self.k < 1:
+            raise ValueError(f"CausalConfig.k must be >= 1, got {self.k}")
+        if self.method not in ("causal", "hybrid"):
+            raise ValueError(f"CausalConfig.method must be 'causal' or 'hybrid', got {self.method!r}")
+
+    @property
+    def name(self) -> str:
+        """The method name used by ``rag-desktop eval`` (causal, causal_exact, causal_fb, hybrid, ...)."""
+        suffix = ("_exact" if self.absorption == "exact" else "") + (
+            "_fb" if self.empty_b_rule == "fallback" else ""
+        )
+        return self.method + suffix
+
+
+# --------------------------------------------------------------------------- Eq. 3–5
+
+
+@dataclass(frozen=True, eq=False)
+class CausalArrays:
+    """Eq. 3–5 for a list of candidates, as arrays.
+
+    Per candidate j (length n): ``s_c[j]`` (NaN when B is empty), ``empty_b[j]``,
+    ``a_share[j]`` = Σ_{A} λ / Σ_{K_d} λ (NaN when K_d is empty).
+    Per document term, candidates' terms concatenated (length T): ``segment`` (its
+    candidate), ``absorbed`` (t ∈ A), ``exact``, ``best_query`` (index into K_q of
+    the most similar query term, or of the equal one for an exact match; -1 if none),
+    ``best_cos`` (its cosine; NaN for exact absorption or an empty K_q).
+    """
+
+    s_c: F64
+    empty_b: npt.NDArray[np.bool_]
+    a_share: F64
+    segment: npt.NDArray[np.int64]
+    absorbed: npt.NDArray[np.bool_]
+    exact: npt.NDArray[np.bool_]
+    best_query: npt.NDArray[np.int64]
+    best_cos: F64
+
+
+def _unit_rows(x: F64) -> F64:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def causal_scores(
+    query_vec: npt.ArrayLike,
+    query_terms: TermSet,
+    candidate_terms: Sequence[TermSet],
+    *,
+    tau: float,
+    absorption: Absorption = "semantic",
+) -> CausalArrays:
+    """Vectorised A(d), B(d) (Eq. 3), v_B (Eq. 4) and s_c (Eq. 5) for every candidate."""
+    q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(q)) or np.linalg.norm(q) == 0:
+        raise ValueError("causal_scores: query_vec must be finite and non-zero")
+    h = q.shape[0]
+    for name, ts in [("query_terms", query_terms)] + [
+        (f"candidate_terms[{j}]", c) for j, c in enumerate(candidate_terms)
+    ]:
+        if ts.keywords and ts.dim != h:
+            raise ValueError(f"causal_scores: {name} has dim {ts.dim}, query_vec has {h}")
+    if absorption not in ("semantic", "exact"):
+        raise ValueError(f"causal_scores: absorption must be 'semantic' or 'exact', got {absorption!r}")
+
+    n = len(candidate_terms)
+    sizes = [len(c.keywords) for c in candidate_terms]
+    T = int(sum(sizes))
+    segment = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    absorbed = np.zeros(T, dtype=bool)
+    exact = np.zeros(T, dtype=bool)
+    best_query = np.full(T, -1, dtype=np.int64)
+    best_cos = np.full(T, np.nan)
+    s_c = np.full(n, np.nan)
+    empty_b = np.ones(n, dtype=bool)
+    a_share = np.full(n, np.nan)
+
+    m = len(query_terms.keywords)
+    q_index = {k.term: i for i, k in enumerate(query_terms.keywords)}
+    semantic_on = absorption == "semantic" and m > 0
+    q_unit_t = np.ascontiguousarray(_unit_rows(query_terms.vectors).T) if semantic_on else None
+    q_norm = float(np.linalg.norm(q))
+
+    # One small block per candidate (≤ 15 rows) rather than one (T, h) matrix: on a busy
+    # laptop OpenBLAS's multi-threaded gemm for a few hundred rows costs tens of ms, the
+    # per-candidate products well under one (issue 4 budget: ≤ 5 % of a baseline query).
+    off = 0
+    for j, cand in enumerate(candidate_terms):
+        size = sizes[j]
+        if size == 0:
+            continue
+        sl = slice(off, off + size)
+        off += size
+        lam = np.array([k.weight for k in cand.keywords], dtype=np.float64)
+        # Eq. 3, first disjunct: t ∈ K_q.
+        ex_idx = np.array([q_index.get(k.term, -1) for k in cand.keywords], dtype=np.int64)
+        ex = ex_idx >= 0
+        if semantic_on and q_unit_t is not None:
+            # Eq. 3, second disjunct: max_{u ∈ K_q} cos(E(t), E(u)) ≥ τ.
+            cos = _unit_rows(cand.vectors) @ q_unit_t  # (size, m)
+            bq = np.argmax(cos, axis=1)
+            bc = cos[np.arange(size), bq]
+            best_cos[sl] = bc
+            best_query[sl] = np.where(ex, ex_idx, bq)
+            ab = ex | (bc >= tau)
+        else:
+            best_query[sl] = ex_idx
+            ab = ex
+        exact[sl] = ex
+        absorbed[sl] = ab
+        a_share[j] = float(lam[ab].sum() / lam.sum())
+        # Eq. 4: v_B = Σ_{t∈B} λ_t E(t) / Σ_{t∈B} λ_t.
+        w_b = np.where(ab, 0.0, lam)
+        den = float(w_b.sum())
+        if den <= 0:
+            continue
+        empty_b[j] = False
+        v_b = (w_b @ cand.vectors) / den
+        # Eq. 5: s_c = cos(E(q), v_B).
+        v_norm = float(np.linalg.norm(v_b))
+        s_c[j] = 0.0 if v_norm == 0 else float(v_b @ q) / (v_norm * q_norm)
+
+    return CausalArrays(
+        s_c=s_c,
+        empty_b=empty_b,
+        a_share=a_share,
+        segment=segment,
+        absorbed=absorbed,
+        exact=exact,
+        best_query=best_query,
+        best_cos=best_cos,
+    )
+
+
+def minmax(x: npt.ArrayLike) -> F64:
+    """(x − min) / (max − min) over the window; a constant column maps to zeros."""
+    a = np.asarray(x, dtype=np.float64)
+    if a.size == 0:
+        return a.copy()
+    lo, hi = float(a.min()), float(a.max())
+    if hi - lo <= 0:
+        return np.zeros_like(a)
+    return (a - lo) / (hi - lo)
+
+
+# --------------------------------------------------------------------------- rerank
+
+
+@dataclass(frozen=True)
+class CausalDiagnostics:
+    """What the UI shows next to the causal column so a degenerate run is visible.
+
+    ``a_share``: mean over window candidates (with a non-empty K_d) of the share of
+    K_d's weight absorbed into A (the A-absorption ratio of §4.6); ``empty_b_fraction``:
+    share of window candidates whose B is empty.
+    """
+
+    window: int
+    tau: float
+    absorption: Absorption
+    empty_b_rule: EmptyBRule
+    n_query_terms: int
+    a_share: float | None
+    empty_b_fraction: float
+    n_empty_b: int
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CausalRerank:
+    ranked: RankedList
+    diagnostics: CausalDiagnostics
+
+
+def _split(
+    cand: TermSet, query_terms: TermSet, arrays: CausalArrays, offset: int
+) -> tuple[KeywordSplit, int]:
+    a_terms: list[AbsorbedTerm] = []
+    b_terms: list[Keyword] = []
+    for i, kwd in enumerate(cand.keywords):
+        t = offset + i
+        if arrays.absorbed[t]:
+            by = query_terms.keywords[int(arrays.best_query[t])].term
+            cos = None if arrays.exact[t] else float(arrays.best_cos[t])
+            a_terms.append(AbsorbedTerm(term=kwd.term, weight=kwd.weight, absorbed_by=by, cosine=cos))
+        else:
+            b_terms.append(kwd)
+    split = KeywordSplit(query_terms=query_terms.keywords, a_terms=tuple(a_terms), b_terms=tuple(b_terms))
+    return split, len(a_terms)
+
+
+def rerank(
+    query_vec: npt.ArrayLike,
+    query_terms: TermSet,
+    hits: Sequence[Hit],
+    candidate_terms: Sequence[TermSet | None],
+    config: CausalConfig | None = None,
+) -> CausalRerank:
+    """Re-rank the baseline window by s_c or the hybrid; see the module docstring."""
+    cfg = config or CausalConfig()
+    window = min(cfg.k, len(hits))
+    if len(candidate_terms) < window:
+        raise ValueError(
+            f"rerank: candidate_terms has {len(candidate_terms)} entries, the window needs {window}"
+        )
+    cands: list[TermSet] = []
+    for j in range(window):
+        c = candidate_terms[j]
+        if c is None:
+            raise ValueError(f"rerank: candidate_terms[{j}] is None but hit {j + 1} is inside the window")
+        cands.append(c)
+
+    arrays = causal_scores(query_vec, query_terms, cands, tau=cfg.tau, absorption=cfg.absorption)
+    s_sim = np.array([h.s_sim for h in hits[:window]], dtype=np.float64)
+    if not np.all(np.isfinite(s_sim)):
+        raise ValueError("rerank: a hit in the window has a non-finite s_sim")
+    empty = arrays.empty_b
+
+    # The s_c column after the empty-B rule (module docstring).
+    if cfg.empty_b_rule == "fallback":
+        sc_eff = np.where(empty, s_sim, arrays.s_c)
+        demoted = np.zeros(window, dtype=bool)
+    else:
+        defined = arrays.s_c[~empty]
+        floor = float(defined.min()) if defined.size else 0.0
+        sc_eff = np.where(empty, floor, arrays.s_c)
+        demoted = empty
+    # Hybrid (paper §4.4): w·minmax(s_sim) + (1−w)·minmax(s_c) over the window.
+    hybrid = cfg.hybrid_weight * minmax(s_sim) + (1.0 - cfg.hybrid_weight) * minmax(sc_eff)
+    key = sc_eff if cfg.method == "causal" else hybrid
+    # Sort: score descending, then real-s_c before demoted, then baseline order.
+    order = np.lexsort((np.arange(window), demoted, -key)) if window else np.zeros(0, dtype=np.int64)
+    new_pos = list(order.tolist()) + list(range(window, len(hits)))
+
+    offsets = np.concatenate([[0], np.cumsum([len(c.keywords) for c in cands])]).astype(int)
+    new_hits: list[Hit] = []
+    explanations: list[Explanation] = []
+    for new_rank, j in enumerate(new_pos, start=1):
+        hit = hits[j]
+        new_hits.append(dataclasses.replace(hit, rank=new_rank))
+        if j < window:
+            split, size_a = _split(cands[j], query_terms, arrays, int(offsets[j]))
+            explanations.append(
+                Explanation(
+                    unit_id=hit.unit_id,
+                    baseline_rank=j + 1,
+                    new_rank=new_rank,
+                    s_sim=float(hit.s_sim),
+                    s_c=None if empty[j] else float(arrays.s_c[j]),
+                    s_hybrid=float(hybrid[j]),
+                    split=split,
+                    fallback_used=bool(empty[j]) and cfg.empty_b_rule == "fallback",
+                    size_a=size_a,
+                )
+            )
+        else:
+            explanations.append(
+                Explanation(
+                    unit_id=hit.unit_id,
+                    baseline_rank=j + 1,
+                    new_rank=new_rank,
+                    s_sim=float(hit.s_sim),
+                    s_c=None,
+                    s_hybrid=None,
+                    split=None,
+                    fallback_used=False,
+                    size_a=0,
+                )
+            )
+
+    diag = _diagnostics(arrays, cfg, window, len(query_terms.keywords))
+    label = (
+        f"{'Causal rerank' if cfg.method == 'causal' else 'Hybrid rerank'} "
+        f"({cfg.absorption}, τ={cfg.tau:.2f}, empty B: {cfg.empty_b_rule})"
+    )
+    ranked = RankedList(
+        method=cfg.name,
+        hits=tuple(new_hits),
+        explanations=tuple(explanations),
+        warnings=diag.warnings,
+        label=label,
+    )
+    return CausalRerank(ranked=ranked, diagnostics=diag)
+
+
+def _diagnostics(arrays: CausalArrays, cfg: CausalConfig, window: int, n_q: int) -> CausalDiagnostics:
+    shares = arrays.a_share[np.isfinite(arrays.a_share)]
+    a_share = float(shares.mean()) if shares.size else None
+    n_empty = int(arrays.empty_b.sum())
+    frac = n_empty / window if window else 0.0
+    warnings: list[str] = []
+    if n_q == 0 and window:
+        warnings.append(
+            "The query has no keywords after stopword filtering: A(d) is empty and s_c scores each "
+            "candidate's whole keyword set."
+        )
+    if window and frac > EMPTY_B_WARN_FRACTION:
+        what = (
+            f"at τ = {cfg.tau:.2f} the query absorbs almost every document keyword for this encoder"
+            if cfg.absorption == "semantic"
+            else "the candidates' keywords are (almost) all query keywords"
+        )
+        if n_empty == window:
+            then = "no candidate has an s_c, so the order is the baseline's"
+        elif cfg.empty_b_rule == "fallback":
+            then = "those candidates fall back to s_sim, so the order is mostly the baseline's"
+        else:
+            then = "those candidates are demoted without an s_c, so the causal score barely discriminates"
+        advice = " Calibrate τ for this encoder (calibrate_tau)." if cfg.absorption == "semantic" else ""
+        warnings.append(
+            f"B(d) is empty for {n_empty} of {window} candidates ({frac:.0%}): {what}; {then}.{advice}"
+        )
+    return CausalDiagnostics(
+        window=window,
+        tau=cfg.tau,
+        absorption=cfg.absorption,
+        empty_b_rule=cfg.empty_b_rule,
+        n_query_terms=n_q,
+        a_share=a_share,
+        empty_b_fraction=frac,
+        n_empty_b=n_empty,
+        warnings=tuple(warnings),
+    )
+
+
+# --------------------------------------------------------------------------- τ
+
+
+def pair_cosines(term_vectors: npt.ArrayLike, rng: np.random.Generator, *, max_pairs: int = 20_000) -> F64:
+    """Cosines of pairs of distinct rows: all pairs if there are at most ``max_pairs``,
+    else ``max_pairs`` pairs drawn uniformly (i ≠ j) with ``rng``.
+
+    Pass one row per distinct term (duplicates would add spurious cosines of 1).
+    """
+    x = np.asarray(term_vectors, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"pair_cosines: need a 2-D array with at least 2 rows, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("pair_cosines: term_vectors contain NaN or infinity")
+    norms = np.linalg.norm(x, axis=1)
+    if np.any(norms == 0):
+        raise ValueError("pair_cosines: term_vectors contain a zero row")
+    if max_pairs < 1:
+        raise ValueError(f"pair_cosines: max_pairs must be >= 1, got {max_pairs}")
+    xn = x / norms[:, None]
+    n = x.shape[0]
+    if n * (n - 1) // 2 <= max_pairs:
+        i, j = np.triu_indices(n, k=1)
+    else:
+        i = rng.integers(0, n, size=max_pairs)
+        j = rng.integers(0, n - 1, size=max_pairs)
+        j = j + (j >= i)  # uniform over j ≠ i
+    return np.einsum("ij,ij->i", xn[i], xn[j])
+
+
+def calibrate_tau(
+    term_vectors: npt.ArrayLike,
+    percentile: float,
+    rng: np.random.Generator,
+    *,
+    max_pairs: int = 20_000,
+) -> float:
+    """Encoder-aware τ for Eq. 3: the ``percentile`` of random term-pair cosines.
+
+    τ = 0.6 is on BGE-M3's cosine scale; multilingual-e5 puts every pair between
+    ~0.8 and ~0.93, so a fixed 0.6 absorbs every term (issue 4). Taking τ as a
+    high percentile (settings: 97) of the library's own distribution means "only
+    pairs closer than 97 % of random term pairs count as the same meaning",
+    whatever the encoder's scale.
+    """
+    if not (0.0 < percentile < 100.0):
+        raise ValueError(f"calibrate_tau: percentile must be in (0, 100), got {percentile}")
+    cos = pair_cosines(term_vectors, rng, max_pairs=max_pairs)
+    return float(np.percentile(cos, percentile))

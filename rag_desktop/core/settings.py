@@ -70,9 +70,22 @@ class CFRagSettings:
     n_clusters: int = 4
     n_hypotheses: int = 3
     lam: float = 0.4
+    # The paper gives no values for θ_sim, θ_dedup, σ. With ``rescale_cosines`` the two
+    # thresholds are read on the encoder's own scale: cos' = (cos − b) / (1 − b), where b is
+    # the library's mean random chunk-pair cosine (e5 puts unrelated texts near 0.75, BGE-M3
+    # near 0.35, so one raw threshold cannot mean the same thing for both).
     theta_sim: float = 0.5
     theta_dedup: float = 0.95
+    rescale_cosines: bool = True
     sigma: float = 0.5
+    # "median": σ = median pairwise evidence distance (self-tuning; a fixed σ gives e5's
+    # compressed distances an affinity graph with no structure); "fixed": σ as given.
+    sigma_rule: Literal["fixed", "median"] = "median"
+    # φ_coh = w_embed·(answer–evidence similarity) + w_query·(query relevance) + w_presence·(answer in evidence)
+    coh_w_embed: float = 0.4
+    coh_w_query: float = 0.3
+    coh_w_presence: float = 0.3
+    answer_same_f1: float = 0.5  # closed-book answers with token F1 above this count as L(q) = L(q')
     temperature: float = 1.0
     alpha: float = 0.4
     beta: float = 0.4
@@ -151,6 +164,13 @@ def _check(s: Settings) -> None:
     _need(c.n_hypotheses >= 1, "cfrag.n_hypotheses", "must be >= 1")
     _need(0.0 <= c.lam <= 1.0, "cfrag.lam", "must be in [0, 1]")
     _need(c.sigma > 0, "cfrag.sigma", "must be > 0")
+    _need(c.sigma_rule in ("fixed", "median"), "cfrag.sigma_rule", "'fixed' or 'median'")
+    _need(min(c.coh_w_embed, c.coh_w_query, c.coh_w_presence) >= 0
+          and abs(c.coh_w_embed + c.coh_w_query + c.coh_w_presence - 1.0) < 1e-9,
+          "cfrag.coh_w_embed", "the three φ_coh weights must be >= 0 and sum to 1")
+    _need(0.0 <= c.answer_same_f1 < 1.0, "cfrag.answer_same_f1", "must be in [0, 1)")
+    _need(-1.0 <= c.theta_sim <= 1.0 and -1.0 <= c.theta_dedup <= 1.0, "cfrag.theta_sim",
+          "theta_sim and theta_dedup must be cosines in [-1, 1]")
     _need(c.temperature > 0, "cfrag.temperature", "must be > 0")
     _need(0.0 <= c.agreement_threshold <= 1.0, "cfrag.agreement_threshold", "must be in [0, 1]")
     _need(c.retrieve_k >= 1, "cfrag.retrieve_k", "must be >= 1")

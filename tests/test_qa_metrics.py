@@ -1,0 +1,143 @@
+"""QA metrics: strict EM (SQuAD normalisation + Chinese), lenient containment, token F1."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag_desktop.core.qa_metrics import (
+    QAScores,
+    answer_tokens,
+    containment_match,
+    exact_match,
+    mean_scores,
+    normalize_answer,
+    score_answer,
+    token_f1,
+)
+
+# --------------------------------------------------------------------------- reference
+# The official SQuAD v1.1 evaluation functions, verbatim in substance. For ASCII text our
+# normalisation must agree with them exactly.
+
+
+def squad_normalize(s: str) -> str:
+    def remove_articles(text: str) -> str:
+        return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text: str) -> str:
+        return " ".join(text.split())
+
+    def remove_punc(text: str) -> str:
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+
+def squad_f1(prediction: str, ground_truth: str) -> float:
+    p = squad_normalize(prediction).split()
+    g = squad_normalize(ground_truth).split()
+    common = Counter(p) & Counter(g)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / len(p)
+    recall = num_same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+ascii_text = st.text(alphabet=string.ascii_letters + string.digits + string.punctuation + " \t", max_size=40)
+
+
+@given(ascii_text)
+def test_normalisation_matches_squad_on_ascii(s: str) -> None:
+    assert normalize_answer(s) == squad_normalize(s)
+
+
+@given(ascii_text, ascii_text)
+def test_f1_matches_squad_on_ascii(p: str, g: str) -> None:
+    # SQuAD's f1_score returns 0 when either side is empty (before its own empty special
+    # case was added in v2); only compare where both normalise to something.
+    if squad_normalize(p) and squad_normalize(g):
+        assert token_f1(p, g) == pytest.approx(squad_f1(p, g))
+
+
+# --------------------------------------------------------------------------- hand values
+
+
+def test_normalize_english() -> None:
+    assert normalize_answer("The Dark Knight!") == "dark knight"
+    assert normalize_answer("  An   apple, a day ") == "apple day"
+    # Articles are words only: "theatre" keeps its letters.
+    assert normalize_answer("Theatre") == "theatre"
+
+
+def test_normalize_chinese_strips_cjk_punctuation_and_spacing() -> None:
+    assert normalize_answer("克里斯蒂安·贝尔。") == "克里斯蒂安贝尔"
+    assert normalize_answer("克里斯蒂安 贝尔") == "克里斯蒂安贝尔"
+    assert normalize_answer("《黑暗骑士》") == "黑暗骑士"
+    assert normalize_answer("“北京”，") == "北京"
+    # NFKC: full-width digits fold to ASCII.
+    assert normalize_answer("１９９８年") == "1998年"
+    # Mixed text keeps the space between Latin words.
+    assert normalize_answer("iPhone 手机 Pro Max") == "iphone手机pro max"
+
+
+def test_answer_tokens_cjk_chars_are_tokens() -> None:
+    assert answer_tokens("贝尔 Christian") == ["贝", "尔", "christian"]
+    assert answer_tokens("The Batman (2022)") == ["batman", "2022"]
+
+
+def test_exact_match_is_strict() -> None:
+    assert exact_match("Christian Bale.", ["christian bale"]) == 1.0
+    assert exact_match("the Christian Bale", "Christian Bale") == 1.0
+    assert exact_match("Christian Bale as Batman", "Christian Bale") == 0.0
+    assert exact_match("Bale", ["Heath Ledger", "Bale"]) == 1.0
+    assert exact_match("克里斯蒂安·贝尔", ["克里斯蒂安 贝尔"]) == 1.0
+
+
+def test_containment_is_lenient_and_labelled() -> None:
+    assert containment_match("It is Christian Bale as Batman", ["Christian Bale"]) == 1.0
+    assert containment_match("Heath Ledger", ["Christian Bale"]) == 0.0
+    # The leniency is real: a substring inside a longer word matches.
+    assert containment_match("Joanna", ["Ann"]) == 1.0
+    # An empty gold (e.g. "the") cannot match everything.
+    assert containment_match("anything", ["the", "."]) == 0.0
+    assert containment_match("主演是克里斯蒂安·贝尔。", ["克里斯蒂安贝尔"]) == 1.0
+    assert "LENIENT" in (containment_match.__doc__ or "")
+
+
+def test_token_f1_hand_values() -> None:
+    # P = 1/2, R = 1 → 2/3.
+    assert token_f1("Christian Bale", "Bale") == pytest.approx(2 / 3)
+    # CJK: pred 贝 尔 (2 tokens), gold 克 里 斯 蒂 安 贝 尔 (7): P = 1, R = 2/7 → 4/9.
+    assert token_f1("贝尔", "克里斯蒂安·贝尔") == pytest.approx(4 / 9)
+    # Max over golds.
+    assert token_f1("Heath Ledger", ["Christian Bale", "Ledger"]) == pytest.approx(2 / 3)
+    # Overlap counts multiplicity capped by the other side: pred x y y, gold y → 1 common, P 1/3, R 1.
+    assert token_f1("x y y", "y") == pytest.approx(2 * (1 / 3) * 1 / (1 / 3 + 1))
+    assert token_f1("", "") == 1.0
+    assert token_f1("x", "the") == 0.0
+
+
+def test_score_answer_and_means() -> None:
+    s = score_answer("Christian Bale as Batman", ["Christian Bale"])
+    assert (s.exact_match, s.containment) == (0.0, 1.0)
+    assert s.f1 == pytest.approx(2 * 0.5 * 1 / 1.5)
+    m = mean_scores([QAScores(1.0, 1.0, 1.0, n=3), QAScores(0.0, 1.0, 0.5, n=1)])
+    assert m.n == 4
+    assert m.exact_match == pytest.approx(0.75)
+    assert m.containment == pytest.approx(1.0)
+    assert m.f1 == pytest.approx((3 + 0.5) / 4)
+    assert mean_scores([]).n == 0
+
+
+def test_empty_gold_list_is_an_error() -> None:
+    with pytest.raises(ValueError, match="gold answers"):
+        exact_match("x", [])

@@ -1,0 +1,143 @@
+"""Render one PDF page to PNG with text snippets highlighted, through PyMuPDF (lazy import).
+
+The viewer opens a document at the page that matters and marks the chunk's text region
+and the A/B keyword terms in their colours. Highlights are real highlight annotations
+added to an in-memory copy of the document (opened from the file's bytes and never
+saved), so the user's file is never touched.
+
+Matching uses MuPDF's own ``search_for`` (case-insensitive, across line breaks within a
+line's text); a snippet that cannot be found on the page is simply not marked, and the
+count per snippet is reported so callers (and tests) can tell.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rag_desktop.backends.errors import MissingDependency
+from rag_desktop.backends.readers import UnreadableDocument
+
+RGB = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """Mark every occurrence of ``text`` on the page in ``color`` (RGB in 0..1)."""
+
+    text: str
+    color: RGB
+    kind: str = ""
+    opacity: float = 0.45
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    png: bytes
+    page: int  # 1-based, after clamping to the document
+    n_pages: int
+    width: int
+    height: int
+    found: dict[str, int] = field(default_factory=dict)  # highlight text → rectangles marked
+
+
+def _pymupdf() -> ModuleType:
+    try:
+        import pymupdf
+
+        return pymupdf
+    except ImportError:
+        try:
+            import fitz
+
+            return fitz
+        except ImportError as exc:
+            raise MissingDependency("pymupdf", "Showing PDF pages", "pymupdf<2") from exc
+
+
+def hex_to_rgb(color: str) -> RGB:
+    """'#E69F00' → (0.90, 0.62, 0.0)."""
+    c = color.lstrip("#")
+    if len(c) != 6 or not re.fullmatch(r"[0-9a-fA-F]{6}", c):
+        raise ValueError(f"hex_to_rgb: {color!r} is not a #RRGGBB colour")
+    return (int(c[0:2], 16) / 255.0, int(c[2:4], 16) / 255.0, int(c[4:6], 16) / 255.0)
+
+
+def region_segments(text: str, max_len: int = 60, max_n: int = 40, min_len: int = 12) -> list[str]:
+    """Short searchable pieces of a chunk's text, to mark its region on a page.
+
+    A chunk is up to thousands of characters and its cleaned text differs from the page's
+    layout (joined lines, removed headers), so searching for it whole finds nothing.
+    Lines are cut at sentence punctuation and at ``max_len`` characters; pieces shorter
+    than ``min_len`` are dropped (they would light up unrelated places).
+    """
+    out: list[str] = []
+    for line in text.splitlines():
+        for piece in re.split(r"(?<=[.!?;。！？；])\s*", line):
+            piece = " ".join(piece.split())
+            while len(piece) >= min_len and len(out) < max_n:
+                head = piece[:max_len]
+                if len(piece) > max_len:
+                    cut = head.rfind(" ")
+                    if cut >= min_len:
+                        head = head[:cut]
+                out.append(head)
+                piece = piece[len(head):].strip()
+            if len(out) >= max_n:
+                return out
+    return out
+
+
+def _open(path: Path) -> Any:
+    fitz = _pymupdf()
+    if not path.is_file():
+        raise FileNotFoundError(2, "the file was moved or deleted since it was added", str(path))
+    try:
+        # From bytes: annotations then live only in this in-memory copy.
+        return fitz.open(stream=path.read_bytes(), filetype="pdf")
+    except Exception as exc:
+        raise UnreadableDocument(path, f"cannot open the PDF to show it ({exc})") from exc
+
+
+def page_count(path: Path | str) -> int:
+    doc = _open(Path(path))
+    try:
+        return int(doc.page_count)
+    finally:
+        doc.close()
+
+
+def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (), zoom: float = 1.5) -> RenderedPage:
+    """PNG of ``page`` (1-based, clamped to the document) with ``highlights`` marked."""
+    if not (0.1 <= zoom <= 8.0):
+        raise ValueError(f"render_page: zoom {zoom} is outside 0.1..8")
+    fitz = _pymupdf()
+    p = Path(path)
+    doc = _open(p)
+    try:
+        n = int(doc.page_count)
+        if n == 0:
+            raise UnreadableDocument(p, "the PDF has no pages")
+        number = min(max(1, int(page)), n)
+        pg = doc[number - 1]
+        found: dict[str, int] = {}
+        for h in highlights:
+            text = h.text.strip()
+            if not text:
+                continue
+            quads = pg.search_for(text, quads=True)
+            found[h.text] = found.get(h.text, 0) + len(quads)
+            if not quads:
+                continue
+            annot = pg.add_highlight_annot(quads)
+            annot.set_colors(stroke=h.color)
+            annot.set_opacity(h.opacity)
+            annot.update()
+        pix = pg.get_pixmap(matrix=fitz.Matrix(zoom, zoom), annots=True, alpha=False)
+        return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found)
+    finally:
+        doc.close()

@@ -1,0 +1,211 @@
+"""Library sidebar: the library, its folders, documents with status, skipped files with reasons.
+
+The listing is computed on the worker (it reads the catalog and stats every file to tell
+"changed" from "indexed"), then shown here; the panel itself never touches the disk.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rag_desktop.core.types import Progress
+from rag_desktop.ui.i18n import has_tr, tr
+from rag_desktop.ui.present import format_eta
+
+
+@dataclass(frozen=True)
+class DocRow:
+    doc_id: int
+    title: str
+    path: str
+    kind: str
+    lang: str
+    n_pages: int
+    status: str  # indexed | changed | missing
+
+
+@dataclass(frozen=True)
+class Listing:
+    library: str
+    roots: tuple[str, ...]
+    documents: tuple[DocRow, ...]
+    skipped: tuple[tuple[str, str], ...]  # (path, reason)
+
+
+def build_listing(service: Any) -> Listing:
+    """Read the catalog and stat the files (worker thread)."""
+    cat = service.library.catalog
+    states = cat.file_states()
+    rows: list[DocRow] = []
+    for d in cat.documents():
+        st = states.get(d.path)
+        try:
+            s = os.stat(d.path)
+            status = "indexed" if st is None or (s.st_size == st.size and s.st_mtime_ns == st.mtime_ns) \
+                else "changed"
+        except OSError:
+            status = "missing"
+        rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status))
+    skipped = tuple((p.path, p.reason) for p in cat.problems())
+    return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped)
+
+
+STATUS_COLORS = {"indexed": "#1B7F3B", "changed": "#B26B00", "missing": "#B3261E", "skipped": "#B3261E"}
+
+
+class LibraryPanel(QWidget):
+    add_folder = Signal()
+    rescan = Signal()
+    cancel = Signal()
+    doc_activated = Signal(int)  # doc_id
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("library_panel")
+        self.setMinimumWidth(250)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.lib_label = QLabel()
+        self.lib_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.lib_label.setWordWrap(True)
+        btns = QHBoxLayout()
+        self.add_btn = QPushButton()
+        self.rescan_btn = QPushButton()
+        btns.addWidget(self.add_btn)
+        btns.addWidget(self.rescan_btn)
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(2)
+        self.tree.setRootIsDecorated(True)
+        self.tree.setUniformRowHeights(True)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress_label = QLabel()
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.progress_label.setWordWrap(True)
+        self.cancel_btn = QPushButton()
+        prog = QHBoxLayout()
+        prog.addWidget(self.progress, 1)
+        prog.addWidget(self.cancel_btn)
+        lay.addWidget(self.lib_label)
+        lay.addLayout(btns)
+        lay.addWidget(self.tree, 1)
+        lay.addWidget(self.progress_label)
+        lay.addLayout(prog)
+        self.add_btn.clicked.connect(self.add_folder)
+        self.rescan_btn.clicked.connect(self.rescan)
+        self.cancel_btn.clicked.connect(self.cancel)
+        self.tree.itemDoubleClicked.connect(self._on_double)
+        self.listing: Listing | None = None
+        self.set_busy(False)
+        self.retranslate()
+
+    # -------------------------------------------------------------- ingest progress
+    def set_busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_btn.setVisible(busy)
+        self.progress_label.setVisible(busy)
+        self.add_btn.setEnabled(not busy)
+        self.rescan_btn.setEnabled(not busy)
+        if busy:
+            self.progress.setRange(0, 0)
+            self.progress_label.setText(tr("lib.starting"))
+
+    def show_progress(self, p: Progress) -> None:
+        if p.total > 0:
+            self.progress.setRange(0, p.total)
+            self.progress.setValue(min(p.current, p.total))
+        else:
+            self.progress.setRange(0, 0)
+        eta = format_eta(p.eta_s)
+        stage = tr(f"stage.{p.stage}") if has_tr(f"stage.{p.stage}") else p.stage
+        text = tr("lib.progress", stage=stage, cur=p.current, total=p.total, msg=p.message)
+        if eta:
+            text += " · " + tr("lib.eta", eta=eta)
+        self.progress_label.setText(text)
+
+    # -------------------------------------------------------------- listing
+    def set_listing(self, listing: Listing) -> None:
+        self.listing = listing
+        self._fill()
+
+    def _fill(self) -> None:
+        self.tree.clear()
+        lst = self.listing
+        if lst is None:
+            return
+        self.lib_label.setText(tr("lib.library", path=lst.library))
+        folders = QTreeWidgetItem([tr("lib.folders", n=len(lst.roots)), ""])
+        for r in lst.roots:
+            it = QTreeWidgetItem([Path(r).name or r, ""])
+            it.setToolTip(0, r)
+            folders.addChild(it)
+        docs = QTreeWidgetItem([tr("lib.documents", n=len(lst.documents)), ""])
+        for d in lst.documents:
+            it = QTreeWidgetItem([d.title, tr(f"lib.status.{d.status}")])
+            it.setToolTip(0, f"{d.title}\n{d.path}\n{d.kind} · {d.lang} · " + tr("lib.pages", n=d.n_pages))
+            it.setForeground(1, QBrush(QColor(STATUS_COLORS.get(d.status, "#333"))))
+            it.setData(0, Qt.ItemDataRole.UserRole, d.doc_id)
+            docs.addChild(it)
+        skipped = QTreeWidgetItem([tr("lib.skipped", n=len(lst.skipped)), ""])
+        for path, reason in lst.skipped:
+            it = QTreeWidgetItem([Path(path).name, reason])
+            it.setToolTip(0, path)
+            it.setToolTip(1, reason)
+            it.setForeground(1, QBrush(QColor(STATUS_COLORS["skipped"])))
+            skipped.addChild(it)
+        for top in (folders, docs, skipped):
+            self.tree.addTopLevelItem(top)
+            top.setExpanded(top is not folders or len(lst.roots) < 6)
+        hh = self.tree.header()
+        hh.setStretchLastSection(False)
+        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        hh.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        hh.resizeSection(1, 96)  # a long skip reason is elided here and whole in its tooltip
+
+    def document_items(self) -> list[QTreeWidgetItem]:
+        return self._children(1)
+
+    def skipped_items(self) -> list[QTreeWidgetItem]:
+        return self._children(2)
+
+    def _children(self, top: int) -> list[QTreeWidgetItem]:
+        item = self.tree.topLevelItem(top)
+        if item is None:
+            return []
+        return [c for c in (item.child(i) for i in range(item.childCount())) if c is not None]
+
+    def _on_double(self, item: QTreeWidgetItem, _col: int) -> None:
+        doc_id = item.data(0, Qt.ItemDataRole.UserRole)
+        if isinstance(doc_id, int):
+            self.doc_activated.emit(doc_id)
+
+    def retranslate(self) -> None:
+        self.add_btn.setText(tr("lib.add_folder"))
+        self.add_btn.setToolTip(tr("lib.add_folder_tip"))
+        self.rescan_btn.setText(tr("lib.rescan"))
+        self.rescan_btn.setToolTip(tr("lib.rescan_tip"))
+        self.cancel_btn.setText(tr("lib.cancel"))
+        self.cancel_btn.setToolTip(tr("lib.cancel_tip"))
+        self.tree.setHeaderLabels([tr("lib.h.name"), tr("lib.h.status")])
+        if self.listing is None:
+            self.lib_label.setText(tr("lib.none"))
+        else:
+            self._fill()
+

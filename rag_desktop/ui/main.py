@@ -1,0 +1,115 @@
+"""``run_gui``: the desktop app's entry point (the CLI's ``gui`` command calls it).
+
+``--demo`` opens the demo library in the user data folder and, the first time, builds
+it from the bundled ``resources/demo`` documents with a visible progress bar.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import rag_desktop
+from rag_desktop.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def demo_source_folder() -> Path:
+    """The bundled demo documents (repository root / resources / demo)."""
+    return Path(rag_desktop.__file__).resolve().parents[1] / "resources" / "demo"
+
+
+def _message(title: str, text: str) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.exec()
+
+
+def load_settings_or_defaults(path: Path | None = None) -> tuple[Settings, str | None]:
+    """The saved settings, or the defaults plus a readable reason when the file is broken."""
+    from rag_desktop.app.config import load_settings, settings_path
+    from rag_desktop.core.settings import SettingsError
+
+    try:
+        return load_settings(path), None
+    except (SettingsError, OSError) as exc:
+        from rag_desktop.ui.i18n import tr
+
+        return Settings(), tr("startup.bad_settings", path=str(path or settings_path()), detail=str(exc))
+
+
+def build_window(library: Path | None, demo: bool, *, settings: Settings | None = None,
+                 settings_file: Path | None = None,
+                 service_factory: Callable[[Path, Settings], Any] | None = None,
+                 auto_answer: bool = True) -> Any:
+    """Create the service and the main window (a QApplication must exist). Raises on failure."""
+    from rag_desktop.app.config import default_library_dir, demo_library_dir
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.main_window import MainWindow
+
+    if settings is None:
+        settings, problem = load_settings_or_defaults(settings_file)
+    else:
+        problem = None
+    i18n.set_language(settings.ui.language)
+    lib = demo_library_dir() if demo else (library or default_library_dir())
+    if service_factory is None:
+        from rag_desktop.app.service import RagService
+
+        service_factory = RagService
+    service = service_factory(lib, settings)
+    win = MainWindow(service, settings, settings_file=settings_file, auto_answer=auto_answer)
+    if problem:
+        from rag_desktop.ui.worker import UserError
+
+        win.show_error(UserError("settings", problem, i18n.tr("err.hint.settings"), problem))
+    if demo:
+        source = demo_source_folder()
+
+        def maybe_ingest(listing: Any) -> None:
+            if not listing.documents:
+                win.start_ingest([source])
+
+        win.refresh_library(then=maybe_ingest)
+    return win
+
+
+def run_gui(library: Path | None, demo: bool) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    from rag_desktop.ui.i18n import tr
+    from rag_desktop.ui.logs import setup_logging
+
+    log_path = setup_logging()
+    app = QApplication.instance() or QApplication(sys.argv)
+    assert isinstance(app, QApplication)
+    app.setApplicationName("rag-desktop")
+    try:
+        win = build_window(library, demo)
+    except Exception as exc:  # the library cannot be opened, the settings are unusable, …
+        from rag_desktop.ui.worker import describe_error
+
+        log.error("start-up failed", exc_info=exc)
+        msg, hint = describe_error(exc)
+        _message(tr("startup.failed_title"), f"{msg}\n{hint}\n\n{tr('startup.log', path=str(log_path))}")
+        return 1
+    win.show()
+    code = int(app.exec())
+    win.runner.cancel_all()  # however the loop ended, no task may outlive the service
+    win.runner.wait(30000)
+    win.render_runner.wait(5000)
+    try:
+        win.service.close()
+        runtime = getattr(win.service, "runtime", None)
+        if runtime is not None:
+            runtime.close()
+    except Exception:  # closing must never turn a clean exit into a crash
+        log.exception("while closing the service")
+    return code

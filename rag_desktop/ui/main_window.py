@@ -1,0 +1,807 @@
+"""The main window: library sidebar, query bar, the side-by-side columns, answers, trace, chart.
+
+Every service call goes through ``self.runner`` (one worker thread, see ui/worker.py);
+this class only arranges widgets and routes results. Results of an older question that
+arrive after a newer one was asked are dropped (each question has an id).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rag_desktop.core.cfrag_types import CFResult
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Answer, Cancelled, Citation, Explanation, Hit, Progress, RankedList
+from rag_desktop.ui import i18n
+from rag_desktop.ui.answer_pane import AnswerPane
+from rag_desktop.ui.chips import ChipsPanel
+from rag_desktop.ui.columns import ResultColumn, Row, make_row
+from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.library_panel import LibraryPanel, Listing, build_listing
+from rag_desktop.ui.present import (
+    SpanKind,
+    cfrag_rows,
+    explanation_for,
+    fmt,
+    rank_change,
+    split_terms,
+)
+from rag_desktop.ui.rank_chart import RankChart
+from rag_desktop.ui.trace_view import TraceView
+from rag_desktop.ui.viewer import ViewerDialog
+from rag_desktop.ui.why_card import WhyCard
+from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
+
+log = logging.getLogger(__name__)
+
+MAX_RECENT = 20
+METHODS = ("baseline", "causal", "cross_encoder", "cfrag")
+TITLE_KEYS = {"baseline": "col.baseline", "causal": "col.causal", "cross_encoder": "col.cross_encoder",
+              "cfrag": "col.cfrag"}
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """What the compare task returns: the service's Comparison plus readable forms of terms."""
+
+    comparison: Any  # rag_desktop.app.service.Comparison
+    surfaces: dict[str, str]
+
+
+@dataclass
+class QueryState:
+    qid: int
+    question: str
+    started: float = field(default_factory=time.monotonic)
+    comparison: Any = None
+    surfaces: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, Answer] = field(default_factory=dict)
+    cfrag: CFResult | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    # Set on the worker thread by the first failing generation, read by the next queued one:
+    # the same cause (no model, server down) would fail them all, so they stop instead.
+    generation_failed: threading.Event = field(default_factory=threading.Event)
+
+
+def comparison_terms(comparison: Any) -> set[str]:
+    terms: set[str] = set()
+    for e in comparison.causal.explanations:
+        if e.split is not None:
+            terms.update(k.term for k in e.split.query_terms)
+            terms.update(a.term for a in e.split.a_terms)
+            terms.update(a.absorbed_by for a in e.split.a_terms)
+            terms.update(b.term for b in e.split.b_terms)
+    return terms
+
+
+def expand_terms(terms: list[tuple[str, SpanKind]], surfaces: Mapping[str, str]) -> list[tuple[str, SpanKind]]:
+    """Each term plus its readable surface form (stems such as "secur" highlight "security")."""
+    out: list[tuple[str, SpanKind]] = []
+    for t, k in terms:
+        out.append((t, k))
+        s = surfaces.get(t)
+        if s and s != t:
+            out.append((s, k))
+    return out
+
+
+class ErrorBar(QFrame):
+    """A non-modal strip at the top of the window: the error, what to do, and Details on click."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("error_bar")
+        self.setStyleSheet("#error_bar { background: #FDECEA; border: 1px solid #F5C2C0; }")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setWordWrap(True)
+        self.details_btn = QPushButton()
+        self.close_btn = QPushButton("✕")
+        self.close_btn.setFlat(True)
+        lay.addWidget(self.label, 1)
+        lay.addWidget(self.details_btn)
+        lay.addWidget(self.close_btn)
+        self.details_btn.clicked.connect(self._details)
+        self.close_btn.clicked.connect(self.dismiss)
+        self.error: UserError | None = None
+        self.shown: list[UserError] = []
+        self.hide()
+        self.retranslate()
+
+    def show_error(self, err: UserError) -> None:
+        # "Errors reach the user once": the same message from several tasks is shown once
+        # (until the user dismisses it).
+        if self.error is not None and self.error.message == err.message:
+            return
+        self.error = err
+        self.shown.append(err)
+        self.label.setText(err.text())
+        self.show()
+
+    def dismiss(self) -> None:
+        self.error = None
+        self.hide()
+
+    def _details(self) -> None:
+        if self.error is None:
+            return
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Information)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setWindowTitle(tr("error.details_title"))
+        box.setText(self.error.text())
+        box.setDetailedText(self.error.detail)
+        box.open()
+
+    def retranslate(self) -> None:
+        self.details_btn.setText(tr("error.details"))
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, service: Any, settings: Settings, *, settings_file: Path | None = None,
+                 auto_answer: bool = True, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("main_window")
+        self.service = service
+        self.settings = settings
+        self.settings_file = settings_file
+        self.runner = TaskRunner(self, serial=True)
+        self.render_runner = TaskRunner(self, serial=True)
+        self.state: QueryState | None = None
+        self._qid = 0
+        self.listing: Listing | None = None
+        self.last_ingest_report: Any = None
+        self.ingesting = False
+        self.selected_doc: int | None = None
+        self._build()
+        self.auto_answer.setChecked(auto_answer)
+        self.retranslate()
+        self.resize(1500, 950)
+        self.refresh_library()
+
+    # ================================================================== layout
+    def _build(self) -> None:
+        self.library_panel = LibraryPanel()
+        self.library_panel.add_folder.connect(self.choose_folder)
+        self.library_panel.rescan.connect(self.rescan)
+        self.library_panel.cancel.connect(self.cancel)
+        self.library_panel.doc_activated.connect(self._open_doc_from_library)
+
+        # query bar
+        self.query = QComboBox()
+        self.query.setObjectName("query")
+        self.query.setEditable(True)
+        self.query.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.query.setMinimumWidth(420)
+        self.query.addItems(list(self.settings.ui.recent_questions))
+        self.query.setCurrentIndex(-1)
+        line = self.query.lineEdit()
+        assert line is not None
+        line.returnPressed.connect(lambda: self.ask())
+        self.ask_btn = QPushButton()
+        self.ask_btn.clicked.connect(lambda: self.ask())
+        self.level_box = QComboBox()
+        self.level_box.addItem("", "doc")
+        self.level_box.addItem("", "chunk")
+        self.level_box.setCurrentIndex(0 if self.settings.retrieval.level == "doc" else 1)
+        self.auto_answer = QCheckBox()
+        self.stop_btn = QPushButton()
+        self.stop_btn.clicked.connect(self.cancel)
+        self.stop_btn.setEnabled(False)
+        qbar = QHBoxLayout()
+        self.query_label = QLabel()
+        qbar.addWidget(self.query_label)
+        qbar.addWidget(self.query, 1)
+        qbar.addWidget(self.level_box)
+        qbar.addWidget(self.auto_answer)
+        qbar.addWidget(self.ask_btn)
+        qbar.addWidget(self.stop_btn)
+
+        self.error_bar = ErrorBar()
+
+        # columns, each over its answer pane
+        self.columns: dict[str, ResultColumn] = {}
+        self.answers: dict[str, AnswerPane] = {}
+        self.stacks: dict[str, QSplitter] = {}
+        self.columns_split = QSplitter(Qt.Orientation.Horizontal)
+        for m in METHODS:
+            col = ResultColumn(m, TITLE_KEYS[m], show_change=(m != "baseline"))
+            pane = AnswerPane(m, "answer." + m)
+            stack = QSplitter(Qt.Orientation.Vertical)
+            stack.setChildrenCollapsible(False)
+            stack.addWidget(col)
+            if m == "causal":
+                self.chips = ChipsPanel()
+                self.why = WhyCard()
+                stack.addWidget(self.chips)
+                stack.addWidget(self.why)
+            stack.addWidget(pane)
+            stack.setSizes([430, 110, 170, 230] if m == "causal" else [700, 240])
+            col.doc_selected.connect(self.select_hit)
+            col.doc_hovered.connect(self._hover_doc)
+            col.open_requested.connect(lambda h: self.open_hit(h))
+            pane.citation_clicked.connect(self.open_citation)
+            self.columns[m], self.answers[m], self.stacks[m] = col, pane, stack
+            self.columns_split.addWidget(stack)
+        self.stacks["cross_encoder"].setVisible(False)
+
+        self.trace_view = TraceView()
+        self.chart = RankChart()
+        self.chart.doc_clicked.connect(self._select_doc_id)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.columns_split, "")
+        self.tabs.addTab(self.trace_view, "")
+        self.tabs.addTab(self.chart, "")
+
+        center = QWidget()
+        cl = QVBoxLayout(center)
+        cl.setContentsMargins(4, 4, 4, 4)
+        cl.addLayout(qbar)
+        cl.addWidget(self.error_bar)
+        cl.addWidget(self.tabs, 1)
+        outer = QSplitter(Qt.Orientation.Horizontal)
+        outer.addWidget(self.library_panel)
+        outer.addWidget(center)
+        outer.setStretchFactor(1, 1)
+        outer.setSizes([320, 1280])
+        self.setCentralWidget(outer)
+        self.viewer = ViewerDialog(self._render_runner, self)
+
+        # menus and shortcuts (Ctrl+O add folder, Ctrl+L focus query, Esc cancel)
+        self.act_add = QAction(self)
+        self.act_add.setShortcut(QKeySequence("Ctrl+O"))
+        self.act_add.triggered.connect(self.choose_folder)
+        self.act_rescan = QAction(self)
+        self.act_rescan.triggered.connect(self.rescan)
+        self.act_export = QAction(self)
+        self.act_export.setShortcut(QKeySequence("Ctrl+E"))
+        self.act_export.triggered.connect(self.choose_export)
+        self.act_settings = QAction(self)
+        self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
+        self.act_settings.triggered.connect(self.open_settings)
+        self.act_quit = QAction(self)
+        self.act_quit.setShortcut(QKeySequence("Ctrl+Q"))
+        self.act_quit.triggered.connect(self.close)
+        self.act_focus = QAction(self)
+        self.act_focus.setShortcut(QKeySequence("Ctrl+L"))
+        self.act_focus.triggered.connect(self.focus_query)
+        self.act_cancel = QAction(self)
+        self.act_cancel.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.act_cancel.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.act_cancel.triggered.connect(self.cancel)
+        self.act_lang = QAction(self)
+        self.act_lang.triggered.connect(self.toggle_language)
+        for a in (self.act_focus, self.act_cancel):
+            self.addAction(a)
+        self.file_menu = self.menuBar().addMenu("")
+        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings, self.act_quit):
+            self.file_menu.addAction(a)
+        self.view_menu = self.menuBar().addMenu("")
+        self.view_menu.addAction(self.act_focus)
+        self.view_menu.addAction(self.act_lang)
+        self.runner.busy_changed.connect(self._on_busy)
+
+    def _render_runner(self) -> TaskRunner:
+        # PyMuPDF must not run on two threads at once: while an ingest (which reads PDFs)
+        # is running, page renders queue behind it on the service thread.
+        return self.runner if self.ingesting else self.render_runner
+
+    # ================================================================== i18n
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("app.title") + (f" — {self.listing.library}" if self.listing else ""))
+        self.query_label.setText(tr("query.label"))
+        line = self.query.lineEdit()
+        if line is not None:
+            line.setPlaceholderText(tr("query.placeholder"))
+        self.query.setToolTip(tr("query.tip"))
+        self.ask_btn.setText(tr("query.ask"))
+        self.stop_btn.setText(tr("query.stop"))
+        self.stop_btn.setToolTip(tr("query.stop_tip"))
+        self.level_box.setItemText(0, tr("level.doc"))
+        self.level_box.setItemText(1, tr("level.chunk"))
+        self.level_box.setToolTip(tr("level.tip"))
+        self.auto_answer.setText(tr("query.auto_answer"))
+        self.auto_answer.setToolTip(tr("query.auto_answer_tip"))
+        self.tabs.setTabText(0, tr("tab.compare"))
+        self.tabs.setTabText(1, tr("tab.trace"))
+        self.tabs.setTabText(2, tr("tab.chart"))
+        self.file_menu.setTitle(tr("menu.file"))
+        self.view_menu.setTitle(tr("menu.view"))
+        self.act_add.setText(tr("lib.add_folder"))
+        self.act_rescan.setText(tr("lib.rescan"))
+        self.act_export.setText(tr("menu.export"))
+        self.act_settings.setText(tr("menu.settings"))
+        self.act_quit.setText(tr("menu.quit"))
+        self.act_focus.setText(tr("menu.focus_query"))
+        self.act_cancel.setText(tr("menu.cancel"))
+        self.act_lang.setText(tr("menu.language"))
+        self.library_panel.retranslate()
+        self.error_bar.retranslate()
+        for c in self.columns.values():
+            c.retranslate()
+        for p in self.answers.values():
+            p.retranslate()
+        self.chips.retranslate()
+        self.why.retranslate()
+        self.trace_view.retranslate()
+        self.viewer.retranslate()
+        self.chart.update()
+        if self.state is not None and self.state.comparison is not None:
+            self._fill_columns(self.state)
+
+    def toggle_language(self) -> None:
+        lang = "zh" if i18n.language() == "en" else "en"
+        self.apply_settings(self.settings.replace("ui", language=lang))
+
+    # ================================================================== status and errors
+    def show_error(self, err: UserError) -> None:
+        self.error_bar.show_error(err)
+        self.statusBar().showMessage(err.message, 10000)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.stop_btn.setEnabled(busy)
+
+    def cancel(self) -> None:
+        """Esc: stop whatever is running or queued (ingest, retrieval, generation)."""
+        n = self.runner.cancel_all()
+        if n:
+            self.statusBar().showMessage(tr("status.cancelling"), 5000)
+
+    def focus_query(self) -> None:
+        self.query.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        line = self.query.lineEdit()
+        if line is not None:
+            line.selectAll()
+
+    # ================================================================== library
+    def refresh_library(self, then: Callable[[Listing], None] | None = None) -> None:
+        def done(listing: Listing) -> None:
+            self.listing = listing
+            self.library_panel.set_listing(listing)
+            self.setWindowTitle(tr("app.title") + f" — {listing.library}")
+            if then is not None:
+                then(listing)
+
+        self.runner.submit("library.list", lambda ctx: build_listing(self.service), on_result=done,
+                           on_error=self.show_error)
+
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, tr("lib.choose_folder"))
+        if folder:
+            self.start_ingest([Path(folder)])
+
+    def rescan(self) -> None:
+        roots = [Path(r) for r in (self.listing.roots if self.listing else ())]
+        if not roots:
+            self.statusBar().showMessage(tr("lib.no_folders"), 8000)
+            return
+        self.start_ingest(roots)
+
+    def start_ingest(self, folders: list[Path]) -> None:
+        if self.ingesting:
+            self.statusBar().showMessage(tr("lib.already_ingesting"), 5000)
+            return
+        self.ingesting = True
+        self.library_panel.set_busy(True)
+        render_pool = self.render_runner
+
+        def job(ctx: TaskContext) -> Iterator[object]:
+            render_pool.wait()  # no page render may be using PyMuPDF while we read PDFs
+            yield from self.service.ingest(folders, ctx.cancel)
+
+        def finished() -> None:
+            self.ingesting = False
+            self.library_panel.set_busy(False)
+            self.refresh_library()
+
+        self.runner.submit("ingest", job, on_progress=self.library_panel.show_progress,
+                           on_result=self._on_ingest_report, on_error=self.show_error,
+                           on_cancelled=lambda: self.statusBar().showMessage(tr("lib.cancelled"), 8000),
+                           on_finished=finished)
+
+    def _on_ingest_report(self, report: Any) -> None:
+        self.last_ingest_report = report
+        msg = tr("lib.report", added=len(report.added), updated=len(report.updated), removed=len(report.removed),
+                 unchanged=len(report.unchanged), skipped=len(report.skipped), s=fmt(report.seconds, 1))
+        if report.cancelled:
+            msg = tr("lib.cancelled") + " " + msg
+        self.statusBar().showMessage(msg, 15000)
+
+    def _open_doc_from_library(self, doc_id: int) -> None:
+        if self.listing is None:
+            return
+        d = next((d for d in self.listing.documents if d.doc_id == doc_id), None)
+        if d is not None:
+            self.open_hit(Hit(d.doc_id, d.doc_id, "doc", d.title, d.path, 1, "", 0.0, 0, "other"))
+
+    # ================================================================== asking
+    def remember_question(self, q: str) -> None:
+        recent = [q, *(r for r in self.settings.ui.recent_questions if r != q)][:MAX_RECENT]
+        self.settings = self.settings.replace("ui", recent_questions=tuple(recent))
+        self._save_settings()
+        self.query.blockSignals(True)
+        self.query.clear()
+        self.query.addItems(recent)
+        self.query.setCurrentIndex(0)
+        self.query.blockSignals(False)
+
+    def ask(self, question: str | None = None) -> None:
+        q = (question if question is not None else self.query.currentText()).strip()
+        if not q:
+            self.statusBar().showMessage(tr("query.empty"), 5000)
+            return
+        self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
+        self._qid += 1
+        st = QueryState(self._qid, q)
+        self.state = st
+        self.remember_question(q)
+        for m in METHODS:
+            self.columns[m].clear("col.running" if m != "cfrag" else "col.cf_waiting")
+            self.answers[m].reset("answer.waiting" if self.auto_answer.isChecked() else "answer.off")
+        self.trace_view.clear("trace.waiting" if self.auto_answer.isChecked() else "trace.off")
+        self.chart.clear()
+        self.chips.set_split(None)
+        self.why.set_explanation(None, None)
+        level = self.level_box.currentData()
+        svc = self.service
+
+        def job(ctx: TaskContext) -> CompareResult:
+            comp = svc.compare(q, level=level)
+            ctx.cancel.raise_if_set()
+            # readable words for stemmed terms
+            surfaces = {t: s for t, s in svc.surfaces(sorted(comparison_terms(comp))).items() if s}
+            return CompareResult(comp, surfaces)
+
+        self.statusBar().showMessage(tr("status.retrieving"))
+        self.runner.submit(f"query.{st.qid}.compare", job,
+                           on_result=partial(self._on_comparison, st.qid),
+                           on_error=partial(self._on_compare_error, st.qid))
+
+    def _current(self, qid: int) -> QueryState | None:
+        return self.state if self.state is not None and self.state.qid == qid else None
+
+    def _on_compare_error(self, qid: int, err: UserError) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        for m in METHODS:
+            self.columns[m].clear("col.failed")
+            self.answers[m].reset("answer.not_run")
+        self.trace_view.clear("trace.not_run")
+        self.show_error(err)
+
+    def _on_comparison(self, qid: int, res: CompareResult) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        st.comparison = res.comparison
+        st.surfaces = res.surfaces
+        self._fill_columns(st)
+        c = res.comparison
+        self.statusBar().showMessage(tr("status.compared", n=len(c.baseline.hits),
+                                        ms=int(1000 * sum(c.timings.values()))), 8000)
+        if c.causal.hits:
+            self.columns["causal"].select_row(0)
+        if self.auto_answer.isChecked():
+            self._queue_generation(st)
+        else:
+            self.columns["cfrag"].clear("col.cf_off")
+
+    def _fill_columns(self, st: QueryState) -> None:
+        c = st.comparison
+        base: RankedList = c.baseline
+        self.columns["baseline"].set_rows(
+            [make_row(h, None, [(tr("score.s_sim"), h.s_sim)]) for h in base.hits],
+            tr("col.baseline_sub", level=tr("level." + c.level), k=len(base.hits),
+               ms=int(1000 * c.timings.get("baseline_total", 0.0))))
+        rows: list[Row] = []
+        for h in c.causal.hits:
+            e = explanation_for(c.causal, h.unit_id)
+            scores: list[tuple[str, float | None]] = [(tr("score.s_sim"), h.s_sim)]
+            if e is not None:
+                scores.append((tr("score.s_c"), e.s_c))
+                if e.s_hybrid is not None:
+                    scores.append((tr("score.hybrid"), e.s_hybrid))
+            terms = expand_terms(split_terms(e.split if e else None), st.surfaces)
+            note = tr("why.fallback_used") if e is not None and e.fallback_used else ""
+            rows.append(make_row(h, rank_change(base, h), scores, terms, note))
+        d = c.diagnostics
+        sub = [tr("col.causal_sub", variant=c.causal_variant, tau=fmt(c.tau, 3), source=c.tau_source,
+                  a=fmt(d.a_share, 2), empty=d.n_empty_b)]
+        if c.causal.label and c.causal.method == "gated_off":
+            sub.append(c.causal.label)
+        sub += ["⚠ " + w for w in (*d.warnings, *c.causal.warnings)]
+        self.columns["causal"].set_rows(rows, "\n".join(sub))
+        self.chart.set_data(base, c.causal, tr("chart.causal"))
+        ce = c.cross_encoder
+        self.stacks["cross_encoder"].setVisible(ce is not None)
+        if ce is not None:
+            ce_scores: tuple[float | None, ...] = ce.scores or (None,) * len(ce.hits)
+            self.columns["cross_encoder"].set_rows(
+                [make_row(h, rank_change(base, h), [(tr("score.s_qe"), v), (tr("score.s_sim"), h.s_sim)])
+                 for h, v in zip(ce.hits, ce_scores, strict=True)], ce.label)
+        if st.cfrag is not None:
+            self._fill_cfrag(st)
+        if self.selected_doc is not None:
+            self._select_doc_id(self.selected_doc)
+
+    # ================================================================== generation
+    def _queue_generation(self, st: QueryState) -> None:
+        c = st.comparison
+        lists: list[tuple[str, RankedList]] = [("baseline", c.baseline), ("causal", c.causal)]
+        if c.cross_encoder is not None:
+            lists.append(("cross_encoder", c.cross_encoder))
+        svc = self.service
+        q = st.question
+
+        failed = st.generation_failed
+
+        def guarded(ctx: TaskContext, events: Callable[[], Iterator[object]]) -> Iterator[object]:
+            if failed.is_set():
+                raise Cancelled()
+            try:
+                # join/verify the embedded model with visible progress
+                yield from svc.prepare_generator(ctx.cancel)
+                yield from events()
+            except Cancelled:
+                raise
+            except Exception:
+                failed.set()
+                raise
+
+        for m, ranked in lists:
+            pane = self.answers[m]
+
+            def job(ctx: TaskContext, ranked: RankedList = ranked) -> Iterator[object]:
+                yield from guarded(ctx, lambda: svc.answer(q, ranked, cancel=ctx.cancel))
+
+            self.runner.submit(
+                f"query.{st.qid}.answer.{m}", job,
+                on_progress=partial(self._gen_progress, st.qid, pane),
+                on_token=partial(self._gen_token, st.qid, pane),
+                on_result=partial(self._on_answer, st.qid, m, ranked),
+                on_error=partial(self._on_gen_error, st.qid, m),
+                on_cancelled=partial(self._gen_stopped, st.qid, pane),
+            )
+
+        def cf_job(ctx: TaskContext) -> Iterator[object]:
+            yield from guarded(ctx, lambda: iter([svc.cfrag(q, ctx.cancel, on_event=ctx.emit)]))
+
+        self.runner.submit(
+            f"query.{st.qid}.cfrag", cf_job,
+            on_progress=partial(self._cf_progress, st.qid),
+            on_result=partial(self._on_cfrag, st.qid),
+            on_error=partial(self._on_gen_error, st.qid, "cfrag"),
+            on_cancelled=partial(self._cf_stopped, st.qid),
+        )
+
+    def _gen_stopped(self, qid: int, pane: AnswerPane) -> None:
+        if self._current(qid) is not None:
+            pane.set_stopped()  # a partial answer stays readable, marked as stopped
+
+    def _cf_stopped(self, qid: int) -> None:
+        if self._current(qid) is None:
+            return
+        self.answers["cfrag"].set_stopped()
+        if self.state is not None and self.state.cfrag is None:
+            self.columns["cfrag"].clear("col.cf_stopped")
+            self.trace_view.clear("trace.stopped")
+
+    def _gen_progress(self, qid: int, pane: AnswerPane, p: Progress) -> None:
+        if self._current(qid):
+            pane.set_progress(tr("answer.preparing", msg=p.message or p.stage, cur=p.current, total=p.total))
+
+    def _gen_token(self, qid: int, pane: AnswerPane, text: str) -> None:
+        if not self._current(qid):
+            return
+        pane.append_token(text)
+
+    def _on_answer(self, qid: int, m: str, ranked: RankedList, answer: Answer) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        st.answers[m] = answer
+        self.answers[m].set_answer(answer, ranked.hits)
+
+    def _on_gen_error(self, qid: int, m: str, err: UserError) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        st.errors[m] = err.message
+        self.answers[m].set_failed(err.message)
+        if m == "cfrag":
+            self.columns["cfrag"].clear("col.failed")
+            self.trace_view.clear("trace.not_run")
+        self.show_error(err)
+        # The same cause (no model, server down) would fail every remaining generation: stop them.
+        self.runner.cancel(f"query.{qid}.answer")
+        self.runner.cancel(f"query.{qid}.cfrag")
+
+    def _cf_progress(self, qid: int, p: Progress) -> None:
+        if not self._current(qid):
+            return
+        key = f"stage.{p.stage}"
+        stage = tr(key) if i18n.has_tr(key) else p.stage
+        self.columns["cfrag"].set_placeholder("col.cf_running", stage=stage, cur=p.current, total=p.total)
+        self.answers["cfrag"].set_progress(tr("answer.cf_step", stage=stage, cur=p.current, total=p.total))
+
+    def _on_cfrag(self, qid: int, res: CFResult) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        st.cfrag = res
+        st.answers["cfrag"] = res.answer
+        self._fill_cfrag(st)
+        self.answers["cfrag"].set_answer(res.answer, [e.hit for e in res.trace.evidence])
+        self.trace_view.set_trace(res.trace)
+        self.statusBar().showMessage(tr("status.done", s=fmt(time.monotonic() - st.started, 1)), 10000)
+
+    def _fill_cfrag(self, st: QueryState) -> None:
+        assert st.cfrag is not None
+        t = st.cfrag.trace
+        base = st.comparison.baseline if st.comparison is not None else RankedList("baseline", ())
+        rows = []
+        for r in cfrag_rows(t):
+            h = dataclasses.replace(r.evidence.hit, rank=r.rank)
+            rows.append(make_row(h, rank_change(base, h), [
+                ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)],
+                note=tr("col.cf_used") if r.used_by_chosen else ""))
+        sub = tr("col.cf_sub", kind=tr(f"trace.decision.{t.decision.kind}"), n=len(t.counterfactuals),
+                 scorer=t.scorer + (tr("trace.substitute") if t.scorer_is_substitute else ""))
+        self.columns["cfrag"].set_rows(rows, sub)
+
+    # ================================================================== selection and viewer
+    def _causal_for_doc(self, doc_id: int) -> tuple[Hit | None, Explanation | None]:
+        st = self.state
+        if st is None or st.comparison is None:
+            return None, None
+        causal: RankedList = st.comparison.causal
+        h = next((h for h in causal.hits if h.doc_id == doc_id), None)
+        return h, (explanation_for(causal, h.unit_id) if h is not None else None)
+
+    def select_hit(self, hit: Hit) -> None:
+        self._select_doc_id(hit.doc_id)
+
+    def _select_doc_id(self, doc_id: int) -> None:
+        self.selected_doc = doc_id
+        for col in self.columns.values():
+            col.highlight_doc(doc_id)
+        self.chart.set_selected(doc_id)
+        h, e = self._causal_for_doc(doc_id)
+        surfaces = self.state.surfaces if self.state is not None else {}
+        self.chips.set_split(e.split if e else None, h.title if h else "", surfaces)
+        w = self.settings.retrieval.hybrid_weight
+        self.why.set_explanation(e, h, w if e is not None and e.s_hybrid is not None else None, surfaces)
+
+    def _hover_doc(self, doc_id: int | None) -> None:
+        for col in self.columns.values():
+            col.hover_doc(doc_id)
+
+    def terms_for_doc(self, doc_id: int) -> list[tuple[str, SpanKind]]:
+        _h, e = self._causal_for_doc(doc_id)
+        return split_terms(e.split) if e is not None else []
+
+    def open_hit(self, hit: Hit, page: int | None = None) -> None:
+        surfaces = self.state.surfaces if self.state is not None else {}
+        self.viewer.show_hit(hit, self.terms_for_doc(hit.doc_id), surfaces, page)
+
+    def open_citation(self, c: Citation) -> None:
+        if not c.valid or c.path == "":
+            return
+        hit: Hit | None = None
+        st = self.state
+        if st is not None:
+            for a in st.answers.values():
+                hit = next((h for h in a.sources if h.unit_id == c.unit_id and h.doc_id == c.doc_id), None)
+                if hit is not None:
+                    break
+        if hit is None:
+            hit = Hit(c.unit_id or 0, c.doc_id or 0, "chunk", c.title, c.path, c.page or 1, "", 0.0, 0, "other")
+        self.open_hit(hit, page=c.page)
+
+    # ================================================================== settings and report
+    def _save_settings(self) -> None:
+        from rag_desktop.app.config import save_settings
+
+        try:
+            save_settings(self.settings, self.settings_file)
+        except OSError as exc:
+            from rag_desktop.ui.worker import describe_error
+
+            msg, hint = describe_error(exc)
+            self.show_error(UserError("settings", msg, hint, repr(exc)))
+
+    def open_settings(self) -> None:
+        from rag_desktop.ui.settings_dialog import SettingsDialog
+
+        dlg = SettingsDialog(self.settings, self)
+        dlg.accepted.connect(lambda: self.apply_settings(dlg.result_settings()))
+        dlg.open()
+        self.settings_dialog = dlg
+
+    def apply_settings(self, new: Settings) -> None:
+        """Adopt, persist and hand the settings to the service (on the worker: it may close models)."""
+        new = dataclasses.replace(new, ui=dataclasses.replace(new.ui,
+                                                              recent_questions=self.settings.ui.recent_questions))
+        lang_changed = new.ui.language != i18n.language()
+        self.settings = new.validate()
+        self._save_settings()
+        self.level_box.setCurrentIndex(0 if new.retrieval.level == "doc" else 1)
+        svc = self.service
+        self.runner.submit("settings", lambda ctx: svc.update_settings(new), on_error=self.show_error)
+        if lang_changed:
+            i18n.set_language(new.ui.language)
+            self.retranslate()
+        self.statusBar().showMessage(tr("status.settings_saved"), 5000)
+
+    def choose_export(self) -> None:
+        if self.state is None or self.state.comparison is None:
+            self.statusBar().showMessage(tr("report.nothing"), 6000)
+            return
+        path, _ = QFileDialog.getSaveFileName(self, tr("report.save_title"), "decision-report.html",
+                                              "HTML (*.html)")
+        if path:
+            self.export_report(Path(path))
+
+    def export_report(self, path: Path) -> tuple[Path, Path]:
+        """Write ``path`` (.html) and the same name with .json; returns both paths."""
+        from rag_desktop.ui.report import DecisionReport
+
+        st = self.state
+        if st is None or st.comparison is None:
+            raise ValueError(tr("report.nothing"))
+        rep = DecisionReport(st.question, st.comparison, dict(st.answers), st.cfrag, st.surfaces,
+                             i18n.language(), self.settings)
+        html_path, json_path = rep.write(path)
+        self.statusBar().showMessage(tr("report.saved", path=str(html_path)), 10000)
+        return html_path, json_path
+
+    # ================================================================== lifetime
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.runner.cancel_all()
+        self.render_runner.cancel_all()
+        # Give running work a moment to notice the cancel; models are closed by the caller.
+        self.runner.wait(15000)
+        self.render_runner.wait(5000)
+        event.accept()
+
+    def when_idle(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once the service worker has no task (used by --demo and tests)."""
+        if not self.runner.busy:
+            fn()
+            return
+
+        def check(busy: bool) -> None:
+            if not busy:
+                self.runner.busy_changed.disconnect(check)
+                QTimer.singleShot(0, fn)
+
+        self.runner.busy_changed.connect(check)

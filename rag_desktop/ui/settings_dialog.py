@@ -1,0 +1,319 @@
+"""Settings dialog: models, retrieval, CF-RAG, generation, interface language.
+
+The form is built from one table of fields (section, key, kind), so every setting shown
+is read back the same way and validated by ``Settings.validate`` — an invalid value is
+reported inline, naming the setting, and the dialog stays open. Saving is the window's
+job (``app.config.save_settings``), so the dialog is testable without touching disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rag_desktop.core.settings import Settings, SettingsError
+from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
+
+
+@dataclass(frozen=True)
+class Field:
+    section: str
+    key: str
+    kind: str  # int | float | bool | choice | text | file | dir | tau
+    lo: float = 0.0
+    hi: float = 1.0
+    step: float = 0.05
+    decimals: int = 2
+    choices: tuple[str, ...] = ()
+
+
+TABS: tuple[tuple[str, tuple[Field, ...]], ...] = (
+    ("settings.tab.models", (
+        Field("models", "generator", "file"),
+        Field("models", "generator_backend", "choice", choices=("llama_cpp", "openai")),
+        Field("models", "openai_base_url", "text"),
+        Field("models", "openai_model", "text"),
+        Field("models", "embedder", "dir"),
+        Field("models", "reranker", "dir"),
+        Field("models", "model_dir", "dir"),
+        Field("models", "n_ctx", "int", 512, 131072),
+        Field("models", "threads", "int", 0, 256),
+    )),
+    ("settings.tab.retrieval", (
+        Field("retrieval", "level", "choice", choices=("doc", "chunk")),
+        Field("retrieval", "k", "int", 1, 1000),
+        Field("retrieval", "theta", "float", -1.0, 1.0, 0.05, 3),
+        Field("retrieval", "tau", "tau", -1.0, 1.0, 0.01, 3),
+        Field("retrieval", "hybrid_weight", "float", 0.0, 1.0, 0.05, 2),
+        Field("retrieval", "default_method", "choice", choices=("hybrid", "causal", "gated", "baseline")),
+        Field("retrieval", "keyword_variant", "choice", choices=("improved", "plain")),
+        Field("retrieval", "empty_b_rule", "choice", choices=("demote", "fallback")),
+        Field("retrieval", "query_keywords", "int", 1, 100),
+        Field("retrieval", "doc_keywords", "int", 1, 100),
+    )),
+    ("settings.tab.cfrag", (
+        Field("cfrag", "n_counterfactuals", "int", 1, 20),
+        Field("cfrag", "n_candidates", "int", 1, 40),
+        Field("cfrag", "n_clusters", "int", 1, 20),
+        Field("cfrag", "n_hypotheses", "int", 1, 20),
+        Field("cfrag", "lam", "float", 0.0, 1.0, 0.05, 2),
+        Field("cfrag", "theta_sim", "float", -1.0, 1.0, 0.05, 2),
+        Field("cfrag", "theta_dedup", "float", 0.0, 1.0, 0.01, 2),
+        Field("cfrag", "agreement_threshold", "float", 0.0, 1.0, 0.05, 2),
+        Field("cfrag", "quality_min", "float", 0.0, 1.0, 0.05, 2),
+        Field("cfrag", "retrieve_k", "int", 1, 200),
+        Field("cfrag", "evidence_per_hypothesis", "int", 1, 50),
+        Field("cfrag", "use_counterfactuals", "bool"),
+        Field("cfrag", "use_division", "bool"),
+    )),
+    ("settings.tab.generation", (
+        Field("generation", "temperature", "float", 0.0, 2.0, 0.05, 2),
+        Field("generation", "max_tokens", "int", 1, 32768),
+        Field("generation", "thinking", "bool"),
+        Field("generation", "translate", "bool"),
+    )),
+    ("settings.tab.interface", (
+        Field("ui", "language", "choice", choices=("en", "zh")),
+    )),
+)
+
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("settings_dialog")
+        self.setWindowTitle(tr("settings.title"))
+        self.base = settings
+        self.editors: dict[tuple[str, str], Any] = {}
+        self.labels: dict[tuple[str, str], QLabel] = {}
+        self.tabs = QTabWidget()
+        for tab_key, fields in TABS:
+            page = QWidget()
+            form = QFormLayout(page)
+            for f in fields:
+                editor, holder = self._editor(f, getattr(getattr(settings, f.section), f.key))
+                label = QLabel(tr(f"set.{f.section}.{f.key}"))
+                label.setToolTip(tr(f"set.{f.section}.{f.key}.tip"))
+                holder.setToolTip(tr(f"set.{f.section}.{f.key}.tip"))
+                form.addRow(label, holder)
+                self.editors[(f.section, f.key)] = editor
+                self.labels[(f.section, f.key)] = label
+            if tab_key == "settings.tab.models":
+                self.doctor_btn = QPushButton(tr("settings.doctor"))
+                self.doctor_btn.clicked.connect(self.run_doctor)
+                self.doctor_out = QLabel()
+                self.doctor_out.setTextFormat(Qt.TextFormat.PlainText)
+                self.doctor_out.setWordWrap(True)
+                form.addRow(self.doctor_btn, self.doctor_out)
+            self.tabs.addTab(page, tr(tab_key))
+        self.error = QLabel()
+        self.error.setTextFormat(Qt.TextFormat.PlainText)
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #B3261E;")
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                        | QDialogButtonBox.StandardButton.Cancel
+                                        | QDialogButtonBox.StandardButton.RestoreDefaults)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        restore = self.buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults)
+        restore.clicked.connect(self.restore_defaults)
+        restore.setText(tr("settings.defaults"))
+        lay = QVBoxLayout(self)
+        note = QLabel(tr("settings.note"))
+        note.setWordWrap(True)
+        lay.addWidget(note)
+        lay.addWidget(self.tabs, 1)
+        lay.addWidget(self.error)
+        lay.addWidget(self.buttons)
+        self._runner = TaskRunner(self, serial=True)
+        self._result: Settings | None = None
+        self.resize(640, 560)
+
+    # -------------------------------------------------------------- editors
+    def _editor(self, f: Field, value: Any) -> tuple[Any, QWidget]:
+        if f.kind == "int":
+            w = QSpinBox()
+            w.setRange(int(f.lo), int(f.hi))
+            w.setValue(int(value))
+            return w, w
+        if f.kind == "float":
+            d = QDoubleSpinBox()
+            d.setRange(f.lo, f.hi)
+            d.setDecimals(f.decimals)
+            d.setSingleStep(f.step)
+            d.setValue(float(value))
+            return d, d
+        if f.kind == "bool":
+            c = QCheckBox()
+            c.setChecked(bool(value))
+            return c, c
+        if f.kind == "choice":
+            box = QComboBox()
+            for v in f.choices:
+                box.addItem(LANGUAGE_NAMES.get(v, v) if f.key == "language" else tr(f"choice.{v}"), v)
+            box.setCurrentIndex(max(0, box.findData(value)))
+            return box, box
+        if f.kind == "tau":
+            holder = QWidget()
+            row = QHBoxLayout(holder)
+            row.setContentsMargins(0, 0, 0, 0)
+            auto = QCheckBox(tr("settings.tau_auto"))
+            num = QDoubleSpinBox()
+            num.setRange(f.lo, f.hi)
+            num.setDecimals(f.decimals)
+            num.setSingleStep(f.step)
+            is_auto = value == "auto"
+            auto.setChecked(is_auto)
+            num.setValue(self.base.retrieval.tau_paper if is_auto else float(value))
+            num.setEnabled(not is_auto)
+            auto.toggled.connect(lambda on: num.setEnabled(not on))
+            row.addWidget(auto)
+            row.addWidget(num, 1)
+            return (auto, num), holder
+        line = QLineEdit(str(value))
+        if f.kind in ("file", "dir"):
+            holder = QWidget()
+            row = QHBoxLayout(holder)
+            row.setContentsMargins(0, 0, 0, 0)
+            browse = QPushButton(tr("settings.browse"))
+            browse.clicked.connect(lambda: self._browse(line, f.kind))
+            row.addWidget(line, 1)
+            row.addWidget(browse)
+            if f.key in ("generator", "embedder"):
+                embedded = QPushButton(tr("settings.embedded"))
+                embedded.setToolTip(tr("settings.embedded_tip"))
+                embedded.clicked.connect(lambda: line.setText("embedded"))
+                row.addWidget(embedded)
+            return line, holder
+        return line, line
+
+    def _browse(self, line: QLineEdit, kind: str) -> None:
+        if kind == "file":
+            path, _ = QFileDialog.getOpenFileName(self, tr("settings.choose_file"), "", "GGUF (*.gguf);;* (*)")
+        else:
+            path = QFileDialog.getExistingDirectory(self, tr("settings.choose_folder"))
+        if path:
+            line.setText(path)
+
+    def _value(self, f: Field) -> Any:
+        e = self.editors[(f.section, f.key)]
+        if f.kind == "tau":
+            auto, num = e
+            return "auto" if auto.isChecked() else float(num.value())
+        if f.kind == "int":
+            return int(e.value())
+        if f.kind == "float":
+            return float(e.value())
+        if f.kind == "bool":
+            return bool(e.isChecked())
+        if f.kind == "choice":
+            return e.currentData()
+        return e.text().strip()
+
+    def _set_value(self, f: Field, value: Any) -> None:
+        e = self.editors[(f.section, f.key)]
+        if f.kind == "tau":
+            auto, num = e
+            auto.setChecked(value == "auto")
+            if value != "auto":
+                num.setValue(float(value))
+        elif f.kind in ("int", "float"):
+            e.setValue(value)
+        elif f.kind == "bool":
+            e.setChecked(bool(value))
+        elif f.kind == "choice":
+            e.setCurrentIndex(max(0, e.findData(value)))
+        else:
+            e.setText(str(value))
+
+    def set_field(self, section: str, key: str, value: Any) -> None:
+        """Set one editor programmatically (tests, and "restore defaults")."""
+        f = next(f for _t, fs in TABS for f in fs if (f.section, f.key) == (section, key))
+        self._set_value(f, value)
+
+    # -------------------------------------------------------------- result
+    def build_settings(self) -> Settings:
+        """The settings the form describes; raises SettingsError naming the bad key."""
+        s = self.base
+        for _tab, fields in TABS:
+            for f in fields:
+                section = getattr(s, f.section)
+                s = dataclasses.replace(s, **{f.section: dataclasses.replace(section, **{f.key: self._value(f)})})
+        if s.models.generator == "":
+            raise SettingsError(tr("settings.need_generator"))
+        return s.validate()
+
+    def result_settings(self) -> Settings:
+        return self._result if self._result is not None else self.build_settings()
+
+    def accept(self) -> None:
+        try:
+            self._result = self.build_settings()
+        except SettingsError as exc:
+            self.error.setText(tr("settings.invalid", detail=str(exc)))
+            return
+        super().accept()
+
+    def restore_defaults(self) -> None:
+        d = Settings()
+        for _tab, fields in TABS:
+            for f in fields:
+                if f.section == "ui":
+                    continue  # the language is a preference, not a method parameter
+                self._set_value(f, getattr(getattr(d, f.section), f.key))
+
+    # -------------------------------------------------------------- doctor
+    def run_doctor(self) -> None:
+        try:
+            s = self.build_settings()
+        except SettingsError as exc:
+            self.error.setText(tr("settings.invalid", detail=str(exc)))
+            return
+        self.doctor_btn.setEnabled(False)
+        self.doctor_out.setText(tr("settings.doctor_running"))
+
+        def job(ctx: TaskContext) -> Any:
+            from rag_desktop.app.doctor import run_doctor
+
+            return run_doctor(s)
+
+        def show(report: dict[str, Any]) -> None:
+            lines = []
+            for c in report.get("checks", []):
+                mark = "✔" if c.get("ready") else "✘"
+                hint = f" — {c['hint']}" if c.get("hint") and not c.get("ready") else ""
+                lines.append(f"{mark} {c.get('name')}: {c.get('detail')}{hint}")
+            self.doctor_out.setText("\n".join(lines))
+
+        def failed(err: UserError) -> None:
+            self.doctor_out.setText(err.text())
+
+        self._runner.submit("doctor", job, on_result=show, on_error=failed,
+                            on_finished=lambda: self.doctor_btn.setEnabled(True))
+
+    def done(self, r: int) -> None:
+        self._runner.cancel_all()
+        super().done(r)

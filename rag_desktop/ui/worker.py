@@ -1,0 +1,257 @@
+"""The one bridge between the service's long operations and Qt (DESIGN.md, "Data that flows").
+
+A task is a function of a :class:`TaskContext` that either returns a value or returns a
+generator of events. The bridge runs it on a worker thread and turns each event into a
+Qt signal delivered on the GUI thread:
+
+* :class:`~rag_desktop.core.types.Progress` → ``progress``
+* :class:`~rag_desktop.core.types.GenEvent` tokens → ``token`` (``DONE`` is dropped: the
+  final Answer follows it)
+* anything else (IngestReport, Answer, Comparison, CFResult, …) → ``result``
+* a :class:`~rag_desktop.core.types.Cancelled` (or a set token at the end) → ``cancelled``
+* any other exception → ``failed`` with a :class:`UserError` worded for a person, while
+  the traceback goes to the log — this module is the one place that translation happens.
+
+``finished`` is always the last signal of a task.
+
+Service tasks share ONE worker thread (``TaskRunner(serial=True)``): the catalog is one
+SQLite connection and the generator one llama.cpp context, so running two service
+operations at once would race; queued tasks simply wait their turn, and cancelling
+sets every queued task's token so the queue drains at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from rag_desktop.core.types import Cancelled, CancelToken, GenEvent, GenEventKind, Progress
+from rag_desktop.ui.i18n import tr
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UserError:
+    """An error as the user sees it: what happened, what to do next; ``detail`` is for the log."""
+
+    task: str
+    message: str
+    hint: str
+    detail: str
+
+    def text(self) -> str:
+        return f"{self.message}\n{self.hint}" if self.hint else self.message
+
+
+def _log_path_hint() -> str:
+    from rag_desktop.ui.logs import log_file
+
+    return str(log_file())
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(message, what to do next) for an exception, in the current UI language.
+
+    Lower layers already word their messages for a person (they name the file or the
+    key and the reason), so the message keeps ``str(exc)`` and adds the kind of problem;
+    the hint is the next step. Imports are local so this module stays importable even
+    when a backend is broken.
+    """
+    from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
+    from rag_desktop.core.settings import SettingsError
+
+    text = str(exc).strip() or type(exc).__name__
+    name = type(exc).__name__
+    if isinstance(exc, MissingDependency):
+        return tr("err.missing_dependency", detail=text), tr("err.hint.install")
+    if isinstance(exc, ModelUnavailable):
+        return tr("err.model_unavailable", detail=text), tr("err.hint.models")
+    if isinstance(exc, SettingsError):
+        return tr("err.settings", detail=text), tr("err.hint.settings")
+    if name == "EmbedderMismatch":  # app.library; matched by name: ui must not depend on its import order
+        return tr("err.embedder_mismatch", detail=text), tr("err.hint.embedder_mismatch")
+    if name == "CatalogError":
+        return tr("err.catalog", detail=text), tr("err.hint.catalog")
+    if name == "PromptTooLong":
+        return tr("err.prompt_too_long", detail=text), tr("err.hint.prompt_too_long")
+    if name == "UnreadableDocument":
+        return tr("err.unreadable", detail=text), tr("err.hint.unreadable")
+    if isinstance(exc, MemoryError):
+        return tr("err.memory"), tr("err.hint.memory")
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return tr("err.connection", detail=text), tr("err.hint.connection")
+    if isinstance(exc, PermissionError):
+        return tr("err.permission", path=str(exc.filename or ""), detail=exc.strerror or text), \
+            tr("err.hint.permission")
+    if isinstance(exc, FileNotFoundError):
+        return tr("err.not_found", path=str(exc.filename or ""), detail=exc.strerror or text), \
+            tr("err.hint.not_found")
+    if isinstance(exc, OSError):
+        return tr("err.os", detail=text), tr("err.hint.os")
+    if isinstance(exc, ValueError):
+        return tr("err.value", detail=text), tr("err.hint.value")
+    return tr("err.unexpected", kind=name, detail=text), tr("err.hint.unexpected", log=_log_path_hint())
+
+
+class TaskContext:
+    """What a task function receives: the cancel token and a way to report events itself.
+
+    ``emit`` exists for operations that report through a callback instead of yielding
+    (``RagService.cfrag(on_event=...)``); it is safe to call from the worker thread.
+    """
+
+    def __init__(self, cancel: CancelToken, sink: Callable[[object], None]) -> None:
+        self.cancel = cancel
+        self._sink = sink
+
+    def emit(self, event: object) -> None:
+        self._sink(event)
+
+
+TaskFn = Callable[[TaskContext], Any]
+
+
+class TaskSignals(QObject):
+    progress = Signal(object)
+    token = Signal(str)
+    result = Signal(object)
+    failed = Signal(object)
+    cancelled = Signal()
+    finished = Signal()
+
+
+class Task(QRunnable):
+    """One unit of long work; its signals object lives on the GUI thread."""
+
+    def __init__(self, name: str, fn: TaskFn) -> None:
+        super().__init__()
+        self.setAutoDelete(False)  # Python owns it: the runner drops it after ``finished``
+        self.name = name
+        self.fn = fn
+        self.cancel = CancelToken()
+        self.signals = TaskSignals()
+        self.done = False
+
+    def _dispatch(self, event: object) -> None:
+        if isinstance(event, Progress):
+            self.signals.progress.emit(event)
+        elif isinstance(event, GenEvent):
+            if event.kind == GenEventKind.TOKEN and event.text:
+                self.signals.token.emit(event.text)
+        else:
+            self.signals.result.emit(event)
+
+    def run(self) -> None:  # worker thread
+        try:
+            self.cancel.raise_if_set()  # cancelled while still queued
+            ctx = TaskContext(self.cancel, self._dispatch)
+            out = self.fn(ctx)
+            if isinstance(out, Iterator):
+                for event in out:
+                    self._dispatch(event)
+            elif out is not None:
+                self.signals.result.emit(out)
+            if self.cancel.is_set:
+                self.signals.cancelled.emit()
+        except Cancelled:
+            self.signals.cancelled.emit()
+        except BaseException as exc:  # every failure reaches the user once, readable
+            if self.cancel.is_set and not isinstance(exc, MemoryError):
+                # Stopping a model mid-call can surface as the library's own error; the
+                # user asked for the stop, so it is a cancellation, not a failure.
+                log.info("task %s stopped with %s after cancel", self.name, type(exc).__name__)
+                self.signals.cancelled.emit()
+            else:
+                log.error("task %s failed", self.name, exc_info=exc)
+                message, hint = describe_error(exc)
+                detail = "".join(traceback.format_exception(exc))
+                self.signals.failed.emit(UserError(self.name, message, hint, detail))
+        finally:
+            self.signals.finished.emit()
+
+
+class TaskRunner(QObject):
+    """Submits tasks to a private thread pool and keeps them alive until they finish.
+
+    ``serial=True`` (service work) runs one task at a time in submission order.
+    """
+
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None, serial: bool = True) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1 if serial else max(2, QThreadPool.globalInstance().maxThreadCount()))
+        self._live: list[Task] = []
+
+    def submit(
+        self,
+        name: str,
+        fn: TaskFn,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+        on_token: Callable[[str], None] | None = None,
+        on_result: Callable[[Any], None] | None = None,
+        on_error: Callable[[UserError], None] | None = None,
+        on_cancelled: Callable[[], None] | None = None,
+        on_finished: Callable[[], None] | None = None,
+    ) -> Task:
+        task = Task(name, fn)
+        s = task.signals
+        if on_progress is not None:
+            s.progress.connect(on_progress)
+        if on_token is not None:
+            s.token.connect(on_token)
+        if on_result is not None:
+            s.result.connect(on_result)
+        if on_error is not None:
+            s.failed.connect(on_error)
+        if on_cancelled is not None:
+            s.cancelled.connect(on_cancelled)
+        if on_finished is not None:
+            s.finished.connect(on_finished)
+        s.finished.connect(lambda t=task: self._retire(t))
+        was_busy = self.busy
+        self._live.append(task)
+        self.pool.start(task)
+        if not was_busy:
+            self.busy_changed.emit(True)
+        return task
+
+    def _retire(self, task: Task) -> None:
+        task.done = True
+        if task in self._live:
+            self._live.remove(task)
+        if not self._live:
+            self.busy_changed.emit(False)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._live)
+
+    def tasks(self) -> list[Task]:
+        return list(self._live)
+
+    def cancel_all(self) -> int:
+        """Set every live task's token; returns how many were asked to stop."""
+        for t in self._live:
+            t.cancel.set()
+        return len(self._live)
+
+    def cancel(self, name_prefix: str) -> int:
+        n = 0
+        for t in self._live:
+            if t.name.startswith(name_prefix):
+                t.cancel.set()
+                n += 1
+        return n
+
+    def wait(self, msecs: int = -1) -> bool:
+        """Block until the pool is idle (used at shutdown and in tests)."""
+        return bool(self.pool.waitForDone(msecs))

@@ -1,0 +1,170 @@
+#!/usr/bin/env python
+"""Render PNG screenshots of the main views offscreen, for the README.
+
+    .venv/bin/python scripts/screenshots.py --out docs/screenshots
+    .venv/bin/python scripts/screenshots.py --library ~/my-demo-lib --no-answers
+
+Uses the demo library (built from resources/demo on first use, which takes a few
+minutes on a laptop CPU) and the configured models. Views: the comparison workspace in
+English and in Chinese, the A/B chips with the "Why" card, the CF-RAG trace, the
+rank-movement chart, the document viewer and the settings dialog.
+
+Chinese text needs a CJK font: the script refuses to write screenshots with tofu boxes
+unless --allow-missing-cjk is given. Install one (Debian/Ubuntu: fonts-noto-cjk) or put an
+openly licensed .ttf/.otf/.ttc in resources/fonts/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+EN_Q = "Why do people fail the Wason selection task?"
+ZH_Q = "数据出境安全评估需要准备哪些材料？"
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise SystemExit(f"screenshots: timed out after {timeout:.0f} s waiting for {what}")
+        QApplication.processEvents()
+        time.sleep(0.03)
+    for _ in range(5):  # let layouts settle before grabbing
+        QApplication.processEvents()
+
+
+def cjk_families() -> list[str]:
+    from PySide6.QtGui import QFontDatabase
+
+    fonts_dir = ROOT / "resources" / "fonts"
+    if fonts_dir.is_dir():
+        for f in sorted(fonts_dir.iterdir()):
+            if f.suffix.lower() in (".ttf", ".otf", ".ttc"):
+                QFontDatabase.addApplicationFont(str(f))
+    return list(QFontDatabase.families(QFontDatabase.WritingSystem.SimplifiedChinese))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    ap.add_argument("--library", type=Path, default=None, help="library folder (default: the demo library)")
+    ap.add_argument("--no-answers", action="store_true", help="rankings only (no generator, much faster)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for each step")
+    ap.add_argument("--allow-missing-cjk", action="store_true")
+    ap.add_argument("--width", type=int, default=1600)
+    ap.add_argument("--height", type=int, default=1000)
+    args = ap.parse_args(argv)
+
+    from PySide6.QtGui import QFont
+    from PySide6.QtWidgets import QApplication
+
+    from rag_desktop.app.config import demo_library_dir, load_settings
+    from rag_desktop.app.service import RagService
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.logs import setup_logging
+    from rag_desktop.ui.main import demo_source_folder
+    from rag_desktop.ui.main_window import MainWindow
+
+    setup_logging()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    families = cjk_families()
+    if not families:
+        msg = ("screenshots: no CJK font is installed, Chinese would render as boxes. Install one "
+               "(Debian/Ubuntu: apt-get install fonts-noto-cjk) or add a font to resources/fonts/.")
+        if not args.allow_missing_cjk:
+            print(msg, file=sys.stderr)
+            return 2
+        print("warning: " + msg, file=sys.stderr)
+    else:
+        preferred = next((f for f in families if "Noto Sans CJK SC" in f or "Noto Sans SC" in f), families[0])
+        base = QFont(app.font())
+        base.setFamilies([base.family(), preferred])  # Latin from the default, Han from the CJK font
+        app.setFont(base)
+        print(f"CJK font: {preferred}")
+
+    settings = load_settings()
+    lib = args.library or demo_library_dir()
+    service = RagService(lib, settings)
+    i18n.set_language("en")
+    win = MainWindow(service, settings.replace("ui", language="en"), settings_file=args.out / "unused.toml",
+                     auto_answer=not args.no_answers)
+    win._save_settings = lambda: None  # type: ignore[method-assign]  # screenshots never touch the user's settings
+    win.resize(args.width, args.height)
+    win.show()
+    args.out.mkdir(parents=True, exist_ok=True)
+    shots: list[Path] = []
+
+    def shot(widget: object, name: str) -> None:
+        path = args.out / name
+        widget.grab().save(str(path))  # type: ignore[attr-defined]
+        shots.append(path)
+        print(f"wrote {path}")
+
+    wait_until(lambda: win.listing is not None and not win.runner.busy, 120, "the library listing")
+    assert win.listing is not None
+    if not win.listing.documents:
+        print(f"building the demo library in {lib} (first run; this takes a few minutes)…")
+        win.start_ingest([demo_source_folder()])
+        wait_until(lambda: win.runner.busy, 30, "the ingest to start")
+        wait_until(lambda: win.library_panel.progress.value() > 1, args.timeout, "ingest progress")
+        shot(win, "ingest.png")
+        wait_until(lambda: win.last_ingest_report is not None and not win.runner.busy, args.timeout, "the ingest")
+
+    def ask(q: str) -> None:
+        win.ask(q)
+        if args.no_answers:
+            wait_until(lambda: win.state is not None and win.state.comparison is not None and not win.runner.busy,
+                       args.timeout, f"the ranking of {q!r}")
+        else:
+            wait_until(lambda: win.state is not None and (win.state.cfrag is not None or bool(win.state.errors))
+                       and not win.runner.busy, args.timeout, f"the answers to {q!r}")
+
+    ask(EN_Q)
+    win.columns["causal"].select_row(0)
+    shot(win, "compare_en.png")
+    shot(win.stacks["causal"], "why_card_en.png")
+    win.tabs.setCurrentWidget(win.chart)
+    shot(win, "rank_chart_en.png")
+    if not args.no_answers:
+        win.tabs.setCurrentWidget(win.trace_view)
+        shot(win, "cfrag_trace_en.png")
+    win.tabs.setCurrentIndex(0)
+    hits = win.columns["causal"].hits()
+    pdf = next((h for h in hits if h.path.endswith(".pdf")), None)
+    if pdf is not None:
+        win.open_hit(pdf)
+        wait_until(lambda: win.viewer.pending == 0, 120, "the viewer")
+        shot(win.viewer, "viewer_en.png")
+        win.viewer.hide()
+
+    win.apply_settings(win.settings.replace("ui", language="zh"))
+    ask(ZH_Q)
+    win.columns["causal"].select_row(0)
+    shot(win, "compare_zh.png")
+    win.open_settings()
+    wait_until(lambda: win.settings_dialog.isVisible(), 10, "the settings dialog")
+    shot(win.settings_dialog, "settings_zh.png")
+    win.settings_dialog.reject()
+
+    win.runner.cancel_all()
+    win.runner.wait(30000)
+    service.close()
+    service.runtime.close()
+    print(f"{len(shots)} screenshots in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -348,7 +348,7 @@ def test_demo_folder_contents() -> None:
     assert {n.split("_")[0] for n in names} == {"zh", "en"}
     assert {f.suffix for f in files} == {".pdf", ".docx"}
     # The folder is a clean library: only documents and the two notes.
-    assert {p.name for p in DEMO.iterdir()} == set(names) | {"SOURCES.md", "QUESTIONS.md"}
+    assert {p.name for p in DEMO.iterdir()} == set(names) | {"SOURCES.md", "QUESTIONS.md", ".ragignore"}
 
 
 def test_demo_sources_md_lists_every_file_with_hash_and_licence() -> None:

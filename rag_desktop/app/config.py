@@ -43,7 +43,11 @@ def demo_library_dir() -> Path:
 
 
 def model_dir(settings: Settings) -> Path:
-    return Path(settings.models.model_dir) if settings.models.model_dir else data_dir() / "models"
+    """Where model files live: the setting, else $RAG_DESKTOP_MODEL_DIR, else the user data folder."""
+    if settings.models.model_dir:
+        return Path(settings.models.model_dir).expanduser()
+    env = os.environ.get("RAG_DESKTOP_MODEL_DIR")
+    return Path(env) if env else data_dir() / "models"
 
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:

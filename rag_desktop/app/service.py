@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,18 @@ class RagService:
     def context(self, query: str, level: str | None = None, k: int | None = None) -> QueryContext:
         return self.retriever().context(query, level, k)  # type: ignore[arg-type]
 
+    def surfaces(self, terms: Iterable[str]) -> dict[str, str]:
+        """Readable words for keyword terms (terms may be stems such as "secur")."""
+        terms = list(terms)
+        found = self.library.catalog.surfaces(terms)
+        tok = self.runtime.tokenizer()
+        return {t: found.get(t) or tok.surface_form(t) for t in terms}
+
     # ------------------------------------------------------------------ answers
+    def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]:
+        """Make the generator's model file ready (join + verify once), with progress."""
+        yield from self.runtime.prepare_generator(cancel)
+
     def translate_sources(
         self, sources: Sequence[Hit], target: Lang, cancel: CancelToken | None = None
     ) -> tuple[Hit, ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MissingDependency(ImportError):
     """A heavy optional package is not installed; the message says how to install it."""
@@ -19,7 +21,7 @@ class ModelUnavailable(RuntimeError):
     """A configured model file/folder is missing or unusable; the message says which and why."""
 
 
-def require(module: str, purpose: str, pip_name: str | None = None) -> object:
+def require(module: str, purpose: str, pip_name: str | None = None) -> Any:
     """Import ``module`` lazily, turning ImportError into MissingDependency with a hint."""
     import importlib
 

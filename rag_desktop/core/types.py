@@ -183,11 +183,15 @@ class Explanation:
 
 @dataclass(frozen=True)
 class RankedList:
+    """One ranking. ``scores`` holds the method's own score per hit when it has one that
+    ``Hit.s_sim`` does not carry (the cross-encoder's s(q, e)), aligned with ``hits``."""
+
     method: str
     hits: tuple[Hit, ...]
     explanations: tuple[Explanation, ...] = ()
     warnings: tuple[str, ...] = ()
     label: str = ""
+    scores: tuple[float, ...] = ()
 
 
 # --------------------------------------------------------------------------- generation

@@ -1,0 +1,226 @@
+"""The CLI's subcommands: thin wrappers over RagService that print for a terminal or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from rag_desktop.app.catalog import CatalogError
+from rag_desktop.app.config import default_library_dir, load_settings, model_dir
+from rag_desktop.app.library import IngestReport
+from rag_desktop.app.service import RagService
+from rag_desktop.backends.errors import ModelUnavailable
+from rag_desktop.core.cfrag_types import to_jsonable
+from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress, RankedList
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed without a traceback."""
+
+
+# Errors whose message already says what is wrong and what to do: the CLI prints them
+# as one line (exit 2) instead of a traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError, CatalogError, ModelUnavailable, ValueError)
+
+
+def print_json(obj: Any, out: TextIO | None = None) -> None:
+    stream = out or sys.stdout
+    json.dump(obj, stream, ensure_ascii=False, indent=2)
+    stream.write("\n")
+
+
+def _service(args: argparse.Namespace) -> RagService:
+    settings = load_settings()
+    lib = getattr(args, "library", None) or default_library_dir()
+    return RagService(Path(lib), settings)
+
+
+class ProgressBar:
+    """A one-line terminal progress bar on stderr (stdout stays clean for --json)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.enabled
+
+    def update(self, ev: Progress) -> None:
+        if ev.total <= 0:
+            return
+        frac = min(1.0, ev.current / ev.total)
+        eta = f" ETA {ev.eta_s:4.0f}s" if ev.eta_s is not None else ""
+        if self.enabled:
+            bar = "#" * int(30 * frac)
+            sys.stderr.write(f"\r[{bar:<30}] {ev.current}/{ev.total} {ev.stage:<8}{eta} {ev.message[:40]:<40}")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    svc = _service(args)
+    bar = ProgressBar(not args.json)
+    report: IngestReport | None = None
+    try:
+        for ev in svc.ingest(args.folders, reembed=args.reembed):
+            if isinstance(ev, Progress):
+                bar.update(ev)
+            else:
+                report = ev
+    except KeyboardInterrupt:
+        bar.done()
+        print("rag-desktop: interrupted; files committed so far are kept, run ingest again to finish", file=sys.stderr)
+        return 130
+    finally:
+        svc.close()
+    bar.done()
+    assert report is not None
+    if args.json:
+        print_json(report.to_json())
+        return 0
+    print(
+        f"added {len(report.added)}, updated {len(report.updated)}, removed {len(report.removed)}, "
+        f"unchanged {len(report.unchanged)}, skipped {len(report.skipped)} ({report.seconds:.1f}s)"
+    )
+    for p in report.skipped:
+        print(f"  skipped {p.path}: {p.reason}")
+    return 0
+
+
+def _ranking_lines(r: RankedList, width: int = 60) -> list[str]:
+    lines = []
+    for h in r.hits:
+        title = (h.title or Path(h.path).name)[: width - 18]
+        lines.append(f"{h.rank:>2}. {title:<{width - 18}} p{h.page:<4} {h.s_sim:6.3f}")
+    return lines
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    svc = _service(args)
+    try:
+        cmp = svc.compare(args.question, level=args.level, k=args.k)
+        if args.cfrag:
+            cmp = type(cmp)(**{**cmp.__dict__, "cfrag": svc.cfrag(args.question)})
+    finally:
+        svc.close()
+    if args.json:
+        print_json(cmp.to_json())
+        return 0
+    left = ["BASELINE", *_ranking_lines(cmp.baseline)]
+    right = [cmp.causal.label.upper() or "CAUSAL"]
+    base_rank = {h.unit_id: h.rank for h in cmp.baseline.hits}
+    for h in cmp.causal.hits:
+        move = base_rank[h.unit_id] - h.rank
+        arrow = f"▲{move}" if move > 0 else (f"▼{-move}" if move < 0 else " =")
+        right.append(f"{h.rank:>2}. {(h.title or Path(h.path).name)[:40]:<40} {arrow}")
+    for a, b in zip(left, right, strict=False):
+        print(f"{a:<62} | {b}")
+    print(
+        f"\nτ = {cmp.tau:.3f} ({cmp.tau_source}); A-share {cmp.diagnostics.a_share}; "
+        f"empty B in {cmp.diagnostics.n_empty_b} of {cmp.diagnostics.window}"
+    )
+    for w in cmp.causal.warnings:
+        print(f"warning: {w}")
+    if cmp.cfrag is not None:
+        print(f"\nCF-RAG: {cmp.cfrag.answer.text}")
+    return 0
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    svc = _service(args)
+    try:
+        if args.method == "cfrag":
+            res = svc.cfrag(args.question)
+            if args.json:
+                print_json(to_jsonable(res))
+                return 0
+            print(res.answer.text)
+            _print_sources(res.answer)
+            print("\n" + summarize_trace(res))
+            return 0
+        ctx = svc.compare(args.question)
+        ranked = ctx.baseline if args.method == "baseline" else ctx.causal
+        answer: Answer | None = None
+        for ev in svc.answer(args.question, ranked):
+            if isinstance(ev, GenEvent):
+                if ev.kind == GenEventKind.TOKEN and not args.json:
+                    sys.stdout.write(ev.text)
+                    sys.stdout.flush()
+            else:
+                answer = ev
+    finally:
+        svc.close()
+    assert answer is not None
+    if args.json:
+        print_json(to_jsonable(answer))
+        return 0
+    print()
+    _print_sources(answer)
+    return 0
+
+
+def _print_sources(answer: Answer) -> None:
+    print("\nSources:")
+    for i, h in enumerate(answer.sources, start=1):
+        print(f"  [{i}] {h.title or Path(h.path).name} — page {h.page} ({h.path})")
+    bad = [c.n for c in answer.citations if not c.valid]
+    if bad:
+        print(f"  note: the answer cites {bad}, which were not among the sources given to the model")
+
+
+def summarize_trace(res: Any) -> str:
+    """A readable summary of a CF-RAG trace for the terminal."""
+    t = res.trace
+    lines = ["CF-RAG trace:"]
+    for cf in getattr(t, "counterfactuals", ()):
+        status = "kept" if getattr(cf, "kept", False) else f"rejected ({getattr(cf, 'reason', '')})"
+        lines.append(f"  q' {status}: {getattr(cf, 'text', cf)}")
+    for h in getattr(t, "hypotheses", ()):
+        lines.append(f"  hypothesis: {getattr(h, 'answer', '')!r} Ψ={getattr(h, 'psi', float('nan')):.3f}")
+    lines.append(f"  decision: {getattr(t, 'decision', '')}")
+    return "\n".join(lines)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from rag_desktop.app import model_files
+
+    settings = load_settings()
+    bar = ProgressBar(not args.json)
+    for ev in model_files.ensure_joined(model_files.QWEN_0_5B, model_dir(settings)):
+        bar.update(ev)
+    bar.done()
+    return cmd_doctor(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from rag_desktop.app.doctor import run_doctor
+
+    report = run_doctor(load_settings())
+    if args.json:
+        print_json(report)
+    else:
+        for item in report["checks"]:
+            mark = "ok " if item["ready"] else "!! "
+            print(f"{mark}{item['name']:<22} {item['detail']}")
+    return 0 if report["ready"] else 1
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rag_desktop.app.evaluation import run_eval
+
+    return run_eval(args)
+
+
+def cmd_eval_qa(args: argparse.Namespace) -> int:
+    from rag_desktop.app.evaluation import run_eval_qa
+
+    return run_eval_qa(args)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from rag_desktop.app.calibration import run_calibrate
+
+    return run_calibrate(args, _service(args))

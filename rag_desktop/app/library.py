@@ -1,0 +1,533 @@
+"""A library is a folder: ``catalog.sqlite`` plus the FAISS files beside it.
+
+``Library.ingest`` is a generator of :class:`Progress` events that ends with an
+:class:`IngestReport`. Guarantees (issue "Library ingestion"):
+
+* one SQLite transaction per file, so a kill -9 at any moment leaves every file
+  either fully in or fully out;
+* unchanged files are skipped by (size, mtime) without reading them, and by
+  content hash when only the mtime moved;
+* the FAISS indexes are caches of the vectors stored in the catalog: saved
+  atomically, checked against the catalog at open and rebuilt when they disagree;
+* a bad file is recorded with its reason and the rest of the folder goes on.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_desktop.app.catalog import Catalog, CatalogError, decode_path, encode_path, printable
+from rag_desktop.backends.faiss_index import FaissIndex
+from rag_desktop.backends.readers import UnreadableDocument, display_name, is_readable_name, read_document
+from rag_desktop.core import keywords as kw
+from rag_desktop.core.causal import calibrate_tau
+from rag_desktop.core.chunking import chunk_text
+from rag_desktop.core.cleaning import clean_pages
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.protocols import Embedder, Tokenizer
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
+
+INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
+
+
+class EmbedderMismatch(CatalogError):
+    """The library was built with another embedder; querying it would compare apples with pears."""
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[FileProblem] = field(default_factory=list)
+    cancelled: bool = False
+    seconds: float = 0.0
+    chunks_embedded: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "unchanged": len(self.unchanged),
+            "skipped": [{"path": p.path, "reason": p.reason} for p in self.skipped],
+            "cancelled": self.cancelled,
+            "seconds": round(self.seconds, 3),
+            "chunks_embedded": self.chunks_embedded,
+        }
+
+
+def sha256_file(path: Path, cancel: CancelToken | None = None) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+            if cancel is not None:
+                cancel.raise_if_set()
+    return h.hexdigest()
+
+
+IGNORE_FILE = ".ragignore"
+
+
+def _ignored(path: Path, rules: list[tuple[Path, str]]) -> bool:
+    """True if a ``.ragignore`` pattern (fnmatch, relative to its folder) matches ``path``."""
+    for folder, pattern in rules:
+        try:
+            rel = path.relative_to(folder).as_posix()
+        except ValueError:
+            continue
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
+            return True
+    return False
+
+
+def scan_folder(root: Path) -> tuple[list[Path], list[FileProblem]]:
+    """Supported files under ``root`` (sorted), and the entries that cannot be visited.
+
+    A ``.ragignore`` file in a folder lists fnmatch patterns (one per line, ``#`` comments)
+    of files that are not documents (the demo folder uses it for its SOURCES and QUESTIONS
+    notes). Symlinked directories are not followed (a symlink loop cannot trap us); a
+    symlinked file is read through its link when the target exists.
+    """
+    found: list[Path] = []
+    problems: list[FileProblem] = []
+
+    def onerror(err: OSError) -> None:
+        problems.append(FileProblem(printable(err.filename or root), f"cannot open folder: {err.strerror}"))
+
+    ignore: list[tuple[Path, str]] = []  # (folder of the .ragignore, pattern)
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
+        dirnames.sort()
+        here = Path(dirpath)
+        if IGNORE_FILE in filenames:
+            try:
+                lines = (here / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(FileProblem(printable(here / IGNORE_FILE), f"cannot read: {exc}"))
+                lines = []
+            ignore.extend((here, ln.strip()) for ln in lines if ln.strip() and not ln.startswith("#"))
+        for name in sorted(filenames):
+            p = here / name
+            if is_readable_name(p) and not _ignored(p, ignore):
+                found.append(p)
+        for name in dirnames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                problems.append(FileProblem(printable(p), "symbolic link to a folder — not followed"))
+    return found, problems
+
+
+class Library:
+    """Open (or create) the library in ``folder``. Cheap; models arrive through ``attach``."""
+
+    def __init__(self, folder: Path, settings: Settings) -> None:
+        self.folder = folder
+        self.settings = settings
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CatalogError(f"cannot create the library folder {printable(folder)}: {exc.strerror or exc}") from exc
+        if not os.access(folder, os.W_OK):
+            raise CatalogError(f"the library folder {folder} is not writable")
+        self.catalog = Catalog(folder / "catalog.sqlite")
+        self._indexes: dict[str, FaissIndex] = {}
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    # ------------------------------------------------------------------ identity
+    def check_embedder(self, embedder: Embedder) -> None:
+        """Refuse to mix vectors of two encoders in one library."""
+        stored = self.catalog.get_meta("embedder")
+        if stored is None:
+            return
+        if stored != embedder.identity:
+            raise EmbedderMismatch(
+                f"this library was built with the embedder '{stored}', but '{embedder.identity}' is "
+                f"configured. Switch back to '{stored}', or re-embed the library "
+                f"(rag-desktop ingest --reembed) to use the new one."
+            )
+
+    # ------------------------------------------------------------------ indexes
+    def index(self, level: str, dim: int) -> FaissIndex:
+        """The FAISS index for ``level``, reconciled with the catalog on first use."""
+        if level in self._indexes:
+            return self._indexes[level]
+        path = self.folder / INDEX_FILES[level]
+        idx: FaissIndex | None = None
+        if path.exists():
+            try:
+                idx = FaissIndex.load(path, expected_dim=dim, flat_max=self.settings.ingest.flat_index_max)
+            except Exception:  # a torn, foreign or other-dimension file: rebuild below
+                idx = None
+        want = self.catalog.unit_ids(level)
+        if idx is None or idx.dim != dim or set(idx.ids().tolist()) != want:
+            idx = self._rebuild_index(level, dim)
+        self._indexes[level] = idx
+        return idx
+
+    def _rebuild_index(self, level: str, dim: int) -> FaissIndex:
+        idx = FaissIndex.from_settings(dim, self.settings)
+        ids: list[int] = []
+        vecs: list[npt.NDArray[np.float32]] = []
+        for uid, v in self.catalog.iter_vectors(level):
+            ids.append(uid)
+            vecs.append(v)
+        if ids:
+            idx.add(np.asarray(ids, dtype=np.int64), np.stack(vecs).astype(np.float32))
+        idx.save(self.folder / INDEX_FILES[level])
+        return idx
+
+    def _save_indexes(self) -> None:
+        for level, idx in self._indexes.items():
+            idx.save(self.folder / INDEX_FILES[level])
+
+    # ------------------------------------------------------------------ ingest
+    def ingest(
+        self,
+        folders: Sequence[Path],
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        cancel: CancelToken | None = None,
+        reembed: bool = False,
+    ) -> Iterator[Progress | IngestReport]:
+        """Bring the library in line with ``folders``; yields progress, then the report."""
+        t0 = time.monotonic()
+        cancel = cancel or CancelToken()
+        report = IngestReport()
+        if reembed:
+            self._drop_all_vectors()
+        self.check_embedder(embedder)
+        embedder.load()
+        tokenizer.load()
+        self._teach_user_words(tokenizer)
+        kfilter = kw.build_filter(self.settings.retrieval.keyword_variant, tokenizer)
+        with self.catalog.transaction():
+            self.catalog.set_meta("embedder", embedder.identity)
+            self.catalog.set_meta("dim", str(embedder.dim))
+        chunk_index = self.index("chunk", embedder.dim)
+        doc_index = self.index("doc", embedder.dim)
+
+        roots = [Path(os.path.abspath(f)) for f in folders]
+        files: list[tuple[Path, Path]] = []
+        for root in roots:
+            if not root.is_dir():
+                report.skipped.append(FileProblem(printable(root), "not a folder (or it does not exist)"))
+                continue
+            with self.catalog.transaction():
+                self.catalog.add_root(str(root))
+            found, problems = scan_folder(root)
+            report.skipped.extend(problems)
+            files.extend((root, p) for p in found)
+
+        states = self.catalog.file_states()
+        problem_states = self.catalog.problem_states()
+        seen: set[str] = set()
+        changed = False
+        n = len(files)
+        stage_t0 = time.monotonic()
+        try:
+            for i, (root, path) in enumerate(files, start=1):
+                cancel.raise_if_set()
+                key = encode_path(path)
+                seen.add(key)
+                elapsed = time.monotonic() - stage_t0
+                eta = elapsed / (i - 1) * (n - i + 1) if i > 1 else None
+                yield Progress("scan", i, n, display_name(path), eta, key)
+                try:
+                    st = path.stat()
+                except OSError as exc:
+                    report.skipped.append(FileProblem(printable(path), f"cannot read: {exc.strerror or exc}"))
+                    continue
+                old = states.get(key)
+                if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                    report.unchanged.append(printable(path))
+                    continue
+                prob = problem_states.get(key)
+                if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns:
+                    report.skipped.append(FileProblem(printable(path), prob[2]))
+                    continue
+                try:
+                    digest = sha256_file(path, cancel)
+                except OSError as exc:
+                    report.skipped.append(FileProblem(printable(path), f"cannot read: {exc.strerror or exc}"))
+                    continue
+                if old is not None and old.sha256 == digest:
+                    with self.catalog.transaction():
+                        self.catalog.touch_document(old.doc_id, st.st_size, st.st_mtime_ns)
+                    report.unchanged.append(printable(path))
+                    continue
+                try:
+                    yield Progress("parse", i, n, display_name(path), eta, key)
+                    prepared = self._prepare(path, tokenizer, kfilter, cancel)
+                except UnreadableDocument as exc:
+                    with self.catalog.transaction():
+                        self.catalog.record_problem(key, exc.reason, st.st_size, st.st_mtime_ns)
+                    report.skipped.append(FileProblem(printable(path), exc.reason))
+                    continue
+                yield Progress("embed", i, n, f"{display_name(path)}: {len(prepared.chunks)} chunks", eta, key)
+                vecs = self._embed_sorted(embedder, [c.text for c in prepared.chunks], cancel)
+                doc_vec = vecs.mean(axis=0)  # paper 000 §4.1: mean-pooled per file
+                doc_vec = (doc_vec / max(float(np.linalg.norm(doc_vec)), 1e-12)).astype(np.float32)
+                new_terms = self._missing_terms(prepared.candidate_terms)
+                surfaces = [tokenizer.surface_form(t) for t in new_terms]
+                term_vecs = embedder.embed_terms(surfaces) if new_terms else None
+                cancel.raise_if_set()
+                with self.catalog.transaction():
+                    removed_chunks: list[int] = []
+                    if old is not None:
+                        removed_chunks = self.catalog.delete_document(old.doc_id)
+                    doc_id, chunk_ids = self.catalog.insert_document(
+                        path=key,
+                        root=str(root),
+                        sha256=digest,
+                        size=st.st_size,
+                        mtime_ns=st.st_mtime_ns,
+                        title=prepared.title,
+                        lang=prepared.lang,
+                        n_pages=prepared.n_pages,
+                        kind=prepared.kind,
+                        warnings=prepared.warnings,
+                        doc_vector=doc_vec,
+                        chunks=prepared.chunks,
+                        chunk_vectors=vecs,
+                        chunk_term_counts=prepared.counts,
+                    )
+                    if term_vecs is not None:
+                        self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
+                    self.catalog.set_meta("keywords_dirty", "1")
+                changed = True
+                if old is not None:
+                    chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
+                    doc_index.remove(np.asarray([old.doc_id], dtype=np.int64))
+                    report.updated.append(printable(path))
+                else:
+                    report.added.append(printable(path))
+                chunk_index.add(np.asarray(chunk_ids, dtype=np.int64), vecs)
+                doc_index.add(np.asarray([doc_id], dtype=np.int64), doc_vec[None, :])
+                report.chunks_embedded += len(chunk_ids)
+                if len(report.added) + len(report.updated) >= 1:
+                    self._save_indexes_every(30.0)
+
+            # Files that disappeared from the ingested folders.
+            root_set = {str(r) for r in roots}
+            for path_s, state in states.items():
+                if path_s in seen:
+                    continue
+                doc_root = self._root_of(path_s, root_set)
+                if doc_root is None or decode_path(path_s).exists():
+                    continue
+                with self.catalog.transaction():
+                    removed_chunks = self.catalog.delete_document(state.doc_id)
+                    self.catalog.set_meta("keywords_dirty", "1")
+                chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
+                doc_index.remove(np.asarray([state.doc_id], dtype=np.int64))
+                report.removed.append(printable(decode_path(path_s)))
+                changed = True
+            with self.catalog.transaction():
+                for p in list(problem_states):
+                    if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
+                        self.catalog.forget_problem(p)
+        except Cancelled:
+            report.cancelled = True
+        finally:
+            if changed:
+                self._save_indexes()
+        if not report.cancelled and (changed or self.catalog.get_meta("keywords_dirty") == "1"):
+            yield Progress("keywords", 0, 1, "updating keyword sets")
+            self.refresh_keywords(tokenizer, embedder)
+            yield Progress("keywords", 1, 1, "keyword sets up to date")
+        report.seconds = time.monotonic() - t0
+        yield report
+
+    _last_save = 0.0
+
+    def _save_indexes_every(self, seconds: float) -> None:
+        now = time.monotonic()
+        if now - self._last_save >= seconds:
+            self._save_indexes()
+            self._last_save = now
+
+    @staticmethod
+    def _root_of(path: str, roots: set[str]) -> str | None:
+        full = str(decode_path(path))
+        for r in roots:
+            if full.startswith(r.rstrip(os.sep) + os.sep):
+                return r
+        return None
+
+    def _drop_all_vectors(self) -> None:
+        with self.catalog.transaction() as db:
+            db.execute("DELETE FROM documents")
+            db.execute("DELETE FROM term_vectors")
+            db.execute("DELETE FROM keywords")
+            db.execute("DELETE FROM meta WHERE key IN ('embedder', 'dim', 'tau')")
+        for name in INDEX_FILES.values():
+            (self.folder / name).unlink(missing_ok=True)
+        self._indexes.clear()
+
+    @dataclass(frozen=True)
+    class _Prepared:
+        title: str
+        lang: Lang
+        n_pages: int
+        kind: str
+        warnings: tuple[str, ...]
+        chunks: list[ChunkSpan]
+        counts: list[dict[str, int]]
+        candidate_terms: list[str]
+
+    def _teach_user_words(self, tokenizer: Tokenizer) -> None:
+        words = self.catalog.get_json("user_words") or []
+        if words:
+            tokenizer.add_words(words)
+
+    def _learn_user_words(self, text: str, tokenizer: Tokenizer) -> None:
+        """Improved kw(·): grow the library's CJK user dictionary from this document.
+
+        jieba splits domain words (久咳 → 久/咳); frequent, cohesive Han sequences of
+        the document become dictionary words before it is segmented. The dictionary
+        is stored in the library so queries are segmented the same way. (Documents
+        ingested earlier keep their segmentation until re-ingested: an order
+        dependence we accept rather than re-tokenising the whole library.)
+        """
+        if self.settings.retrieval.keyword_variant != "improved":
+            return
+        # discover_cjk_terms holds every distinct n-gram: bound the sample it sees.
+        found = kw.discover_cjk_terms([text[:200_000]], min_count=3)
+        if not found:
+            return
+        known = set(self.catalog.get_json("user_words") or [])
+        new = [w for w in found if w not in known]
+        if new:
+            tokenizer.add_words(new)
+            with self.catalog.transaction():
+                self.catalog.set_json("user_words", sorted(known | set(new)))
+
+    def _prepare(
+        self, path: Path, tokenizer: Tokenizer, kfilter: kw.KeywordFilter, cancel: CancelToken
+    ) -> Library._Prepared:
+        parsed = read_document(path, cancel)
+        cleaned = clean_pages(parsed.pages)
+        ing = self.settings.ingest
+        spans = chunk_text(cleaned, size=ing.chunk_size, overlap=ing.chunk_overlap)
+        if not spans:
+            raise UnreadableDocument(path, "no text after cleaning (empty document?)")
+        self._learn_user_words(cleaned.text, tokenizer)
+        counts = [
+            dict(Counter(kw.filter_terms(tokenizer.tokenize(s.text, s.lang), kfilter, query=False))) for s in spans
+        ]
+        # Terms that may enter a keyword set: the most frequent per chunk, generously
+        # (the final top-n depends on the corpus IDF, known only after the whole ingest).
+        cand: set[str] = set()
+        for c in counts:
+            cand.update(t for t, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))[: 3 * ing.keywords_per_chunk])
+        lang = detect_lang(cleaned.text[:20000])
+        return Library._Prepared(
+            title=parsed.title,
+            lang=lang,
+            n_pages=len(parsed.pages),
+            kind=parsed.kind,
+            warnings=parsed.warnings,
+            chunks=spans,
+            counts=counts,
+            candidate_terms=sorted(cand),
+        )
+
+    def _embed_sorted(self, embedder: Embedder, texts: list[str], cancel: CancelToken) -> npt.NDArray[np.float32]:
+        """Embed in batches of similar length (less padding), returned in input order."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        bs = self.settings.ingest.embed_batch_size
+        for start in range(0, len(order), bs):
+            cancel.raise_if_set()
+            idx = order[start : start + bs]
+            out[idx] = embedder.embed_passages([texts[i] for i in idx])
+        return out
+
+    def _missing_terms(self, terms: Sequence[str]) -> list[str]:
+        if not terms:
+            return []
+        have = self.catalog.term_vectors(terms)
+        return [t for t in terms if t not in have]
+
+    def cosine_baseline(self) -> float:
+        """b: the mean cosine of random chunk pairs in this library (the encoder's "unrelated" level).
+
+        Computed once per library state from up to 400 stored chunk vectors (seeded) and cached
+        in the catalog; 0.0 for a library with fewer than two chunks.
+        """
+        n = self.catalog.count("chunks")
+        cached = self.catalog.get_json("cos_baseline")
+        if cached and cached.get("n") == n:
+            return float(cached["b"])
+        ids = sorted(self.catalog.unit_ids("chunk"))
+        if len(ids) < 2:
+            return 0.0
+        rng = np.random.default_rng(0)
+        pick = set(rng.choice(ids, size=min(400, len(ids)), replace=False).tolist())
+        vecs = np.stack([v for uid, v in self.catalog.iter_vectors("chunk") if uid in pick]).astype(np.float64)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        sims = vecs @ vecs.T
+        b = float(sims[np.triu_indices(len(vecs), k=1)].mean())
+        with self.catalog.transaction():
+            self.catalog.set_json("cos_baseline", {"n": n, "b": b})
+        return b
+
+    # ------------------------------------------------------------------ keyword sets
+    def refresh_keywords(self, tokenizer: Tokenizer, embedder: Embedder | None = None) -> None:
+        """Recompute K_d for every chunk and document with the library's current IDF.
+
+        kw(·) is TF-IDF with IDF learned from this library (issue "Library ingestion"),
+        so adding documents moves every weight a little; recomputing from stored term
+        counts keeps the sets exact without re-reading any file. Terms that newly enter
+        a set get their E(t) here, so query time never encodes document terms.
+        """
+        top_n = self.settings.ingest.keywords_per_chunk
+        n_c, df_c = self.catalog.document_frequencies("c")
+        idf_c = kw.IdfTable(n_docs=n_c, df=df_c)
+        n_d, df_d = self.catalog.document_frequencies("d")
+        idf_d = kw.IdfTable(n_docs=n_d, df=df_d)
+        prior = tokenizer.prior_idf
+
+        def top(counts: dict[str, int], idf: kw.IdfTable) -> tuple[Keyword, ...]:
+            return kw.tfidf_keywords(list(Counter(counts).elements()), idf, top_n=top_n, prior=prior)
+
+        chunk_rows: list[tuple[int, Sequence[Keyword]]] = []
+        doc_counts: dict[int, dict[str, int]] = {}
+        for cid, did, counts in self.catalog.iter_chunk_term_counts():
+            chunk_rows.append((cid, top(counts, idf_c)))
+            agg = doc_counts.setdefault(did, {})
+            for t, c in counts.items():
+                agg[t] = agg.get(t, 0) + c
+        doc_rows = [(did, top(c, idf_d)) for did, c in doc_counts.items()]
+        needed = {k.term for _, ks in chunk_rows for k in ks} | {k.term for _, ks in doc_rows for k in ks}
+        missing = sorted(needed - self.catalog.known_terms())
+        surfaces = [tokenizer.surface_form(t) for t in missing]
+        vecs = embedder.embed_terms(surfaces) if (missing and embedder is not None) else None
+        with self.catalog.transaction():
+            self.catalog.replace_keywords("c", chunk_rows)
+            self.catalog.replace_keywords("d", doc_rows)
+            if vecs is not None:
+                self.catalog.put_term_vectors(missing, surfaces, vecs)
+            self.catalog.set_meta("keywords_dirty", "0")
+            sample = self.catalog.sample_term_vectors(2000, seed=0)
+            if len(sample) >= 2:
+                tau = calibrate_tau(sample, self.settings.retrieval.tau_percentile, np.random.default_rng(0))
+                self.catalog.set_meta("tau_auto", f"{tau:.6f}")
+
+
+ProgressCallback = Callable[[Progress], None]

@@ -1,0 +1,143 @@
+"""``rag-desktop eval-qa``: standard RAG vs CF-RAG (and its ablations) on a QA set.
+
+Data: ``questions.jsonl`` (``_id``, ``question``, ``answers``) and ``corpus.jsonl``
+(``_id``, ``title``, ``text``), a passage pool with distractors. The pool is
+ingested through the real pipeline (chunk level). Scores: strict EM (SQuAD
+normalisation), containment EM (the CF-RAG authors' lenient match, reported
+separately and labelled), token F1, and mean latency per method.
+
+Adversarial setting (paper 002): ``--distractors n`` adds, per question, n
+passages built to be highly similar to the question while carrying no answer:
+they restate the question's own words in several declarative frames. They are
+built from templates (no model), so the setting is reproducible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rag_desktop.app.config import load_settings
+from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
+from rag_desktop.app.service import RagService
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.qa_metrics import QAScores, mean_scores, score_answer
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Answer, Progress
+
+QA_METHODS = ("standard", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
+
+_FRAMES = {
+    "en": [
+        "Many readers ask: {q} This question comes up often in discussions of the topic.",
+        'A frequently asked question is "{q}" Commentators have debated it at length without settling it.',
+        "Regarding {q} — opinions differ, and the sources quoted here do not say.",
+        "{q} is a popular quiz question; this note only lists it among other trivia.",
+    ],
+    "zh": [
+        "很多读者都在问：{q}这个问题在相关讨论中经常出现。",
+        "常见问题之一是“{q}”评论者对此讨论了很久，但没有定论。",
+        "关于“{q}”，各方看法不一，本文引用的材料并没有给出答案。",
+        "“{q}”是一道常见的问答题，本文只是把它列在其他趣闻之中。",
+    ],
+}
+
+
+def distractor_passages(qid: str, question: str, n: int) -> dict[str, tuple[str, str]]:
+    lang = "zh" if detect_lang(question) == "zh" else "en"
+    frames = _FRAMES[lang]
+    out = {}
+    for i in range(n):
+        text = frames[i % len(frames)].format(q=question.strip())
+        if i >= len(frames):
+            text += f" ({i + 1})"
+        out[f"adv-{qid}-{i}"] = (question.strip()[:60], text)
+    return out
+
+
+def _settings_for(method: str, base: Settings) -> Settings:
+    if method == "cfrag_no_cf":
+        return base.replace("cfrag", use_counterfactuals=False)
+    if method == "cfrag_no_div":
+        return base.replace("cfrag", use_division=False)
+    if method == "cfrag_no_causal":
+        return base.replace("cfrag", lam=0.0)
+    return base
+
+
+def run_qa_eval(args: argparse.Namespace) -> int:
+    questions = list(read_jsonl(args.data / "questions.jsonl"))
+    if args.limit:
+        questions = questions[: args.limit]
+    corpus = {
+        str(d["_id"]): (str(d.get("title", "")), str(d.get("text", ""))) for d in read_jsonl(args.data / "corpus.jsonl")
+    }
+    for q in questions:
+        if not q.get("answers"):
+            raise DataError(f"question {q.get('_id')} has no answers")
+        if args.distractors:
+            corpus.update(distractor_passages(str(q["_id"]), str(q["question"]), args.distractors))
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in QA_METHODS]
+    if bad:
+        raise DataError(f"unknown method(s) {bad}; choose from {', '.join(QA_METHODS)}")
+    base = load_settings().replace("retrieval", level="chunk")
+    results: dict[str, list[tuple[str, QAScores, float, str]]] = {m: [] for m in methods}
+    with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
+        files = Path(tmp) / "corpus"
+        write_corpus_files(BeirData(corpus, {}, {}, {}), files)
+        svc = RagService(Path(tmp) / "library", base)
+        try:
+            for ev in svc.ingest([files]):
+                if isinstance(ev, Progress) and sys.stderr.isatty():
+                    sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
+            for method in methods:
+                svc.update_settings(_settings_for(method, base))
+                for q in questions:
+                    t0 = time.perf_counter()
+                    pred = _predict(svc, method, str(q["question"]))
+                    dt = time.perf_counter() - t0
+                    results[method].append((str(q["_id"]), score_answer(pred, list(q["answers"])), dt, pred))
+                    if sys.stderr.isatty():
+                        sys.stderr.write(f"\r{method}: {len(results[method])}/{len(questions)}   ")
+        finally:
+            svc.close()
+    table = {}
+    for m, rows in results.items():
+        s = mean_scores([r[1] for r in rows])
+        table[m] = {
+            **{k: float(v) for k, v in dataclasses.asdict(s).items()},
+            "mean_latency_s": sum(r[2] for r in rows) / max(1, len(rows)),
+        }
+    print(f"{'method':>16} " + " ".join(f"{k:>16}" for k in next(iter(table.values()))))
+    for m, row in table.items():
+        print(f"{m:>16} " + " ".join(f"{v:>16.3f}" for v in row.values()))
+    if args.json_out:
+        out: dict[str, Any] = {
+            "methods": table,
+            "distractors": args.distractors,
+            "per_question": {
+                m: [{"id": r[0], "prediction": r[3], **dataclasses.asdict(r[1]), "latency_s": r[2]} for r in rows]
+                for m, rows in results.items()
+            },
+        }
+        args.json_out.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+def _predict(svc: RagService, method: str, question: str) -> str:
+    if method == "standard":
+        ctx = svc.context(question, "chunk")
+        short = question + (" 请用简短的词语回答。" if detect_lang(question) == "zh" else " Answer in a few words.")
+        answer: Answer | None = None
+        for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis):
+            if isinstance(ev, Answer):
+                answer = ev
+        return answer.text if answer else ""
+    return svc.cfrag(question).answer.text

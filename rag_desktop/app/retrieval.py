@@ -1,0 +1,197 @@
+"""Baseline retrieval (Eq. 1–2) over a library and the re-rankings built on it.
+
+Everything per query is cheap: the keyword sets K_d and their term vectors E(t)
+were stored at ingest, so re-ranking reads rows and does numpy arithmetic; the
+only encoder calls are E(q) and the query's own terms (cached in the library).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_desktop.app.library import Library
+from rag_desktop.core import keywords as kw
+from rag_desktop.core.causal import Absorption, CausalConfig, CausalDiagnostics, EmptyBRule, Method, TermSet, rerank
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.protocols import CrossEncoder, Embedder, Tokenizer
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Hit, Keyword, Level, RankedList
+
+# The rerank variants the eval command and the UI know, as (method, absorption, empty-B rule).
+VARIANTS: dict[str, tuple[Method, Absorption, EmptyBRule]] = {
+    "causal_exact": ("causal", "exact", "demote"),
+    "causal": ("causal", "semantic", "demote"),
+    "causal_fb": ("causal", "semantic", "fallback"),
+    "hybrid": ("hybrid", "semantic", "demote"),
+    "hybrid_exact": ("hybrid", "exact", "demote"),
+}
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What every ranking of one question shares."""
+
+    query: str
+    level: Level
+    query_vec: npt.NDArray[np.float32]
+    query_terms: TermSet
+    baseline: RankedList
+    candidate_terms: tuple[TermSet, ...]
+    tau: float
+    tau_source: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Retriever:
+    """Queries one library with one embedder/tokenizer. Caches the IDF between ingests."""
+
+    def __init__(self, library: Library, embedder: Embedder, tokenizer: Tokenizer, settings: Settings) -> None:
+        self.library = library
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self._idf: dict[str, kw.IdfTable] = {}
+        self._kfilter = kw.build_filter(settings.retrieval.keyword_variant, tokenizer)
+        words = library.catalog.get_json("user_words") or []
+        if words:
+            tokenizer.add_words(words)
+
+    def invalidate(self) -> None:
+        self._idf.clear()
+
+    def idf(self, unit: str) -> kw.IdfTable:
+        if unit not in self._idf:
+            n, df = self.library.catalog.document_frequencies(unit)
+            self._idf[unit] = kw.IdfTable(n_docs=n, df=df)
+        return self._idf[unit]
+
+    def tau(self) -> tuple[float, str]:
+        r = self.settings.retrieval
+        if r.tau != "auto":
+            return float(r.tau), "settings"
+        stored = self.library.catalog.get_meta("tau_auto")
+        if stored is not None:
+            return float(stored), f"calibrated at ingest ({r.tau_percentile:g}th percentile of term-pair cosines)"
+        return r.tau_paper, "paper default (library not calibrated yet)"
+
+    # ------------------------------------------------------------------ baseline
+    def baseline(self, query_vec: npt.NDArray[np.float32], level: Level, k: int, theta: float) -> list[Hit]:
+        """S1 = top-k ∩ {s_sim ≥ θ} (Eq. 2), as hits with title, page and a snippet."""
+        index = self.library.index(level, self.embedder.dim)
+        if index.ntotal == 0:
+            return []
+        scores, ids = index.search(query_vec.astype(np.float32), k)
+        pairs = [(int(i), float(s)) for s, i in zip(scores, ids, strict=True) if i >= 0 and s >= theta]
+        cat = self.library.catalog
+        hits: list[Hit] = []
+        if level == "chunk":
+            chunks = cat.chunks(i for i, _ in pairs)
+            docs = {d: cat.document(d) for d in {c.doc_id for c in chunks.values()}}
+            for rank, (cid, s) in enumerate(pairs, start=1):
+                c = chunks[cid]
+                d = docs[c.doc_id]
+                assert d is not None
+                hits.append(Hit(cid, c.doc_id, "chunk", d.title, d.path, c.page_start, c.text, s, rank, c.lang))
+        else:
+            # A document hit shows its best-matching chunk (page, snippet): the user opens the page that matters.
+            vecs = cat.chunk_vectors_of([d for d, _ in pairs])
+            best: dict[int, int] = {}
+            for did, rows in vecs.items():
+                sims = np.stack([v for _, v in rows]) @ query_vec
+                best[did] = rows[int(np.argmax(sims))][0]
+            chunks = cat.chunks(best.values())
+            for rank, (did, s) in enumerate(pairs, start=1):
+                d = cat.document(did)
+                assert d is not None
+                c = chunks[best[did]]
+                hits.append(Hit(did, did, "doc", d.title, d.path, c.page_start, c.text, s, rank, d.lang))
+        return hits
+
+    # ------------------------------------------------------------------ keyword sets
+    def query_terms(self, query: str, level: Level) -> TermSet:
+        """K_q = kw(q), top-10 (paper §4.4), with E(t) from the library cache or the encoder."""
+        unit = "c" if level == "chunk" else "d"
+        lang = detect_lang(query)
+        terms = kw.kw(
+            query,
+            lang,
+            self.tokenizer,
+            self.idf(unit),
+            self._kfilter,
+            query=True,
+            top_n=self.settings.retrieval.query_keywords,
+        )
+        return self._term_set(terms, embed_missing=True)
+
+    def _term_set(self, keywords: tuple[Keyword, ...] | list[Keyword], embed_missing: bool) -> TermSet:
+        kws = tuple(keywords)
+        if not kws:
+            return TermSet.empty(self.embedder.dim)
+        have = self.library.catalog.term_vectors(k.term for k in kws)
+        missing = [k.term for k in kws if k.term not in have]
+        if missing and embed_missing:
+            vecs = self.embedder.embed_terms([self.tokenizer.surface_form(t) for t in missing])
+            have.update(zip(missing, vecs, strict=True))
+        kws = tuple(k for k in kws if k.term in have)
+        if not kws:
+            return TermSet.empty(self.embedder.dim)
+        return TermSet(kws, np.stack([have[k.term] for k in kws]).astype(np.float64))
+
+    def candidate_terms(self, hits: list[Hit], level: Level) -> list[TermSet]:
+        """K_d for each candidate, top-|K_d| (paper: 15), from the sets stored at ingest."""
+        unit = "c" if level == "chunk" else "d"
+        top = self.settings.retrieval.doc_keywords
+        stored = self.library.catalog.keywords(unit, [h.unit_id for h in hits])
+        # Every stored term has a vector (refresh_keywords guarantees it); one missing
+        # would mean a torn library, and is embedded rather than silently dropped.
+        return [self._term_set(stored[h.unit_id][:top], embed_missing=True) for h in hits]
+
+    # ------------------------------------------------------------------ one question
+    def context(self, query: str, level: Level | None = None, k: int | None = None) -> QueryContext:
+        r = self.settings.retrieval
+        lvl: Level = level or r.level
+        kk = k or r.k
+        t: dict[str, float] = {}
+        t0 = time.perf_counter()
+        qv = self.embedder.embed_queries([query])[0]
+        t["embed_query"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        hits = self.baseline(qv, lvl, kk, r.theta)
+        t["search"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        qterms = self.query_terms(query, lvl)
+        cands = self.candidate_terms(hits, lvl)
+        t["keyword_sets"] = time.perf_counter() - t0
+        tau, source = self.tau()
+        base = RankedList("baseline", tuple(hits), (), (), "Baseline (dense similarity)")
+        return QueryContext(query, lvl, qv, qterms, base, tuple(cands), tau, source, t)
+
+    def rerank(self, ctx: QueryContext, variant: str) -> tuple[RankedList, CausalDiagnostics]:
+        method, absorption, rule = VARIANTS[variant]
+        cfg = CausalConfig(
+            tau=ctx.tau,
+            absorption=absorption,
+            empty_b_rule=rule,
+            hybrid_weight=self.settings.retrieval.hybrid_weight,
+            k=len(ctx.baseline.hits) or 1,
+            method=method,
+        )
+        out = rerank(ctx.query_vec, ctx.query_terms, ctx.baseline.hits, ctx.candidate_terms, cfg)
+        return out.ranked, out.diagnostics
+
+    def cross_encode(self, ctx: QueryContext, scorer: CrossEncoder) -> RankedList:
+        hits = list(ctx.baseline.hits)
+        if not hits:
+            return RankedList("cross_encoder", (), (), (), scorer.identity)
+        scores = scorer.score(ctx.query, [h.text for h in hits])
+        order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+        ranked = tuple(dataclasses.replace(hits[i], rank=r) for r, i in enumerate(order, start=1))
+        label = (
+            "Cross-encoder: " if not scorer.is_substitute else "Substitute (not a cross-encoder): "
+        ) + scorer.identity
+        return RankedList("cross_encoder", ranked, (), (), label, tuple(float(scores[i]) for i in order))

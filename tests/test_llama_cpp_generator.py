@@ -1,0 +1,405 @@
+"""The llama-cpp-python Generator.
+
+Fast tests cover the pure helpers (GGUF header reader, context planning, core counting,
+the Qwen3 switch). Slow tests run the real SmolLM2-135M GGUF (and the joined Qwen2.5-0.5B
+for Chinese) through llama-cpp-python.
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_desktop.backends import llama_cpp_generator as lg
+from rag_desktop.backends.errors import ModelUnavailable
+from rag_desktop.backends.llama_cpp_generator import (
+    LlamaCppGenerator,
+    kv_cache_bytes,
+    physical_cores,
+    plan_n_ctx,
+    read_gguf_metadata,
+)
+from rag_desktop.core.prompting import build_answer_messages, build_translation_messages, parse_citations
+from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind, Hit
+
+# --------------------------------------------------------------------------- GGUF header
+
+
+def write_gguf(path: Path, kv: list[tuple[str, int, Any]], version: int = 3) -> None:
+    """Minimal GGUF writer (header only) used as the reference for the reader."""
+    fmts = {0: "<B", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 12: "<d"}
+
+    def s(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    out = b"GGUF" + struct.pack("<IQQ", version, 0, len(kv))
+    for key, vtype, value in kv:
+        out += s(key) + struct.pack("<I", vtype)
+        if vtype == 8:
+            out += s(value)
+        elif vtype == 9:
+            etype, items = value
+            out += struct.pack("<IQ", etype, len(items))
+            out += b"".join(s(i) if etype == 8 else struct.pack(fmts[etype], i) for i in items)
+        else:
+            out += struct.pack(fmts[vtype], value)
+    path.write_bytes(out + b"\0" * 64)
+
+
+def test_gguf_reader_reads_scalars_strings_and_skips_arrays(tmp_path: Path) -> None:
+    p = tmp_path / "m.gguf"
+    write_gguf(p, [
+        ("general.architecture", 8, "qwen3"),
+        ("general.name", 8, "Qwen3 4B 中文"),
+        ("tokenizer.ggml.tokens", 9, (8, ["a", "bb", "<think>"] * 50)),
+        ("tokenizer.ggml.scores", 9, (6, [0.5] * 30)),
+        ("qwen3.context_length", 4, 40960),
+        ("qwen3.block_count", 10, 36),
+        ("qwen3.rope.freq_base", 6, 1000000.0),
+        ("general.flag", 7, True),
+        ("nested", 9, (9, [])),
+        ("after.arrays", 5, -7),
+    ])
+    meta = read_gguf_metadata(p)
+    assert meta == {"general.architecture": "qwen3", "general.name": "Qwen3 4B 中文",
+                    "qwen3.context_length": 40960, "qwen3.block_count": 36,
+                    "qwen3.rope.freq_base": 1000000.0, "general.flag": True, "after.arrays": -7}
+
+
+def test_gguf_reader_rejects_other_files(tmp_path: Path) -> None:
+    bad = tmp_path / "x.gguf"
+    bad.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(ModelUnavailable, match=r"x\.gguf is not a GGUF"):
+        read_gguf_metadata(bad)
+    truncated = tmp_path / "t.gguf"
+    truncated.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 5))
+    with pytest.raises(ModelUnavailable, match=r"cannot read the GGUF header of .*t\.gguf"):
+        read_gguf_metadata(truncated)
+
+
+# --------------------------------------------------------------------------- context planning
+
+SMOL_META = {"general.architecture": "llama", "llama.block_count": 30, "llama.context_length": 8192,
+             "llama.embedding_length": 576, "llama.attention.head_count": 9,
+             "llama.attention.head_count_kv": 3}
+
+
+def test_kv_cache_size_formula() -> None:
+    # 2 (K,V) · 30 layers · 3 kv heads · 64 dims · 2 bytes = 23,040 bytes per token.
+    assert kv_cache_bytes(SMOL_META, 1) == 23_040
+    assert kv_cache_bytes(SMOL_META, 4096) == 4096 * 23_040
+    gqa = {**SMOL_META, "llama.attention.key_length": 128, "llama.attention.value_length": 128}
+    assert kv_cache_bytes(gqa, 1) == 30 * 3 * 256 * 2
+
+
+def test_plan_caps_at_training_context_and_halves_for_memory() -> None:
+    gib = 1 << 30
+    assert plan_n_ctx(65536, SMOL_META, 100 << 20, 64 * gib) == 8192  # training context cap
+    assert plan_n_ctx(4096, SMOL_META, 100 << 20, None) == 4096  # memory unknown: as asked
+    # 8192 ctx needs 180 MiB of KV; leave room for only ~50 MiB → halve to 2048.
+    avail = int((100 << 20) + lg.COMPUTE_ALLOWANCE_BYTES + (50 << 20)) / lg.MEMORY_FRACTION
+    assert plan_n_ctx(8192, SMOL_META, 100 << 20, int(avail)) == 2048
+    assert plan_n_ctx(8192, SMOL_META, 100 << 20, 1) == 2048  # never below the floor
+    assert plan_n_ctx(1024, SMOL_META, 100 << 20, 1) == 1024  # a small request stays as it is
+
+
+def test_physical_cores_from_cpuinfo() -> None:
+    ht = "".join(f"processor\t: {i}\nphysical id\t: 0\ncore id\t\t: {i % 2}\n\n" for i in range(4))
+    assert physical_cores(ht, usable=4) == 2  # 4 hyper-threads on 2 cores
+    two_sockets = "".join(f"processor\t: {i}\nphysical id\t: {i // 2}\ncore id\t\t: {i % 2}\n\n"
+                          for i in range(4))
+    assert physical_cores(two_sockets, usable=4) == 4
+    assert physical_cores(two_sockets, usable=3) == 3  # affinity limits it
+    assert physical_cores("", usable=6) == 6  # no topology info: usable CPUs
+    assert physical_cores() >= 1
+
+
+def test_qwen3_gets_no_think_switch_only_when_thinking_is_off(tmp_path: Path) -> None:
+    msgs = [ChatMessage("system", "S"), ChatMessage("user", "first"), ChatMessage("assistant", "A"),
+            ChatMessage("user", "second question ")]
+    gen = LlamaCppGenerator(tmp_path / "none.gguf")
+    gen.metadata = {"general.architecture": "qwen3"}
+    assert [m["content"] for m in gen._chat_messages(msgs)] == ["S", "first", "A", "second question /no_think"]
+    gen.thinking = True
+    assert gen._chat_messages(msgs)[-1]["content"] == "second question "
+    gen.metadata = {"general.architecture": "qwen2"}
+    gen.thinking = False
+    assert gen._chat_messages(msgs)[-1]["content"] == "second question "
+
+
+def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    gen = LlamaCppGenerator(tmp_path / "absent.gguf")
+    with pytest.raises(ModelUnavailable, match=r"absent\.gguf does not exist.*models\.generator"):
+        gen.load()
+    assert not gen.loaded
+
+
+# --------------------------------------------------------------------------- real models (slow)
+
+
+def smollm2() -> Path:
+    from rag_desktop.app.model_files import smollm2_path
+
+    try:
+        return smollm2_path()
+    except ModelUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def smol() -> Iterator[LlamaCppGenerator]:
+    gen = LlamaCppGenerator(smollm2(), n_ctx=8192)
+    gen.load()
+    yield gen
+    gen.close()
+
+
+def tokens(events: list[GenEvent]) -> str:
+    return "".join(e.text for e in events if e.kind is GenEventKind.TOKEN)
+
+
+STORY = [ChatMessage("user", "Write a long story about a dragon and a knight.")]
+
+
+@pytest.mark.slow
+def test_stream_yields_tokens_then_one_done(smol: LlamaCppGenerator) -> None:
+    events = list(smol.stream([ChatMessage("system", "You are helpful."),
+                               ChatMessage("user", "What is the capital of France?")],
+                              max_tokens=40, temperature=0.0, seed=1))
+    assert events[-1].kind is GenEventKind.DONE and events[-1].finish_reason in ("stop", "length")
+    assert all(e.kind is GenEventKind.TOKEN for e in events[:-1]) and len(events) > 3
+    assert tokens(events).strip()
+    long = list(smol.stream(STORY, max_tokens=20, temperature=0.0, seed=1))
+    assert long[-1].finish_reason == "length"
+    assert smol.count_tokens(tokens(long)) in range(17, 24)
+
+
+@pytest.mark.slow
+def test_seeded_sampling_is_reproducible(smol: LlamaCppGenerator) -> None:
+    a = smol.generate(STORY, max_tokens=64, temperature=0.8, seed=7)
+    smol.generate([ChatMessage("user", "Explain photosynthesis.")], max_tokens=16, temperature=0.8, seed=3)
+    b = smol.generate(STORY, max_tokens=64, temperature=0.8, seed=7)
+    c = smol.generate(STORY, max_tokens=64, temperature=0.8, seed=8)
+    assert a == b
+    assert a != c
+
+
+def _cancel_after(delay: float, gen: LlamaCppGenerator, messages: list[ChatMessage]) -> tuple[list[GenEvent],
+                                                                                              float]:
+    token = CancelToken()
+    timer = threading.Timer(delay, token.set)
+    t0 = time.monotonic()
+    timer.start()
+    events = list(gen.stream(messages, max_tokens=4000, temperature=0.8, seed=1, cancel=token))
+    return events, time.monotonic() - t0 - delay
+
+
+@pytest.mark.slow
+def test_cancel_during_decode_within_a_second(smol: LlamaCppGenerator) -> None:
+    token = CancelToken()
+    events: list[GenEvent] = []
+    set_at = 0.0
+
+    def cancel() -> None:
+        nonlocal set_at
+        set_at = time.monotonic()
+        token.set()
+
+    for ev in smol.stream(STORY, max_tokens=4000, temperature=0.8, seed=1, cancel=token):
+        if not events:  # decoding has started: cancel from another thread half a second later
+            threading.Timer(0.5, cancel).start()
+        events.append(ev)
+    latency = time.monotonic() - set_at
+    assert events[-1].finish_reason == "cancelled"
+    assert set_at > 0 and len(events) > 2
+    assert latency < 1.0
+    assert smol.generate([ChatMessage("user", "Say hello.")], max_tokens=8, temperature=0, seed=1)
+
+
+@pytest.mark.slow
+def test_cancel_during_long_prefill_within_a_second(smol: LlamaCppGenerator) -> None:
+    filler = " ".join(f"Note {i}: apples, pears and plums were counted in crate {i}." for i in range(330))
+    messages = [ChatMessage("user", filler + "\nSummarise the notes.")]
+    n_prompt = smol.count_tokens(filler)
+    assert 5000 < n_prompt < smol.n_ctx - 200
+    events, latency = _cancel_after(0.3, smol, messages)
+    assert [e.finish_reason for e in events] == ["cancelled"]  # no token: stopped inside the prefill
+    assert latency < 1.0
+    # The context is usable afterwards, and the abort left no trace in the results.
+    question = [ChatMessage("user", "What is the capital of France?")]
+    after = smol.generate(question, max_tokens=20, temperature=0.7, seed=1)
+    fresh = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx)
+    try:
+        assert after == fresh.generate(question, max_tokens=20, temperature=0.7, seed=1)
+    finally:
+        fresh.close()
+
+
+@pytest.mark.slow
+def test_count_tokens_uses_the_models_tokenizer(smol: LlamaCppGenerator) -> None:
+    import llama_cpp
+
+    raw = smol._llm
+    assert isinstance(raw, llama_cpp.Llama)
+    for text in ["Hello world", "数据出境安全评估", "<|im_start|> is plain text here"]:
+        assert smol.count_tokens(text) == len(raw.tokenize(text.encode(), add_bos=False, special=False))
+    assert smol.count_tokens("") == 0
+    assert smol.count_tokens("Hello world") == 2
+
+
+@pytest.mark.slow
+def test_training_context_cap_and_context_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_cpp
+
+    capped = LlamaCppGenerator(smollm2(), n_ctx=65536)
+    capped.load()
+    assert capped.n_ctx == 8192 and capped.load_attempts == [8192]
+    capped.close()
+
+    real = llama_cpp.Llama
+
+    def short_of_memory(*args: Any, **kwargs: Any) -> Any:
+        # A fake collaborator: context creation fails above 2048 as it would when memory is short.
+        if kwargs["n_ctx"] > 2048:
+            raise ValueError("Failed to create llama_context")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(llama_cpp, "Llama", short_of_memory)
+    gen = LlamaCppGenerator(smollm2(), n_ctx=8192, check_memory=False)
+    gen.load()
+    assert gen.load_attempts == [8192, 4096, 2048] and gen.n_ctx == 2048
+    assert gen.generate([ChatMessage("user", "Hi")], max_tokens=4, temperature=0, seed=1)
+    gen.close()
+
+
+@pytest.mark.slow
+def test_close_is_idempotent_and_load_reopens() -> None:
+    gen = LlamaCppGenerator(smollm2(), n_ctx=2048)
+    gen.load()
+    gen.load()  # idempotent
+    assert gen.loaded
+    gen.close()
+    gen.close()
+    assert not gen.loaded
+    assert gen.count_tokens("Hello world") == 2  # loads again on demand
+    gen.close()
+
+
+@pytest.mark.slow
+def test_models_are_closed_at_exit_without_traceback() -> None:
+    script = textwrap.dedent(f"""
+        import atexit
+        state = {{}}
+        # Registered first, so it runs last: after the generator module's own handler.
+        atexit.register(lambda: print("closed-at-exit", not state["gen"].loaded))
+        from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+        from rag_desktop.core.types import ChatMessage
+
+        class Owner:  # a reference cycle keeps the model alive until interpreter teardown
+            def __init__(self):
+                self.gen = LlamaCppGenerator({str(smollm2())!r}, n_ctx=1024)
+                self.me = self
+
+        owner = Owner()
+        state["gen"] = owner.gen
+        stream = owner.gen.stream([ChatMessage("user", "Tell a story.")], max_tokens=50,
+                                  temperature=0.5, seed=1)
+        print(next(stream).kind)  # left half-consumed on purpose
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "closed-at-exit True" in done.stdout
+    assert "Traceback" not in done.stderr and "TypeError" not in done.stderr
+
+
+# --------------------------------------------------------------------------- the embedded Qwen2.5-0.5B
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Iterator[LlamaCppGenerator]:
+    from rag_desktop.app.model_files import QWEN_0_5B, locate_parts, prepare_joined
+
+    try:
+        locate_parts(QWEN_0_5B)
+    except ModelUnavailable as exc:
+        pytest.skip(str(exc))
+    gen = LlamaCppGenerator(prepare_joined(QWEN_0_5B), n_ctx=4096)
+    gen.load()
+    yield gen
+    gen.close()
+
+
+def zh_hit(i: int, text: str, title: str, page: int) -> Hit:
+    return Hit(unit_id=i, doc_id=100 + i, level="chunk", title=title, path=f"/docs/{i}.pdf", page=page,
+               text=text, s_sim=0.8, rank=i, lang="zh")
+
+
+@pytest.mark.slow
+def test_qwen_answers_chinese_question_from_sources_with_citation(qwen: LlamaCppGenerator) -> None:
+    sources = [
+        zh_hit(1, "青松市位于江南丘陵地带，气候温和湿润。青松市的市花是紫藤花，每年四月举办紫藤花节。",
+               "青松市概况", 3),
+        zh_hit(2, "白石县以大理石闻名，县内有三座采石场。", "白石县志", 12),
+    ]
+    messages, used = build_answer_messages("青松市的市花是什么？", sources, "zh", qwen.count_tokens,
+                                           qwen.n_ctx, 256)
+    assert len(used) == 2
+    events = list(qwen.stream(messages, max_tokens=120, temperature=0.0, seed=1))
+    answer = tokens(events)
+    assert "紫藤" in answer
+    assert events[-1].finish_reason == "stop"
+    cits = parse_citations(answer, used)
+    assert any(c.valid and c.n == 1 and c.page == 3 for c in cits), answer
+    assert all(c.valid for c in cits), answer
+
+
+@pytest.mark.slow
+def test_qwen_translates_english_to_chinese_with_terms(qwen: LlamaCppGenerator) -> None:
+    text = "The Wason selection task is a logic puzzle that tests deductive reasoning."
+    out = qwen.generate(list(build_translation_messages(text, "en", "zh")), max_tokens=200,
+                        temperature=0.0, seed=1)
+    assert sum("\u4e00" <= ch <= "\u9fff" for ch in out) >= 8, out
+    assert "Wason" in out, out
+
+
+@pytest.mark.slow
+def test_http_backend_token_estimate_errs_high_against_qwen_tokenizer(qwen: LlamaCppGenerator) -> None:
+    from rag_desktop.backends.openai_generator import estimate_tokens
+
+    texts = ["The Wason selection task tests deductive reasoning.",
+             "In 2023, the EU's AI Act (Regulation 2024/1689) set rules.\n\n- item one\n- item two",
+             "青松市位于江南丘陵地带，气候温和湿润。青松市的市花是紫藤花，每年四月举办紫藤花节。",
+             "数据出境安全评估是指数据处理者向境外提供重要数据前进行的安全评估。ColBERT 使用 late interaction。",
+             (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()[:3000]]
+    for text in texts:
+        real = qwen.count_tokens(text)
+        assert real <= estimate_tokens(text) <= 2 * real, text[:40]
+
+
+@pytest.mark.slow
+def test_qwen_decode_speed_is_recorded(qwen: LlamaCppGenerator, capsys: pytest.CaptureFixture[str]) -> None:
+    t0 = time.perf_counter()
+    first = None
+    pieces: list[str] = []
+    for ev in qwen.stream([ChatMessage("user", "用中文写一段关于春天的短文。")], max_tokens=96,
+                          temperature=0.0, seed=1):
+        if ev.kind is GenEventKind.TOKEN:
+            first = first or time.perf_counter()
+            pieces.append(ev.text)
+    end = time.perf_counter()
+    assert first is not None
+    n = qwen.count_tokens("".join(pieces))
+    rate = (n - 1) / (end - first)
+    with capsys.disabled():
+        print(f"\nQwen2.5-0.5B Q4_K_M: ttft {first - t0:.2f} s, decode {rate:.1f} tok/s ({n} tokens)")
+    assert rate > 2.0  # a sanity floor on a shared 2-core machine, not a benchmark

@@ -1,0 +1,125 @@
+"""RagService.answer / translate_sources / calibrate on a real library.
+
+The generator is a scripted collaborator (tests/test_gui_support.ScriptedGenerator); the
+library, embedder, retrieval, prompt building and citation mapping are the real ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from test_gui_support import ANSWER_TEXT, ScriptedGenerator
+
+from rag_desktop.app.calibration import load_typed_probes, run_calibrate, score_probes
+from rag_desktop.app.library import IngestReport
+from rag_desktop.app.service import RagService
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Answer, GenEvent, GenEventKind
+
+pytestmark = pytest.mark.integration
+
+DOCS = {
+    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
+                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
+    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
+    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
+}
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
+    root = tmp_path_factory.mktemp("svc")
+    folder = root / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    service = RagService(root / "lib", Settings().replace("retrieval", level="chunk"))
+    reports = [ev for ev in service.ingest([folder]) if isinstance(ev, IngestReport)]
+    assert len(reports[0].added) == 3
+    service.runtime._generator = ScriptedGenerator()  # the collaborator; everything else is real
+    return service
+
+
+def test_answer_streams_and_maps_citations_to_pages(svc: RagService) -> None:
+    ranked = svc.compare("Why do people fail the Wason selection task?").causal
+    events = list(svc.answer("Why do people fail the Wason selection task?", ranked, n_sources=2))
+    tokens = [e for e in events if isinstance(e, GenEvent) and e.kind == GenEventKind.TOKEN]
+    answer = events[-1]
+    assert isinstance(answer, Answer)
+    assert "".join(t.text for t in tokens).strip() == answer.text == ANSWER_TEXT.strip()
+    assert len(answer.sources) <= 2
+    for c in answer.citations:
+        if c.valid:
+            src = answer.sources[c.n - 1]
+            assert (c.doc_id, c.page, c.path) == (src.doc_id, src.page, src.path)
+        else:
+            assert c.n > len(answer.sources)  # a citation to a source that was not given is flagged
+
+
+def test_foreign_chunks_are_translated_once_and_cached(svc: RagService) -> None:
+    gen = svc.runtime._generator
+    assert isinstance(gen, ScriptedGenerator)
+    hits = [h for h in svc.compare("中医如何治疗久咳？").baseline.hits if "wason" in h.path]
+    assert hits, "the English document should be among the candidates"
+    before = len(gen.calls)
+    first = svc.translate_sources(hits[:1], "zh")
+    assert first[0].text.startswith("TRANSLATED:")
+    assert len(gen.calls) == before + 1
+    again = svc.translate_sources(hits[:1], "zh")
+    assert again[0].text == first[0].text and len(gen.calls) == before + 1  # cached in the library
+    same_lang = [h for h in svc.compare("中医如何治疗久咳？").baseline.hits if "cough" in h.path]
+    assert svc.translate_sources(same_lang[:1], "zh")[0].text == same_lang[0].text
+
+
+def test_calibration_with_typed_probes_is_stored(svc: RagService, tmp_path: Path) -> None:
+    folder = Path(svc.library.catalog.documents()[0].path).parent
+    probes_file = tmp_path / "probes.jsonl"
+    rows = [
+        {"question": "Why do people choose the matching cards?", "relevant": [str(folder / "wason_en.txt")]},
+        {"question": "久咳用什么药？", "relevant": [str(folder / "cough_zh.txt")]},
+        {"question": "How long do the noodles cook?", "relevant": [str(folder / "noodles_en.txt")]},
+    ]
+    probes_file.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    probes = load_typed_probes(svc, probes_file)
+    assert len(probes) == 3
+    decision = score_probes(svc, probes)
+    assert decision.n_probes == 3 and decision.n_draws == 2000
+    assert 0.0 <= decision.reliability <= 1.0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question": "x", "relevant": ["/nowhere.txt"]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="none of the relevant files"):
+        load_typed_probes(svc, bad)
+
+
+def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = Path(svc.library.catalog.documents()[0].path).parent
+    probes_file = tmp_path / "p.jsonl"
+    probes_file.write_text(json.dumps({"question": "matching bias in the selection task",
+                                       "relevant": [str(folder / "wason_en.txt")]}) + "\n"
+                           + json.dumps({"question": "止嗽散", "relevant": [str(folder / "cough_zh.txt")]}),
+                           encoding="utf-8")
+    other = RagService(svc.library.folder, svc.settings)
+    args = argparse.Namespace(probes_file=probes_file, auto_label=False, probes=30, json=True)
+    assert run_calibrate(args, other) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["decision"]["decision"] in ("causal", "hybrid", "neither")
+    assert svc.library.catalog.get_json("gate")["n_probes"] == 2
+    gated = RagService(svc.library.folder, svc.settings.replace("retrieval", default_method="gated"))
+    try:
+        assert gated.causal_variant() in ("causal", "hybrid", "baseline")
+    finally:
+        gated.close()
+
+
+def test_auto_label_probes_come_from_sampled_chunks(svc: RagService) -> None:
+    from rag_desktop.app.calibration import Probe, generate_probes
+
+    events = list(generate_probes(svc, 2, seed=3))
+    probes = [e for e in events if isinstance(e, Probe)]
+    assert len(probes) == 2
+    doc_ids = {d.doc_id for d in svc.library.catalog.documents()}
+    for p in probes:
+        assert p.source == "generated" and p.question and len(p.relevant) == 1 and p.relevant <= doc_ids

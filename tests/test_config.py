@@ -46,5 +46,5 @@ def test_invalid_values_name_the_key(data: dict[str, dict[str, object]], key: st
 def test_broken_toml_names_the_file(tmp_path: Path) -> None:
     p = tmp_path / "s.toml"
     p.write_text("[retrieval\nk=", encoding="utf-8")
-    with pytest.raises(SettingsError, match="s.toml"):
+    with pytest.raises(SettingsError, match=r"s\.toml"):
         load_settings(p)

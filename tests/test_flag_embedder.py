@@ -220,3 +220,18 @@ def test_bgem3_sparse_weights_from_a_trained_head(tmp_path: Path) -> None:
         for k, v in expected.items():
             assert weights[k] == pytest.approx(v, abs=1e-5)
     e.close()
+
+
+@pytest.mark.slow
+def test_concurrent_callers_get_their_own_correct_vectors(flag_model: FlagEmbedder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = TEXTS[:4]
+    expected_p = flag_model.embed_passages(texts)
+    expected_q = flag_model.embed_queries(texts[:2])
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(flag_model.embed_passages, texts) if i % 2 == 0
+                   else pool.submit(flag_model.embed_queries, texts[:2]) for i in range(6)]
+        results = [f.result() for f in futures]
+    for i, r in enumerate(results):
+        np.testing.assert_allclose(r, expected_p if i % 2 == 0 else expected_q, atol=1e-6)

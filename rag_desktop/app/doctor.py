@@ -101,7 +101,7 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
                 "cross-encoder",
                 exists,
                 m.reranker if exists else f"{m.reranker}: no such folder",
-                "" if exists else "scripts/fetch_models.py --reranker",
+                "" if exists else "scripts/fetch_models.py --only reranker",
             )
         )
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 Lang = Literal["zh", "en", "other"]
@@ -197,7 +197,7 @@ class RankedList:
 # --------------------------------------------------------------------------- generation
 
 
-class GenEventKind(str, Enum):
+class GenEventKind(StrEnum):
     TOKEN = "token"
     DONE = "done"
 

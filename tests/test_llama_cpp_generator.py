@@ -137,6 +137,15 @@ def test_qwen3_gets_no_think_switch_only_when_thinking_is_off(tmp_path: Path) ->
     assert gen._chat_messages(msgs)[-1]["content"] == "second question "
 
 
+def test_think_opening_templates_are_detected(tmp_path: Path) -> None:
+    gen = LlamaCppGenerator(tmp_path / "none.gguf")
+    gen.metadata = {"tokenizer.chat_template":
+                    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}"}
+    assert gen._template_opens_think()
+    gen.metadata = {"tokenizer.chat_template": "{{- '<|im_start|>assistant\\n' }}"}
+    assert not gen._template_opens_think()
+
+
 def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
     gen = LlamaCppGenerator(tmp_path / "absent.gguf")
     with pytest.raises(ModelUnavailable, match=r"absent\.gguf does not exist.*models\.generator"):
@@ -227,7 +236,8 @@ def test_cancel_during_decode_within_a_second(smol: LlamaCppGenerator) -> None:
 
 
 @pytest.mark.slow
-def test_cancel_during_long_prefill_within_a_second(smol: LlamaCppGenerator) -> None:
+def test_cancel_during_long_prefill_within_a_second(smol: LlamaCppGenerator,
+                                                    capfd: pytest.CaptureFixture[str]) -> None:
     filler = " ".join(f"Note {i}: apples, pears and plums were counted in crate {i}." for i in range(330))
     messages = [ChatMessage("user", filler + "\nSummarise the notes.")]
     n_prompt = smol.count_tokens(filler)
@@ -235,6 +245,7 @@ def test_cancel_during_long_prefill_within_a_second(smol: LlamaCppGenerator) -> 
     events, latency = _cancel_after(0.3, smol, messages)
     assert [e.finish_reason for e in events] == ["cancelled"]  # no token: stopped inside the prefill
     assert latency < 1.0
+    assert "decode" not in capfd.readouterr().err  # llama.cpp's rollback message is muted
     # The context is usable afterwards, and the abort left no trace in the results.
     question = [ChatMessage("user", "What is the capital of France?")]
     after = smol.generate(question, max_tokens=20, temperature=0.7, seed=1)
@@ -293,6 +304,29 @@ def test_close_is_idempotent_and_load_reopens() -> None:
     assert not gen.loaded
     assert gen.count_tokens("Hello world") == 2  # loads again on demand
     gen.close()
+
+
+@pytest.mark.slow
+def test_close_from_another_thread_stops_the_stream_then_frees_the_model() -> None:
+    gen = LlamaCppGenerator(smollm2(), n_ctx=2048)
+    events: list[GenEvent] = []
+    t_close = 0.0
+
+    def close() -> None:
+        nonlocal t_close
+        t_close = time.monotonic()
+        gen.close()  # returns at once: the stream is still running
+
+    for ev in gen.stream(STORY, max_tokens=4000, temperature=0.8, seed=1):
+        if not events:
+            threading.Timer(0.3, close).start()
+        events.append(ev)
+    assert events[-1].finish_reason == "cancelled" and len(events) > 1
+    assert time.monotonic() - t_close < 1.0
+    assert not gen.loaded  # freed by the stream when it stopped
+    assert gen.count_tokens("Hello world") == 2  # and can be loaded again
+    gen.close()
+    assert not gen.loaded
 
 
 @pytest.mark.slow

@@ -135,7 +135,7 @@ class Runtime:
                 if m.generator_backend == "openai":
                     from rag_desktop.backends.openai_generator import OpenAIGenerator
 
-                    gen = OpenAIGenerator(m.openai_base_url, m.openai_model, timeout=m.openai_timeout_s)
+                    gen = OpenAIGenerator(m.openai_base_url, m.openai_model, timeout=m.openai_timeout_s, n_ctx=m.n_ctx)
                 else:
                     for _ in self.prepare_generator():
                         pass

@@ -18,8 +18,9 @@ Choices made where issue 5 leaves room (each one tested in tests/test_llama_cpp_
   hyper-threads slow it down.
 * **Cancel** within a second: checked after every streamed token; during the prompt
   prefill (which takes many seconds for a long prompt) through llama.cpp's abort callback,
-  which is installed only until the first token arrives because it costs a Python call
-  per graph node.
+  bound with ctypes. The callback is one Python call per graph node (557 per forward pass
+  of Qwen2.5-0.5B, measured): negligible against a prefill batch, but a few percent of a
+  40 ms decode step, so it is installed only until the first token arrives.
 * **Qwen3 thinking**: off unless ``thinking=True``, through Qwen3's documented soft switch
   ("/no_think" appended to the last user turn); detected from ``general.architecture``
   starting with ``qwen3``. Whatever the model does, ``<think>…</think>`` text is removed
@@ -38,6 +39,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import struct
 import threading
@@ -49,6 +51,8 @@ from typing import Any, BinaryIO
 from rag_desktop.backends.errors import ModelUnavailable, require
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
+
+_LLAMA_LOG = logging.getLogger("llama-cpp-python")  # llama-cpp-python routes llama.cpp's log here
 
 MIN_N_CTX = 2048
 COMPUTE_ALLOWANCE_BYTES = 384 * 1024 * 1024  # llama.cpp compute buffers + runtime, measured ~250 MB
@@ -245,6 +249,8 @@ class LlamaCppGenerator:
         self._llm: Any = None
         self._n_ctx = n_ctx
         self._lock = threading.Lock()
+        self._busy = 0  # threads inside a llama.cpp call right now (see close())
+        self._closing = False
         self._abort_token: CancelToken | None = None
         self._abort_cb: Any = None
         self._null_cb: Any = None
@@ -279,6 +285,7 @@ class LlamaCppGenerator:
         """Load the model once (idempotent); see the module doc for the n_ctx policy."""
         with self._lock:
             if self._llm is not None:
+                self._closing = False  # load() after a deferred close() keeps the model
                 return
             if not self.model_path.is_file():
                 raise ModelUnavailable(f"generator model file {self.model_path} does not exist; "
@@ -320,19 +327,52 @@ class LlamaCppGenerator:
 
                 def _abort(_data: Any) -> bool:
                     tok = token_ref._abort_token
-                    return bool(tok is not None and tok.is_set)
+                    stop = bool(token_ref._closing or (tok is not None and tok.is_set))
+                    if stop:
+                        # llama.cpp logs the rollback of an aborted decode as an error; it is
+                        # expected here, so mute llama-cpp-python's log for this request.
+                        _LLAMA_LOG.setLevel(logging.CRITICAL)
+                    return stop
 
                 self._abort_cb = llama_cpp.llama_cpp.ggml_abort_callback(_abort)
                 self._null_cb = llama_cpp.llama_cpp.ggml_abort_callback()
             _LIVE.add(self)
 
     def close(self) -> None:
-        """Free the model (idempotent); call before loading another model and at exit."""
+        """Free the model (idempotent); call before loading another model and at exit.
+
+        Never blocks and never frees memory under a running llama.cpp call: if another
+        thread is inside one, its stream stops at the next token (or aborts its prefill),
+        ends with ``DONE("cancelled")`` and frees the model itself. A stream that is merely
+        suspended between tokens (its consumer has not asked for the next one) is not
+        running: the model is freed now and that stream ends as cancelled when resumed.
+        """
         with self._lock:
-            llm, self._llm = self._llm, None
-            if llm is not None:
-                llm.close()
-            _LIVE.discard(self)
+            if self._busy:
+                self._closing = True
+                return
+            self._free_locked()
+
+    def _free_locked(self) -> None:
+        llm, self._llm = self._llm, None
+        self._closing = False
+        if llm is not None:
+            llm.close()
+        _LIVE.discard(self)
+
+    def _enter(self, llm: Any) -> bool:
+        """Mark a llama.cpp call as running on ``llm``; False if that model was closed meanwhile."""
+        with self._lock:
+            if llm is None or self._llm is not llm or self._closing:
+                return False
+            self._busy += 1
+            return True
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._busy -= 1
+            if self._closing and self._busy == 0:
+                self._free_locked()
 
     # -- tokens --------------------------------------------------------------------
 
@@ -341,7 +381,13 @@ class LlamaCppGenerator:
         if not text:
             return 0
         self.load()
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        llm = self._llm
+        if not self._enter(llm):
+            raise ModelUnavailable(f"{self.model_path.name} was closed while counting tokens; try again")
+        try:
+            return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        finally:
+            self._leave()
 
     # -- generation ------------------------------------------------------------------
 
@@ -359,12 +405,15 @@ class LlamaCppGenerator:
         tpl = str(self.metadata.get("tokenizer.chat_template", ""))
         return "assistant\\n<think>" in tpl or "assistant\n<think>" in tpl
 
-    def _arm_abort(self, token: CancelToken | None) -> None:
-        if self._set_abort is None or self._llm is None:
+    def _arm_abort(self, llm: Any, token: CancelToken | None, on: bool) -> None:
+        """Install (on) or remove the prefill abort hook; it fires on ``token`` or on close()."""
+        if self._set_abort is None:
             return
         self._abort_token = token
-        cb = self._abort_cb if token is not None else self._null_cb
-        self._set_abort(self._llm.ctx, cb, None)
+        self._set_abort(llm.ctx, self._abort_cb if on else self._null_cb, None)
+
+    def _stopping(self, cancel: CancelToken | None) -> bool:
+        return self._closing or (cancel is not None and cancel.is_set)
 
     def stream(
         self,
@@ -376,32 +425,66 @@ class LlamaCppGenerator:
         cancel: CancelToken | None = None,
         stop: Sequence[str] = (),
     ) -> Iterator[GenEvent]:
-        """Stream the answer as TOKEN events, then one DONE ("stop", "length" or "cancelled")."""
-        self.load()
-        llm = self._llm
-        think = ThinkFilter(start_inside=self._template_opens_think())
+        """Stream the answer as TOKEN events, then one DONE ("stop", "length" or "cancelled").
+
+        One stream at a time per generator (a llama.cpp context is not re-entrant); the
+        app's single owner of the model serialises requests.
+        """
         if cancel is not None and cancel.is_set:
             yield GenEvent(GenEventKind.DONE, finish_reason="cancelled")
             return
-        if not self.cache_prompt:
-            llm.reset()  # reproducibility: see the module doc ("Seeded sampling")
-        self._arm_abort(cancel)
-        chunks = llm.create_chat_completion(
-            messages=self._chat_messages(messages),
-            max_tokens=max_tokens,
-            temperature=temperature,
-            seed=seed,
-            stop=list(stop),
-            stream=True,
-        )
+        self.load()
+        llm = self._llm
+        think = ThinkFilter(start_inside=self._template_opens_think())
         finish = "stop"
-        armed = True
+        chunks: Any = None
         try:
-            for chunk in chunks:
-                if armed:  # first chunk = prefill done; the abort hook costs time per node
-                    self._arm_abort(None)
-                    armed = False
-                if cancel is not None and cancel.is_set:
+            while True:
+                # Every step into llama.cpp happens between _enter and _leave, so close()
+                # from another thread never frees the model under it (see close()).
+                if not self._enter(llm):
+                    finish = "cancelled"
+                    break
+                chunk: Any = None
+                try:
+                    first = chunks is None
+                    if first:
+                        if not self.cache_prompt:
+                            llm.reset()  # reproducibility: see the module doc ("Seeded sampling")
+                        self._arm_abort(llm, cancel, on=True)
+                        chunks = llm.create_chat_completion(
+                            messages=self._chat_messages(messages),
+                            max_tokens=max_tokens,
+                            temperature=temperature,
+                            seed=seed,
+                            stop=list(stop),
+                            stream=True,
+                        )
+                    try:
+                        chunk = next(chunks, None)
+                    except RuntimeError as exc:
+                        if not (self._stopping(cancel) and "llama_decode" in str(exc)):
+                            raise
+                        # Aborted during prefill: the KV cache past n_tokens is discarded by
+                        # the next eval; resetting also drops the reusable prefix (safe choice).
+                        llm.reset()
+                        finish = "cancelled"
+                    except ValueError as exc:
+                        if "exceed context window" in str(exc):
+                            raise ValueError(
+                                f"{exc}; the prompt must leave room for the answer within "
+                                f"n_ctx={self._n_ctx} (see prompting.build_answer_messages)") from exc
+                        raise
+                    finally:
+                        if first:  # prefill is over (see the module doc on the abort hook)
+                            self._arm_abort(llm, None, on=False)
+                            if _LLAMA_LOG.level == logging.CRITICAL:
+                                _LLAMA_LOG.setLevel(logging.ERROR)  # llama-cpp's level for verbose=False
+                finally:
+                    self._leave()
+                if chunk is None or finish == "cancelled":
+                    break
+                if self._stopping(cancel):
                     finish = "cancelled"
                     break
                 choice = chunk["choices"][0]
@@ -412,26 +495,10 @@ class LlamaCppGenerator:
                         yield GenEvent(GenEventKind.TOKEN, visible)
                 if choice.get("finish_reason"):
                     finish = str(choice["finish_reason"])
-        except RuntimeError as exc:
-            if cancel is not None and cancel.is_set and "llama_decode" in str(exc):
-                # Aborted during prefill: the KV cache past n_tokens is discarded by the next
-                # eval; resetting also drops the reusable prefix, which is the safe choice.
-                llm.reset()
-                finish = "cancelled"
-            else:
-                raise
-        except ValueError as exc:
-            if "exceed context window" in str(exc):
-                raise ValueError(f"{exc}; the prompt must leave room for the answer within "
-                                 f"n_ctx={self._n_ctx} (see prompting.build_answer_messages)") from exc
-            raise
         finally:
-            if armed:
-                self._arm_abort(None)
-            # Closing the llama-cpp generator stops decoding right away.
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+            if chunks is not None:
+                # Stops llama-cpp's generator; pure Python unwinding, safe even after close().
+                chunks.close()
         rest = think.flush()
         if rest and finish != "cancelled":
             yield GenEvent(GenEventKind.TOKEN, rest)

@@ -104,8 +104,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
                     pred = _predict(svc, method, str(q["question"]))
                     dt = time.perf_counter() - t0
                     results[method].append((str(q["_id"]), score_answer(pred, list(q["answers"])), dt, pred))
-                    if sys.stderr.isatty():
-                        sys.stderr.write(f"\r{method}: {len(results[method])}/{len(questions)}   ")
+                    print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
         finally:
             svc.close()
     table = {}

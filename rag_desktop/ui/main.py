@@ -7,6 +7,7 @@ it from the bundled ``resources/demo`` documents with a visible progress bar.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -81,7 +82,19 @@ def build_window(library: Path | None, demo: bool, *, settings: Settings | None 
     return win
 
 
+def _choose_platform() -> None:
+    """On Linux with no display server (a headless machine, CI), run offscreen instead of
+    failing: the window still opens, renders and answers, it just is not visible."""
+    if sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM") \
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        log.warning("no display found (DISPLAY/WAYLAND_DISPLAY unset): running offscreen")
+        print("rag-desktop: no display found, so the window runs offscreen "
+              "(set DISPLAY or QT_QPA_PLATFORM to show it)", file=sys.stderr)
+
+
 def run_gui(library: Path | None, demo: bool) -> int:
+    _choose_platform()
     from PySide6.QtWidgets import QApplication
 
     from rag_desktop.ui.i18n import tr

@@ -1,0 +1,24 @@
+"""ruff and mypy are part of the suite, so "the tests pass" includes "the code is clean"."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_is_clean() -> None:
+    proc = _run(str(BIN / "ruff"), "check", "rag_desktop", "tests", "scripts")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_is_clean() -> None:
+    proc = _run(str(BIN / "mypy"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr

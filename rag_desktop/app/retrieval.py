@@ -56,6 +56,9 @@ class Retriever:
         self.tokenizer = tokenizer
         self.settings = settings
         self._idf: dict[str, kw.IdfTable] = {}
+        # K_d with term vectors per unit, read once per Retriever (a Retriever lives between two
+        # ingests: the service makes a new one after each, so the cache never goes stale).
+        self._k_d: dict[tuple[str, int], TermSet] = {}
         self._kfilter = kw.build_filter(settings.retrieval.keyword_variant, tokenizer)
         words = library.catalog.get_json("user_words") or []
         if words:
@@ -63,6 +66,7 @@ class Retriever:
 
     def invalidate(self) -> None:
         self._idf.clear()
+        self._k_d.clear()
 
     def idf(self, unit: str) -> kw.IdfTable:
         if unit not in self._idf:
@@ -135,8 +139,13 @@ class Retriever:
         have = self.library.catalog.term_vectors(k.term for k in kws)
         missing = [k.term for k in kws if k.term not in have]
         if missing and embed_missing:
-            vecs = self.embedder.embed_terms([self.tokenizer.surface_form(t) for t in missing])
+            surfaces = [self.tokenizer.surface_form(t) for t in missing]
+            vecs = self.embedder.embed_terms(surfaces)
             have.update(zip(missing, vecs, strict=True))
+            # Keep them: a person's questions reuse their words, and E(t) of a new query term
+            # costs as much as E(q) with e5 (docs/benchmarks.md), so each is encoded once per library.
+            with self.library.catalog.transaction():
+                self.library.catalog.put_term_vectors(missing, surfaces, vecs)
         kws = tuple(k for k in kws if k.term in have)
         if not kws:
             return TermSet.empty(self.embedder.dim)
@@ -146,10 +155,14 @@ class Retriever:
         """K_d for each candidate, top-|K_d| (paper: 15), from the sets stored at ingest."""
         unit = "c" if level == "chunk" else "d"
         top = self.settings.retrieval.doc_keywords
-        stored = self.library.catalog.keywords(unit, [h.unit_id for h in hits])
-        # Every stored term has a vector (refresh_keywords guarantees it); one missing
-        # would mean a torn library, and is embedded rather than silently dropped.
-        return [self._term_set(stored[h.unit_id][:top], embed_missing=True) for h in hits]
+        want = [h.unit_id for h in hits if (unit, h.unit_id) not in self._k_d]
+        if want:
+            stored = self.library.catalog.keywords(unit, want)
+            # Every stored term has a vector (refresh_keywords guarantees it); one missing
+            # would mean a torn library, and is embedded rather than silently dropped.
+            for uid in want:
+                self._k_d[(unit, uid)] = self._term_set(stored[uid][:top], embed_missing=True)
+        return [self._k_d[(unit, h.unit_id)] for h in hits]
 
     # ------------------------------------------------------------------ one question
     def context(self, query: str, level: Level | None = None, k: int | None = None) -> QueryContext:

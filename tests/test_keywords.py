@@ -58,6 +58,9 @@ class FakeTokenizer:
     def add_words(self, words: Sequence[str]) -> None:
         self.words.extend(words)
 
+    def surface_form(self, term: str) -> str:
+        return term
+
 
 def test_fake_satisfies_protocol() -> None:
     assert isinstance(FakeTokenizer(), Tokenizer)

@@ -619,3 +619,11 @@ def test_hypothesis_prompt_fits_the_context_window() -> None:
     assert used <= gen.n_ctx - 256
     assert all(t.endswith("…") for t in texts)
     assert msgs[0].content.startswith(cfrag.SYSTEM_HYPOTHESIS) and "[3] (d2, p. 1)" in msgs[1].content
+
+
+def test_echoed_candidate_line_is_reduced_to_its_answer() -> None:
+    from rag_desktop.core.cfrag import parse_hypothesis
+
+    ans, _, how = parse_hypothesis("(A) Tomas Rehn — Ψ = 0.539 — The passage states that he plays the lead.")
+    assert (ans, how) == ("Tomas Rehn", "fallback")
+    assert parse_hypothesis("Answer: Kessby")[0] == "Kessby"

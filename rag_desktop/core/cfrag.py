@@ -299,9 +299,16 @@ _NUMBERED = re.compile(r"^\s*(?:[-*•]\s*)?(?:[QqAa]\s*)?(\d{1,2})\s*[.)、:：
 _ANSWER_PREFIX = re.compile(r"^(?:answer|a|答案|回答)\s*[:：]\s*", re.IGNORECASE)
 
 
+# A small model asked to synthesise sometimes echoes a candidate line of the prompt
+# ("(A) Kessby — Ψ = 0.53 — rationale", see synthesis_messages): keep only the answer part.
+_ECHOED_LABEL = re.compile(r"^\(([A-J])\)\s*")
+_ECHOED_SCORE = re.compile(r"\s*[—–-]+\s*Ψ\s*=.*$", re.DOTALL)
+
+
 def _clean_short_answer(text: str) -> str:
     s = text.strip().replace("**", "")
     s = _ANSWER_PREFIX.sub("", s)
+    s = _ECHOED_SCORE.sub("", _ECHOED_LABEL.sub("", s))
     s = _CITE.sub("", s)
     s = s.strip().strip(_QUOTES).strip()
     s = s.rstrip("。．.").strip()

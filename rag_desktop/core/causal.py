@@ -109,6 +109,11 @@ class TermSet:
 
     keywords: tuple[Keyword, ...]
     vectors: F64
+    # Derived in __post_init__ (not constructor arguments): rows of ``vectors`` scaled to unit
+    # length, the weights λ_t, and the terms, in keyword order.
+    unit: F64 = dataclasses.field(init=False, repr=False)
+    weights: F64 = dataclasses.field(init=False, repr=False)
+    terms: tuple[str, ...] = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         kws = tuple(self.keywords)
@@ -121,8 +126,9 @@ class TermSet:
             )
         if not np.all(np.isfinite(vec)):
             raise ValueError("TermSet: vectors contain NaN or infinity")
-        if kws and np.any(np.linalg.norm(vec, axis=1) == 0):
-            bad = [kws[i].term for i in np.flatnonzero(np.linalg.norm(vec, axis=1) == 0)]
+        norms = np.sqrt(np.einsum("ij,ij->i", vec, vec))
+        if kws and np.any(norms == 0):
+            bad = [kws[i].term for i in np.flatnonzero(norms == 0)]
             raise ValueError(f"TermSet: zero embedding for term(s) {bad[:5]}")
         seen: set[str] = set()
         for k in kws:
@@ -133,6 +139,12 @@ class TermSet:
                 raise ValueError(f"TermSet: weight of {k.term!r} must be finite and > 0, got {k.weight}")
         object.__setattr__(self, "keywords", kws)
         object.__setattr__(self, "vectors", vec)
+        # Derived once here, not per query: the app keeps K_d TermSets for a whole session,
+        # so normalising rows and collecting weights at construction takes them off the
+        # re-rank path (issue 4 budget: re-ranking ≤ 5 % of a baseline query).
+        object.__setattr__(self, "unit", vec / norms[:, None] if kws else vec)
+        object.__setattr__(self, "weights", np.array([k.weight for k in kws], dtype=np.float64))
+        object.__setattr__(self, "terms", tuple(k.term for k in kws))
 
     @property
     def dim(self) -> int:
@@ -204,10 +216,6 @@ class CausalArrays:
     best_cos: F64
 
 
-def _unit_rows(x: F64) -> F64:
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
 def causal_scores(
     query_vec: npt.ArrayLike,
     query_terms: TermSet,
@@ -233,58 +241,68 @@ def causal_scores(
     sizes = [len(c.keywords) for c in candidate_terms]
     T = int(sum(sizes))
     segment = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    absorbed = np.zeros(T, dtype=bool)
-    exact = np.zeros(T, dtype=bool)
-    best_query = np.full(T, -1, dtype=np.int64)
-    best_cos = np.full(T, np.nan)
-    s_c = np.full(n, np.nan)
-    empty_b = np.ones(n, dtype=bool)
-    a_share = np.full(n, np.nan)
-
     m = len(query_terms.keywords)
-    q_index = {k.term: i for i, k in enumerate(query_terms.keywords)}
-    semantic_on = absorption == "semantic" and m > 0
-    q_unit_t = np.ascontiguousarray(_unit_rows(query_terms.vectors).T) if semantic_on else None
-    q_norm = float(np.linalg.norm(q))
+    q_norm = float(np.sqrt(q @ q))
+    if T == 0:
+        return CausalArrays(
+            s_c=np.full(n, np.nan),
+            empty_b=np.ones(n, dtype=bool),
+            a_share=np.full(n, np.nan),
+            segment=segment,
+            absorbed=np.zeros(0, dtype=bool),
+            exact=np.zeros(0, dtype=bool),
+            best_query=np.full(0, -1, dtype=np.int64),
+            best_cos=np.full(0, np.nan),
+        )
+    present = [c for c in candidate_terms if c.keywords]
+    lam = np.concatenate([c.weights for c in present])
 
-    # One small block per candidate (≤ 15 rows) rather than one (T, h) matrix: on a busy
-    # laptop OpenBLAS's multi-threaded gemm for a few hundred rows costs tens of ms, the
-    # per-candidate products well under one (issue 4 budget: ≤ 5 % of a baseline query).
+    # Eq. 3, first disjunct: t ∈ K_q (index of the equal query term, else -1).
+    q_index = {t: i for i, t in enumerate(query_terms.terms)}
+    ex_idx = np.fromiter(
+        (q_index.get(t, -1) for c in present for t in c.terms), dtype=np.int64, count=T
+    )
+    exact = ex_idx >= 0
+    if absorption == "semantic" and m > 0:
+        # Eq. 3, second disjunct: max_{u ∈ K_q} cos(E(t), E(u)) ≥ τ.
+        # The products are taken per candidate (≤ 15 rows each) and not as one (T, h)
+        # matrix on purpose: OpenBLAS runs a gemm of a few hundred rows on all cores, and
+        # on a busy laptop that single call was measured at 8–30 ms (p99) against ~60 µs for
+        # the twenty small ones (issue 4 budget: re-ranking ≤ 5 % of a baseline query).
+        q_unit_t = np.ascontiguousarray(query_terms.unit.T)
+        cos = np.concatenate([c.unit @ q_unit_t for c in present])  # (T, m)
+        bq = cos.argmax(axis=1)
+        best_cos = cos[np.arange(T), bq]
+        best_query = np.where(exact, ex_idx, bq)
+        absorbed = exact | (best_cos >= tau)
+    else:
+        best_cos = np.full(T, np.nan)
+        best_query = ex_idx
+        absorbed = exact.copy()
+
+    # B(d) = K_d \ A(d), carried as weights: λ_t on B, 0 on A.
+    w_b = np.where(absorbed, 0.0, lam)
+    den = np.bincount(segment, weights=w_b, minlength=n)
+    total = np.bincount(segment, weights=lam, minlength=n)
+    has_terms = np.asarray(sizes) > 0
+    a_share = np.full(n, np.nan)
+    a_share[has_terms] = (total[has_terms] - den[has_terms]) / total[has_terms]
+    empty_b = ~(den > 0)
+
+    # Eq. 4: v_B = Σ_{t∈B} λ_t E(t) / Σ_{t∈B} λ_t — per candidate, same reason as above.
+    v_b = np.zeros((n, h))
     off = 0
-    for j, cand in enumerate(candidate_terms):
-        size = sizes[j]
-        if size == 0:
-            continue
-        sl = slice(off, off + size)
+    for j, size in enumerate(sizes):
+        if size and not empty_b[j]:
+            v_b[j] = w_b[off : off + size] @ candidate_terms[j].vectors
         off += size
-        lam = np.array([k.weight for k in cand.keywords], dtype=np.float64)
-        # Eq. 3, first disjunct: t ∈ K_q.
-        ex_idx = np.array([q_index.get(k.term, -1) for k in cand.keywords], dtype=np.int64)
-        ex = ex_idx >= 0
-        if semantic_on and q_unit_t is not None:
-            # Eq. 3, second disjunct: max_{u ∈ K_q} cos(E(t), E(u)) ≥ τ.
-            cos = _unit_rows(cand.vectors) @ q_unit_t  # (size, m)
-            bq = np.argmax(cos, axis=1)
-            bc = cos[np.arange(size), bq]
-            best_cos[sl] = bc
-            best_query[sl] = np.where(ex, ex_idx, bq)
-            ab = ex | (bc >= tau)
-        else:
-            best_query[sl] = ex_idx
-            ab = ex
-        exact[sl] = ex
-        absorbed[sl] = ab
-        a_share[j] = float(lam[ab].sum() / lam.sum())
-        # Eq. 4: v_B = Σ_{t∈B} λ_t E(t) / Σ_{t∈B} λ_t.
-        w_b = np.where(ab, 0.0, lam)
-        den = float(w_b.sum())
-        if den <= 0:
-            continue
-        empty_b[j] = False
-        v_b = (w_b @ cand.vectors) / den
-        # Eq. 5: s_c = cos(E(q), v_B).
-        v_norm = float(np.linalg.norm(v_b))
-        s_c[j] = 0.0 if v_norm == 0 else float(v_b @ q) / (v_norm * q_norm)
+    v_b /= np.where(empty_b, 1.0, den)[:, None]
+    # Eq. 5: s_c = cos(E(q), v_B); a zero v_B (terms cancelling exactly) counts as orthogonal.
+    v_norm = np.sqrt(np.einsum("ij,ij->i", v_b, v_b))
+    dots = v_b @ q
+    s_c = np.full(n, np.nan)
+    ok = ~empty_b
+    s_c[ok] = np.where(v_norm[ok] == 0, 0.0, dots[ok] / np.where(v_norm[ok] == 0, 1.0, v_norm[ok] * q_norm))
 
     return CausalArrays(
         s_c=s_c,
@@ -339,15 +357,19 @@ class CausalRerank:
 
 
 def _split(
-    cand: TermSet, query_terms: TermSet, arrays: CausalArrays, offset: int
+    cand: TermSet, query_terms: TermSet, flags: tuple[list[bool], list[bool], list[int], list[float]], offset: int
 ) -> tuple[KeywordSplit, int]:
+    # ``flags`` are CausalArrays' absorbed / exact / best_query / best_cos as Python lists:
+    # reading numpy scalars term by term cost more than the whole of Eq. 3–5.
+    absorbed, exact, best_query, best_cos = flags
+    q_terms = query_terms.terms
     a_terms: list[AbsorbedTerm] = []
     b_terms: list[Keyword] = []
     for i, kwd in enumerate(cand.keywords):
         t = offset + i
-        if arrays.absorbed[t]:
-            by = query_terms.keywords[int(arrays.best_query[t])].term
-            cos = None if arrays.exact[t] else float(arrays.best_cos[t])
+        if absorbed[t]:
+            cos = None if exact[t] else best_cos[t]
+            by = q_terms[best_query[t]]
             a_terms.append(AbsorbedTerm(term=kwd.term, weight=kwd.weight, absorbed_by=by, cosine=cos))
         else:
             b_terms.append(kwd)
@@ -398,24 +420,26 @@ def rerank(
     order = np.lexsort((np.arange(window), demoted, -key)) if window else np.zeros(0, dtype=np.int64)
     new_pos = list(order.tolist()) + list(range(window, len(hits)))
 
-    offsets = np.concatenate([[0], np.cumsum([len(c.keywords) for c in cands])]).astype(int)
+    offsets = np.concatenate([[0], np.cumsum([len(c.keywords) for c in cands])]).astype(int).tolist()
+    flags = (arrays.absorbed.tolist(), arrays.exact.tolist(), arrays.best_query.tolist(), arrays.best_cos.tolist())
+    s_c_list, empty_list, hybrid_list = arrays.s_c.tolist(), empty.tolist(), hybrid.tolist()
     new_hits: list[Hit] = []
     explanations: list[Explanation] = []
     for new_rank, j in enumerate(new_pos, start=1):
         hit = hits[j]
-        new_hits.append(dataclasses.replace(hit, rank=new_rank))
+        new_hits.append(hit.with_rank(new_rank))
         if j < window:
-            split, size_a = _split(cands[j], query_terms, arrays, int(offsets[j]))
+            split, size_a = _split(cands[j], query_terms, flags, offsets[j])
             explanations.append(
                 Explanation(
                     unit_id=hit.unit_id,
                     baseline_rank=j + 1,
                     new_rank=new_rank,
                     s_sim=float(hit.s_sim),
-                    s_c=None if empty[j] else float(arrays.s_c[j]),
-                    s_hybrid=float(hybrid[j]),
+                    s_c=None if empty_list[j] else s_c_list[j],
+                    s_hybrid=hybrid_list[j],
                     split=split,
-                    fallback_used=bool(empty[j]) and cfg.empty_b_rule == "fallback",
+                    fallback_used=empty_list[j] and cfg.empty_b_rule == "fallback",
                     size_a=size_a,
                 )
             )

@@ -15,6 +15,7 @@ from rag_desktop.core.cfrag import (
     agreement,
     answer_presence,
     citations_for,
+    counterfactual_type_messages,
     dedup_by_embedding,
     evaluate_counterfactuals,
     fit_passages,
@@ -23,6 +24,7 @@ from rag_desktop.core.cfrag import (
     kmeans_pp,
     normalise_scores,
     normalized_laplacian,
+    parse_counterfactual_line,
     parse_counterfactuals,
     parse_hypothesis,
     parse_numbered_answers,
@@ -441,6 +443,74 @@ Sure! Let me know if you need more.
     ]
 
 
+def test_parse_counterfactual_line() -> None:
+    q = "Who plays the protagonist of the 2019 film The Glass Harbour?"
+    cf = "Who plays the villain of the 2019 film The Glass Harbour?"
+    assert parse_counterfactual_line(cf, q) == cf
+    assert parse_counterfactual_line(f"Rewritten: {cf}\n\nThis changes the role.", q) == cf
+    assert parse_counterfactual_line(f'**Rewritten question:** "{cf}"', q) == cf
+    assert parse_counterfactual_line(f"1. [role] {cf}", q) == cf
+    # The model echoes the original question first, then writes its rewrite.
+    assert parse_counterfactual_line(f"Question: {q}\nRewritten: {cf}", q) == cf
+    # Not question-like (an answer, chatter): nothing.
+    assert parse_counterfactual_line("Tomas Rehn.", q) == ""
+    assert parse_counterfactual_line("Rewritten:", q) == ""
+    assert parse_counterfactual_line("", q) == ""
+    # Only repeats: the first is returned, so validation rejects it visibly.
+    assert parse_counterfactual_line(q, q) == q
+    other = "Who directed The Glass Harbour?"
+    assert parse_counterfactual_line(f"{cf}\n{other}", q, taken=[cf]) == other
+    assert parse_counterfactual_line("改写：《澜川往事》的女主角由谁扮演？", "《澜川往事》的男主角由谁扮演？") == \
+        "《澜川往事》的女主角由谁扮演？"
+    assert parse_counterfactual_line("问题：临州博物馆是哪一年关闭的", "临州博物馆是哪一年开放的？") == \
+        "临州博物馆是哪一年关闭的"
+
+
+def test_counterfactual_type_prompt_asks_for_one_transformation_in_the_question_language() -> None:
+    en = counterfactual_type_messages("Who directed The Glass Harbour?", "time")
+    assert en[0].content == cfrag.SYSTEM_COUNTERFACTUAL
+    user = en[1].content
+    assert cfrag.TYPE_INSTRUCTIONS["en"]["time"] in user and cfrag.TYPE_EXAMPLES["en"]["time"] in user
+    assert user.rstrip().endswith("Question: Who directed The Glass Harbour?\nRewritten:")
+    assert cfrag.TYPE_EXAMPLES["en"]["role"] not in user  # one transformation per prompt
+    zh = counterfactual_type_messages("《澜川往事》的导演是谁？", "scope")[1].content
+    assert cfrag.TYPE_EXAMPLES["zh"]["scope"] in zh and zh.rstrip().endswith("改写：")
+    for lang in ("en", "zh"):
+        assert set(cfrag.TYPE_EXAMPLES[lang]) == set(cfrag.TYPE_INSTRUCTIONS[lang]) == set(cfrag.TRANSFORMATIONS)
+
+
+def test_evaluate_rejects_copies_and_paraphrases_of_the_prompt_examples() -> None:
+    s = CFRagSettings(n_counterfactuals=3, theta_sim=0.5)
+    q = "Who plays the protagonist of the 2019 film The Glass Harbour?"
+    cands = [
+        ("time", "Which team won the 2002 World Cup?"),  # verbatim per-type example
+        ("role", "Who played the main villain in The Dark Knight?"),  # verbatim batch example
+        ("time", "Which side won the 2002 football World Cup?"),  # paraphrase: closer to the example
+        ("role", "Who plays the villain of the 2019 film The Glass Harbour?"),  # valid
+    ]
+    kept, rejected = evaluate_counterfactuals(
+        q, cands, sims=[0.6, 0.6, 0.6, 0.9], rel_dom=[0.5] * 4, answer_q="Tomas Rehn",
+        answers_cf=["Brazil", "Heath Ledger", "Brazil", "Aldo Brenn"], settings=s,
+        example_sims=[1.0, 1.0, 0.8, 0.3])
+    assert [c.order for c in kept] == [3]
+    by = {c.order: c.reason for c in rejected}
+    assert "copied from the prompt's example" in by[0] and "copied from the prompt's example" in by[1]
+    assert "closer to the prompt's example (cos 0.800) than to the question (0.600)" in by[2]
+    # Without example_sims (q on the examples' own topic) only verbatim copies are rejected.
+    kept2, _ = evaluate_counterfactuals(
+        q, cands, sims=[0.6, 0.6, 0.6, 0.9], rel_dom=[0.5] * 4, answer_q="Tomas Rehn",
+        answers_cf=["Brazil", "Heath Ledger", "Brazil", "Aldo Brenn"], settings=s)
+    assert sorted(c.order for c in kept2) == [2, 3]
+    # A question that IS the example's own keeps its counterfactuals.
+    kept3, _ = evaluate_counterfactuals(
+        "Which team won the 1998 World Cup?", cands[:1], sims=[0.8], rel_dom=[0.5], answer_q="France",
+        answers_cf=["Brazil"], settings=s)
+    assert [c.order for c in kept3] == [0]
+    with pytest.raises(ValueError, match="example_sims"):
+        evaluate_counterfactuals(q, cands, sims=[0.6] * 4, rel_dom=[0.5] * 4, answer_q="x",
+                                 answers_cf=["a", "b", "c", "d"], settings=s, example_sims=[0.1])
+
+
 def test_parse_numbered_answers() -> None:
     assert parse_numbered_answers("1. Christian Bale\n2) Heath Ledger.\n3: \n", 3) == [
         "Christian Bale", "Heath Ledger", ""]
@@ -510,6 +580,14 @@ def test_evaluate_counterfactuals_hand_example() -> None:
          "克里斯蒂安·贝尔", "[1]说明他饰演布鲁斯·韦恩。", "labels"),
         ("Christian Bale\nHe plays Batman.", "Christian Bale", "He plays Batman.", "fallback"),
         ("   ", "", "", "empty"),
+        # Fenced JSON that does not parse (cut off by the token limit): the "answer" field,
+        # never the fence's language tag "json" (seen in demo runs).
+        ('```json\n{"answer": "Kessby", "rationale": "Passage [2] says she was born there\n```',
+         "Kessby", "Passage [2] says she was born there", "json"),
+        ('```json\n{"answer": "Tomas \\"Tom\\" Rehn", "rationale": "[1]",}\n```', 'Tomas "Tom" Rehn', "[1]", "json"),
+        ('{"答案": "临州", "理由": "[1]', "临州", "[1]", "json"),
+        ("```\nKessby\n```", "Kessby", "", "fallback"),
+        ("```json\n```", "", "", "empty"),
     ],
 )
 def test_parse_hypothesis(text: str, answer: str, rationale: str, how: str) -> None:

@@ -19,11 +19,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from rag_desktop.core import cfrag
 from rag_desktop.core.cfrag import (
     SYSTEM_CLOSED_BOOK,
     SYSTEM_COUNTERFACTUAL,
     SYSTEM_HYPOTHESIS,
     SYSTEM_SYNTHESIS,
+    CFTuning,
     run_cfrag,
 )
 from rag_desktop.core.cfrag_types import CFResult, CFTrace, to_jsonable, trace_to_json
@@ -171,6 +173,10 @@ class ScriptedGenerator:
     def _reply(self, messages: Sequence[ChatMessage]) -> tuple[str, str]:
         system, user = messages[0].content, messages[-1].content
         if system == SYSTEM_COUNTERFACTUAL:
+            if user.rstrip().endswith("Rewritten:"):  # per-type prompt: the next scripted line
+                lines = [ln for ln in self.counterfactuals.splitlines() if re.match(r"^\d", ln)]
+                i = self.kinds().count("counterfactual")
+                return "counterfactual", lines[i % len(lines)] if lines else self.counterfactuals
             return "counterfactual", self.counterfactuals
         if system == SYSTEM_CLOSED_BOOK:
             qs = re.findall(r"^(\d+)\. (.+)$", user, re.MULTILINE)
@@ -280,7 +286,59 @@ def test_counterfactuals_are_validated_ranked_and_rejected_with_reasons() -> Non
     assert len(t.rejected_counterfactuals) == 4  # + the repeated villain question
     assert any("duplicate" in c.reason for c in t.rejected_counterfactuals)
     assert t.queries == (QUERY, *kept)
+    # One short call per transformation (n_candidates = 6: role … scope, role), then one
+    # closed-book call for L(·).
+    assert gen.kinds()[:7] == ["counterfactual"] * 6 + ["closed_book"]
+    calls = [c for c in gen.calls if c[0] == "counterfactual"]
+    assert [c[2] for c in calls] == [100 + i for i in range(6)]  # seed + 100 + i
+    assert {c[3] for c in calls} == {CFTuning().counterfactual_temperature}
+    for c, tau in zip(calls, ("role", "time", "entity", "category", "scope", "role"), strict=True):
+        assert cfrag.TYPE_INSTRUCTIONS["en"][tau] in c[1][-1].content
+    every = sorted((*t.counterfactuals, *t.rejected_counterfactuals), key=lambda c: c.order)
+    assert [c.transformation for c in every] == ["role", "time", "entity", "category", "scope", "role"]
+    assert t.counterfactual_raw.startswith("[role] 1. [role] Who played the main villain")
+
+
+def test_batch_counterfactual_prompt_is_still_available() -> None:
+    res, gen, _, _ = run(tuning=CFTuning(counterfactual_prompt="batch"))
+    t = res.trace
     assert gen.kinds()[:2] == ["counterfactual", "closed_book"]
+    assert {c.text for c in t.counterfactuals} == {"Who played the main villain in The Dark Knight?",
+                                                  "Who directed The Dark Knight?"}
+    assert len(t.rejected_counterfactuals) == 4
+
+
+def test_copies_of_the_per_type_examples_are_rejected() -> None:
+    class Copier(ScriptedGenerator):
+        """Writes the prompt's own worked example back, as Qwen 0.5B often did."""
+
+        def _reply(self, messages: Sequence[ChatMessage]) -> tuple[str, str]:
+            kind, text = super()._reply(messages)
+            if kind == "counterfactual":
+                m = re.search(r"^Rewritten: (.+)$", messages[-1].content, re.MULTILINE)
+                assert m is not None
+                text = m.group(1)
+            return kind, text
+
+    res, _, _, _ = run(gen=Copier())
+    t = res.trace
+    assert t.counterfactuals == ()
+    assert len(t.rejected_counterfactuals) == 6
+    assert all("copied from the prompt's example" in c.reason for c in t.rejected_counterfactuals)
+    assert any("no counterfactual passed validation" in w for w in t.warnings)
+
+
+def test_a_reply_echoing_the_question_before_its_rewrite_keeps_the_rewrite() -> None:
+    class Echo(ScriptedGenerator):
+        def _reply(self, messages: Sequence[ChatMessage]) -> tuple[str, str]:
+            kind, text = super()._reply(messages)
+            if kind == "counterfactual":
+                text = f"Question: {QUERY}\nRewritten: {text}"
+            return kind, text
+
+    res, _, _, _ = run(gen=Echo())
+    assert {c.text for c in res.trace.counterfactuals} == {"Who played the main villain in The Dark Knight?",
+                                                          "Who directed The Dark Knight?"}
 
 
 def test_evidence_pool_scores_dedup_and_filters() -> None:
@@ -534,7 +592,7 @@ def test_unusable_counterfactual_output_runs_without_q_cf() -> None:
     assert "closed_book" not in gen.kinds()
     assert any("no usable counterfactual" in w for w in t.warnings)
     assert all(h.phi_causal == 0.0 for h in t.hypotheses)
-    assert t.counterfactual_raw.startswith("Sorry")
+    assert t.counterfactual_raw.startswith("[role] Sorry")
 
 
 def test_bad_input_is_named() -> None:

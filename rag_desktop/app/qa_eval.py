@@ -4,7 +4,9 @@ Data: ``questions.jsonl`` (``_id``, ``question``, ``answers``) and ``corpus.json
 (``_id``, ``title``, ``text``), a passage pool with distractors. The pool is
 ingested through the real pipeline (chunk level). Scores: strict EM (SQuAD
 normalisation), containment EM (the CF-RAG authors' lenient match, reported
-separately and labelled), token F1, and mean latency per method.
+separately and labelled), token F1, and mean latency per method; the JSON report
+adds per question, for the CF-RAG methods, how many counterfactuals were parsed,
+valid and kept, the hypotheses and the decision (:func:`cf_digest`).
 
 Adversarial setting (paper 002): ``--distractors n`` adds, per question, n
 passages built to be highly similar to the question while carrying no answer:
@@ -26,6 +28,7 @@ from typing import Any
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
 from rag_desktop.app.service import RagService
+from rag_desktop.core.cfrag_types import CFTrace
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import QAScores, mean_scores, score_answer
 from rag_desktop.core.settings import Settings
@@ -88,7 +91,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     if bad:
         raise DataError(f"unknown method(s) {bad}; choose from {', '.join(QA_METHODS)}")
     base = load_settings().replace("retrieval", level="chunk")
-    results: dict[str, list[tuple[str, QAScores, float, str]]] = {m: [] for m in methods}
+    results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"
         write_corpus_files(BeirData(corpus, {}, {}, {}), files)
@@ -101,9 +104,9 @@ def run_qa_eval(args: argparse.Namespace) -> int:
                 svc.update_settings(_settings_for(method, base))
                 for q in questions:
                     t0 = time.perf_counter()
-                    pred = _predict(svc, method, str(q["question"]))
+                    pred, extra = _predict(svc, method, str(q["question"]))
                     dt = time.perf_counter() - t0
-                    results[method].append((str(q["_id"]), score_answer(pred, list(q["answers"])), dt, pred))
+                    results[method].append((str(q["_id"]), score_answer(pred, list(q["answers"])), dt, pred, extra))
                     print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
         finally:
             svc.close()
@@ -122,7 +125,8 @@ def run_qa_eval(args: argparse.Namespace) -> int:
             "methods": table,
             "distractors": args.distractors,
             "per_question": {
-                m: [{"id": r[0], "prediction": r[3], **dataclasses.asdict(r[1]), "latency_s": r[2]} for r in rows]
+                m: [{"id": r[0], "prediction": r[3], **dataclasses.asdict(r[1]), "latency_s": r[2], **r[4]}
+                    for r in rows]
                 for m, rows in results.items()
             },
         }
@@ -130,7 +134,8 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(svc: RagService, method: str, question: str) -> str:
+def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str, Any]]:
+    """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report."""
     if method == "standard":
         ctx = svc.context(question, "chunk")
         short = question + (" 请用简短的词语回答。" if detect_lang(question) == "zh" else " Answer in a few words.")
@@ -138,5 +143,21 @@ def _predict(svc: RagService, method: str, question: str) -> str:
         for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis):
             if isinstance(ev, Answer):
                 answer = ev
-        return answer.text if answer else ""
-    return svc.cfrag(question).answer.text
+        return (answer.text if answer else ""), {}
+    res = svc.cfrag(question)
+    return res.answer.text, cf_digest(res.trace)
+
+
+def cf_digest(t: CFTrace) -> dict[str, Any]:
+    """Per-question CF-RAG facts for eval-qa's JSON: how step 1 went and how it decided."""
+    every = (*t.counterfactuals, *t.rejected_counterfactuals)
+    return {
+        "cf_parsed": len(every),
+        "cf_valid": sum(1 for c in every if c.valid),
+        "cf_kept": len(t.counterfactuals),
+        "cf_kept_texts": [f"[{c.transformation}] {c.text}" for c in t.counterfactuals],
+        "cf_rejections": [c.reason for c in t.rejected_counterfactuals],
+        "hypotheses": [h.answer for h in t.hypotheses],
+        "decision": t.decision.kind,
+        "agreement": t.decision.agreement,
+    }

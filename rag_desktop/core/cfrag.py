@@ -99,7 +99,11 @@ class CFTuning:
       answer", i.e. L(q) = L(q') (see :func:`judge_answers`).
     * ``score_scale`` — how raw s(q, e) is mapped to [0, 1] (see :func:`resolve_score_scale`).
     * ``quality_ref_chars`` — content characters at which Q(e)'s length factor reaches 1.
-    * temperatures / token limits of the four generator calls; k-means restarts.
+    * ``counterfactual_prompt`` — "per_type" (default): one short call per transformation
+      τ_i, each writing one line (:func:`counterfactual_type_messages`), seeded
+      ``seed + 100 + i`` and sampled at ``counterfactual_temperature`` for diversity;
+      "batch": one call writing all ``n_candidates`` lines (:func:`counterfactual_messages`).
+    * temperatures / token limits of the generator calls; k-means restarts.
     * ``synthesis_top`` — the paper's "top-3" for synthesis.
     * ``sigma_rule`` — "settings" uses ``CFRagSettings.sigma`` as given (the default);
       "median" uses the median pairwise distance of the evidence (:func:`median_sigma`),
@@ -113,11 +117,13 @@ class CFTuning:
     answer_same_f1: float = 0.5
     score_scale: Literal["auto", "sigmoid", "identity"] = "auto"
     quality_ref_chars: int = 100
+    counterfactual_prompt: Literal["per_type", "batch"] = "per_type"
     counterfactual_temperature: float = 0.7
     closed_book_temperature: float = 0.0
     hypothesis_temperature: float = 0.2
     synthesis_temperature: float = 0.2
     max_tokens_counterfactuals: int = 320
+    max_tokens_counterfactual_line: int = 48
     max_tokens_closed_book: int = 192
     max_tokens_hypothesis: int = 256
     max_tokens_synthesis: int = 320
@@ -283,6 +289,148 @@ def parse_counterfactuals(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# The per-transformation prompts (the default, ``CFTuning.counterfactual_prompt = "per_type"``):
+# one short call per τ_i asking for ONE rewritten question in plain text, with a worked
+# example on a deliberately unrelated topic (football). A 0.5B model given the single
+# batch prompt above mostly copied its example or restated the question; a short prompt
+# with one change to make and one line to write is within its reach. Copies of these
+# examples are rejected (verbatim, or closer in embedding to an example than to q).
+TYPE_EXAMPLE_QUERIES = {"en": "Which team won the 1998 World Cup?", "zh": "哪支球队赢得了1998年世界杯？"}
+TYPE_EXAMPLES: dict[str, dict[str, str]] = {
+    "en": {
+        "role": "Which team was the runner-up of the 1998 World Cup?",
+        "time": "Which team won the 2002 World Cup?",
+        "entity": "Which team won the 1998 Rugby World Cup?",
+        "category": "In which city was the final of the 1998 World Cup played?",
+        "scope": "Which team has won the most World Cups?",
+    },
+    "zh": {
+        "role": "哪支球队是1998年世界杯的亚军？",
+        "time": "哪支球队赢得了2002年世界杯？",
+        "entity": "哪支球队赢得了1998年橄榄球世界杯？",
+        "category": "1998年世界杯决赛在哪座城市举行？",
+        "scope": "哪支球队赢得世界杯的次数最多？",
+    },
+}
+TYPE_INSTRUCTIONS: dict[str, dict[str, str]] = {
+    "en": {
+        "role": "ask about a different role or relation (the runner-up instead of the winner, "
+                "the villain instead of the lead, the founder instead of the architect)",
+        "time": "ask about a different year, date or period",
+        "entity": "ask the same thing about a different but related entity (another film, "
+                  "person, place or organisation)",
+        "category": "ask for a different kind of answer about the same subject (a place instead "
+                    "of a person, a year instead of a name)",
+        "scope": "make the question wider or narrower (the whole series instead of one film, "
+                 "all years instead of one)",
+    },
+    "zh": {
+        "role": "换一个角色或关系来问（问亚军而不是冠军、问反派而不是主角、问创始人而不是建筑师）",
+        "time": "换一个年份、日期或时期来问",
+        "entity": "对另一个相关的实体问同样的问题（另一部作品、另一个人、地方或机构）",
+        "category": "对同一对象问另一类答案（问地点而不是人，问年份而不是名字）",
+        "scope": "把问题的范围放大或缩小（问整个系列而不是一部，问所有年份而不是一年）",
+    },
+}
+
+
+def counterfactual_type_messages(query: str, transformation: str) -> tuple[ChatMessage, ...]:
+    """The short prompt for ONE transformation τ (paper 002 §1): one rewritten question.
+
+    The worked example (in the question's language) is about an unrelated topic, so that
+    copying it is detectable; the original question comes last, right before the model
+    writes.
+    """
+    lang = _example_lang(query)
+    how = TYPE_INSTRUCTIONS[lang][transformation]
+    ex_q, ex_cf = TYPE_EXAMPLE_QUERIES[lang], TYPE_EXAMPLES[lang][transformation]
+    if lang == "zh":
+        user = (
+            f"改写下面的问题：只改变一处，使它的答案不同——{how}。"
+            "保持原问题的主题和其余内容，用中文写。只写一行：改写后的问题，不要解释。\n\n"
+            f"示例（另一个主题）：\n问题：{ex_q}\n改写：{ex_cf}\n\n"
+            f"问题：{query}\n改写："
+        )
+    else:
+        user = (
+            f"Rewrite the question below by changing ONE thing so that it has a different answer: {how}. "
+            "Keep the question's topic and everything else. Write one line only: the rewritten "
+            "question, no explanation.\n\n"
+            f"Example (another topic):\nQuestion: {ex_q}\nRewritten: {ex_cf}\n\n"
+            f"Question: {query}\nRewritten:"
+        )
+    return (ChatMessage("system", SYSTEM_COUNTERFACTUAL), ChatMessage("user", user))
+
+
+_LINE_LABEL = re.compile(
+    r"^(?:rewritten(?:\s+question)?|new\s+question|counterfactual(?:\s+question)?|question|q'|"
+    r"改写(?:后的问题)?|新问题|反事实问题|问题)\s*[:：]\s*",
+    re.IGNORECASE,
+)
+_EN_INTERROGATIVE = re.compile(
+    r"^(?:who|whom|whose|what|which|when|where|why|how|in\s+(?:what|which)|is|are|was|were|do|does|did)\b",
+    re.IGNORECASE,
+)
+_ZH_INTERROGATIVE = re.compile(r"谁|什么|哪|几|多少|何|吗|怎")
+
+
+def _looks_like_question(text: str) -> bool:
+    """Ends in "?"/"？", opens with an English question word, or (Chinese) holds one."""
+    if text.endswith(("?", "？")) or _EN_INTERROGATIVE.match(text):
+        return True
+    return _has_cjk(text) and bool(_ZH_INTERROGATIVE.search(text))
+
+
+def parse_counterfactual_line(text: str, query: str, taken: Sequence[str] = ()) -> str:
+    """The rewritten question in a one-line reply ('' when there is none).
+
+    Labels the model repeats from the prompt ("Rewritten:", "Question:", "改写：") and
+    bullets, tags, markdown and quotes are removed; lines that are not question-like
+    (no "?"/"？" and no interrogative word) are skipped. Preferred: the first line that
+    is neither the original question nor a repeat of ``taken`` (earlier candidates) —
+    a model that first echoes "Question: <q>" and then writes its rewrite gets the
+    rewrite; when every line is such a repeat the first is returned, so validation
+    rejects it visibly in the trace.
+    """
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip().replace("**", "").replace("__", "")
+        for _ in range(3):
+            before = line
+            m = _BULLET.match(line)
+            if m and m.end() > 0:
+                line = line[m.end():].strip()
+            m = _BRACKET_TAG.match(line) or _COLON_TAG.match(line)
+            if m:
+                line = line[m.end():].strip()
+            line = _LINE_LABEL.sub("", line).strip()
+            line = line.strip(_QUOTES + " ").strip()
+            if line == before:
+                break
+        if len(line) < 4 or line.endswith((":", "：")) or len(line) > 300:
+            continue
+        if not _looks_like_question(line):
+            continue
+        lines.append(line)
+    if not lines:
+        return ""
+    avoid = {normalize_answer(query), *(normalize_answer(t) for t in taken)}
+    return next((ln for ln in lines if normalize_answer(ln) not in avoid), lines[0])
+
+
+def _example_texts(norm_q: str) -> set[str]:
+    """The normalised example counterfactuals of the prompts (batch and per-type), except
+    those of an example whose own question is q (normalised ``norm_q``)."""
+    out: set[str] = set()
+    for lang, pairs in EXAMPLE_COUNTERFACTUALS.items():
+        if normalize_answer(EXAMPLE_QUERIES[lang]) != norm_q:
+            out.update(normalize_answer(q) for _, q in pairs)
+    for lang, d in TYPE_EXAMPLES.items():
+        if normalize_answer(TYPE_EXAMPLE_QUERIES[lang]) != norm_q:
+            out.update(normalize_answer(q) for q in d.values())
+    return out
+
+
 def closed_book_messages(questions: Sequence[str]) -> tuple[ChatMessage, ...]:
     """One call answers q and every candidate q' briefly, without evidence (the L(·) proxy)."""
     listing = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, start=1))
@@ -384,6 +532,7 @@ def evaluate_counterfactuals(
     answers_cf: Sequence[str],
     settings: CFRagSettings,
     tuning: CFTuning = DEFAULT_TUNING,
+    example_sims: Sequence[float] | None = None,
 ) -> tuple[list[CounterfactualCandidate], list[CounterfactualCandidate]]:
     """V(q, q') and Info(q, q') for each candidate; returns (kept in Info order, rejected).
 
@@ -404,8 +553,11 @@ def evaluate_counterfactuals(
       (ties: earlier in the model's output first).
 
     Also rejected: a candidate identical to q after normalisation, an exact (normalised)
-    repeat of an earlier candidate, and a verbatim copy of the prompt's example (unless q
-    is the example's own question).
+    repeat of an earlier candidate, a verbatim copy of one of the prompts' examples (unless
+    q is an example's own question), and — when ``example_sims`` is given (the cosine of
+    each q' to the nearest prompt-example question; the caller omits it when q itself is
+    on the examples' topic) — a candidate closer to an example than to q: a paraphrase
+    of the example, not a transformation of q.
 
     When :func:`closed_book_is_degenerate` (the model gave one and the same answer to every
     question), the answers carry no information about L, so every comparison counts as
@@ -417,12 +569,9 @@ def evaluate_counterfactuals(
         )
     s = settings
     norm_q = normalize_answer(query)
-    examples = {
-        normalize_answer(q): lang
-        for lang, pairs in EXAMPLE_COUNTERFACTUALS.items()
-        for _, q in pairs
-        if normalize_answer(EXAMPLE_QUERIES[lang]) != norm_q
-    }
+    examples = _example_texts(norm_q)
+    if example_sims is not None and len(example_sims) != len(candidates):
+        raise ValueError("evaluate_counterfactuals: example_sims and candidates differ in length")
     seen: dict[str, int] = {}
     degenerate = closed_book_is_degenerate(answer_q, answers_cf)
     scored: list[tuple[CounterfactualCandidate, list[str]]] = []
@@ -435,9 +584,14 @@ def evaluate_counterfactuals(
             reasons.append(f"duplicate of candidate #{seen[norm]}")
         else:
             seen[norm] = i
+        sim = float(sims[i])
         if norm in examples:
             reasons.append("copied from the prompt's example, not about this question")
-        sim = float(sims[i])
+        elif example_sims is not None and float(example_sims[i]) > sim:
+            reasons.append(
+                f"closer to the prompt's example (cos {float(example_sims[i]):.3f}) than to the question "
+                f"({sim:.3f}): a paraphrase of the example"
+            )
         if not sim > s.theta_sim:
             reasons.append(f"sim_sem {sim:.3f} <= θ_sim {s.theta_sim:.2f}: off topic")
         judgement, f1 = judge_answers(answer_q, answers_cf[i], tuning.answer_same_f1)
@@ -470,6 +624,84 @@ def evaluate_counterfactuals(
         rejected.append(dataclasses.replace(cand, reason="; ".join(reasons)))
     kept.sort(key=lambda c: kept_orders.index(c.order))
     return kept, rejected
+
+
+def explore_counterfactuals(
+    query: str,
+    *,
+    q_vec: npt.ArrayLike,
+    context_centroid: npt.ArrayLike | None,
+    embedder: Embedder,
+    generator: Generator,
+    settings: CFRagSettings,
+    seed: int,
+    tuning: CFTuning = DEFAULT_TUNING,
+    cancel: CancelToken | None = None,
+) -> tuple[list[CounterfactualCandidate], list[CounterfactualCandidate], str, list[str]]:
+    """Step 1 end to end: generate, answer closed-book, validate and rank the q'.
+
+    Returns (kept, rejected, the raw generator text, warnings). ``context_centroid`` is
+    the mean passage embedding of R(q) for Rel_dom (None: Rel_dom = cos(q', q)).
+
+    Generation follows ``tuning.counterfactual_prompt``: "per_type" makes
+    ``settings.n_candidates`` short calls cycling through the transformations (role,
+    time, entity, category, scope, role, …), each sampled with its own seed
+    (``seed + 100 + i``) at ``counterfactual_temperature``; "batch" makes one call for
+    all candidates. Either way the candidates then go through one closed-book call (the
+    L(·) proxy) and :func:`evaluate_counterfactuals`.
+    """
+    s = settings
+    warnings: list[str] = []
+    cands: list[tuple[str, str]] = []
+    if tuning.counterfactual_prompt == "batch":
+        gen = generate_text(generator, counterfactual_messages(query, s.n_candidates),
+                            max_tokens=tuning.max_tokens_counterfactuals,
+                            temperature=tuning.counterfactual_temperature, seed=seed, cancel=cancel)
+        raw = gen.text
+        cands = parse_counterfactuals(gen.text)[: s.n_candidates]
+    else:
+        parts: list[str] = []
+        for i in range(s.n_candidates):
+            tau = TRANSFORMATIONS[i % len(TRANSFORMATIONS)]
+            g = generate_text(generator, counterfactual_type_messages(query, tau),
+                              max_tokens=tuning.max_tokens_counterfactual_line,
+                              temperature=tuning.counterfactual_temperature, seed=seed + 100 + i,
+                              cancel=cancel)
+            parts.append(f"[{tau}] {g.text.strip()}")
+            line = parse_counterfactual_line(g.text, query, [c[1] for c in cands])
+            if line:
+                cands.append((tau, line))
+        raw = "\n".join(parts)
+    if not cands:
+        warnings.append("the generator wrote no usable counterfactual question; running without Q_cf")
+        return [], [], raw, warnings
+    cb = generate_text(generator, closed_book_messages([query] + [c[1] for c in cands]),
+                       max_tokens=tuning.max_tokens_closed_book,
+                       temperature=tuning.closed_book_temperature, seed=seed + 1, cancel=cancel)
+    answers = parse_numbered_answers(cb.text, len(cands) + 1)
+    qv = np.asarray(q_vec, dtype=np.float64)
+    c_vecs = np.asarray(embedder.embed_queries([c[1] for c in cands]), dtype=np.float64)
+    sims = cosine_rows(c_vecs, qv)[:, 0]
+    rel = cosine_rows(c_vecs, context_centroid)[:, 0] if context_centroid is not None else sims
+    # Paraphrases of the prompts' examples: cos(q', nearest example question) > cos(q', q).
+    # Skipped when q itself is on the examples' topic (a World Cup question may rightly
+    # produce the example's counterfactual).
+    lang = _example_lang(query)
+    ex_texts = [TYPE_EXAMPLE_QUERIES[lang], *TYPE_EXAMPLES[lang].values(), EXAMPLE_QUERIES[lang],
+                *(q for _, q in EXAMPLE_COUNTERFACTUALS[lang])]
+    ex_vecs = np.asarray(embedder.embed_queries(ex_texts), dtype=np.float64)
+    base_sims = cosine_rows(ex_vecs[[0, len(TYPE_EXAMPLES[lang]) + 1]], qv)[:, 0]
+    example_sims = None if float(base_sims.max()) > s.theta_sim else cosine_rows(c_vecs, ex_vecs).max(axis=1)
+    if closed_book_is_degenerate(answers[0], answers[1:]):
+        warnings.append("the closed-book answers were all identical, so L(q) ≠ L(q') could "
+                        "not be judged; candidates were ranked with Div_ans = 0.5")
+    kept, rejected = evaluate_counterfactuals(
+        query, cands, sims=sims.tolist(), rel_dom=rel.tolist(), answer_q=answers[0],
+        answers_cf=answers[1:], settings=s, tuning=tuning,
+        example_sims=None if example_sims is None else example_sims.tolist())
+    if not kept:
+        warnings.append("no counterfactual passed validation V(q, q'); φ_causal = 0 for every path")
+    return kept, rejected, raw, warnings
 
 
 # =========================================================================== step 2/3
@@ -978,10 +1210,11 @@ def parse_hypothesis(text: str) -> tuple[str, str, ParseMethod]:
     """(answer, rationale, how) from a model reply, tolerant of format drift.
 
     Tried in order: a JSON object with an "answer" key (code fences and surrounding prose
-    allowed; "rationale"/"reason"/"explanation" for the rationale); "Answer:" /
-    "Rationale:" labels (English or Chinese); else the first non-empty line is the
-    answer and the rest the rationale. Citation markers "[n]" are removed from the
-    answer (they stay in the rationale).
+    allowed; "rationale"/"reason"/"explanation" for the rationale); the "answer" string
+    field of JSON that does not parse (truncated or malformed); "Answer:" / "Rationale:"
+    labels (English or Chinese); else the first non-empty line that is not a code fence
+    or a lone brace is the answer and the rest the rationale. Citation markers "[n]" are
+    removed from the answer (they stay in the rationale).
     """
     body = text.strip()
     if not body:
@@ -996,6 +1229,15 @@ def parse_hypothesis(text: str) -> tuple[str, str, ParseMethod]:
                 rat = next((lower[k] for k in ("rationale", "reason", "reasoning", "explanation", "理由")
                             if k in lower), "")
                 return _clean_short_answer(_scalar(ans)), _scalar(rat).strip(), "json"
+    # A fenced or brace-opened reply whose JSON does not parse (cut off by the token limit,
+    # an unescaped quote): take the "answer" string field if it is there. Without this the
+    # fallback below would answer "```json" → "json".
+    for key in ("answer", "答案"):
+        mj = re.search(rf'"{key}"\s*:\s*"((?:[^"\\\n]|\\.)*)"?', body)
+        if mj:
+            rj = re.search(r'"(?:rationale|reason|reasoning|explanation|理由)"\s*:\s*"((?:[^"\\]|\\.)*)', body)
+            rat = _unescape(rj.group(1)).strip().rstrip("`}\n ") if rj else ""
+            return _clean_short_answer(_unescape(mj.group(1))), rat, "json"
     m = _LABEL_ANSWER.search(body)
     if m:
         ans = m.group(1).strip()
@@ -1007,8 +1249,21 @@ def parse_hypothesis(text: str) -> tuple[str, str, ParseMethod]:
         if r and r.start() > m.start():
             ans = ans.split("\n")[0]
         return _clean_short_answer(ans), rat, "labels"
-    lines = [ln for ln in body.splitlines() if ln.strip()]
+    # Code-fence markers and lone braces are format, not content.
+    lines = [ln for ln in body.splitlines() if ln.strip() and not _FORMAT_LINE.match(ln)]
+    if not lines:
+        return "", "", "empty"
     return _clean_short_answer(lines[0]), "\n".join(lines[1:]).strip(), "fallback"
+
+
+_FORMAT_LINE = re.compile(r"^\s*(?:```\s*\w*|[{}\[\]]+)\s*$")
+
+
+def _unescape(s: str) -> str:
+    try:
+        return str(json.loads(f'"{s}"'))
+    except json.JSONDecodeError:
+        return s.replace('\\"', '"')
 
 
 def _scalar(v: object) -> str:
@@ -1270,35 +1525,11 @@ def run_cfrag(
     cf_raw = ""
     with clock.step("counterfactuals"):
         if s.use_counterfactuals:
-            gen = generate_text(generator, counterfactual_messages(query, s.n_candidates),
-                                max_tokens=tuning.max_tokens_counterfactuals,
-                                temperature=tuning.counterfactual_temperature, seed=seed, cancel=cancel)
-            cf_raw = gen.text
-            cands = parse_counterfactuals(gen.text)[: s.n_candidates]
-            if not cands:
-                warnings.append("the generator wrote no usable counterfactual question; running without Q_cf")
-            else:
-                cb = generate_text(generator, closed_book_messages([query] + [c[1] for c in cands]),
-                                   max_tokens=tuning.max_tokens_closed_book,
-                                   temperature=tuning.closed_book_temperature, seed=seed + 1, cancel=cancel)
-                answers = parse_numbered_answers(cb.text, len(cands) + 1)
-                c_vecs = np.asarray(embedder.embed_queries([c[1] for c in cands]), dtype=np.float64)
-                sims = cosine_rows(c_vecs, q_vec)[:, 0]
-                if hits_q:
-                    centroid = np.mean([vectors[_hit_key(h)] for h in hits_q], axis=0)
-                    rel = cosine_rows(c_vecs, centroid)[:, 0]
-                else:
-                    rel = sims  # documented fallback: no R(q) → Rel_dom = cos(q', q)
-                if closed_book_is_degenerate(answers[0], answers[1:]):
-                    warnings.append("the closed-book answers were all identical, so L(q) ≠ L(q') could "
-                                    "not be judged; candidates were ranked with Div_ans = 0.5")
-                kept_cf, rejected_cf = evaluate_counterfactuals(
-                    query, cands, sims=sims.tolist(), rel_dom=rel.tolist(), answer_q=answers[0],
-                    answers_cf=answers[1:], settings=s, tuning=tuning)
-                if not kept_cf:
-                    warnings.append(
-                        "no counterfactual passed validation V(q, q'); φ_causal = 0 for every path"
-                    )
+            centroid = (np.mean([vectors[_hit_key(h)] for h in hits_q], axis=0) if hits_q else None)
+            kept_cf, rejected_cf, cf_raw, cf_warn = explore_counterfactuals(
+                query, q_vec=q_vec, context_centroid=centroid, embedder=embedder, generator=generator,
+                settings=s, seed=seed, tuning=tuning, cancel=cancel)
+            warnings.extend(cf_warn)
     queries = [query] + [c.text for c in kept_cf]
 
     # ---- Step 2: dialectical retrieval

@@ -139,6 +139,10 @@ def time_queries(svc: Any, qs: list[str], level: Any, k: int, repeats: int) -> d
       question), and the K_d of candidates not seen yet are read from SQLite.
     * **repeated question**: ``repeats`` further passes over all questions (median per
       question): every E(t) and K_d comes from the caches.
+    * **known terms**: then a new ``Retriever`` (what the app makes after each ingest or when
+      it opens the library again) asks each question once more: kw(q) is computed afresh and
+      the candidates' K_d are read from SQLite, but every E(t) is in the library's term cache
+      — the issue's "keyword sets and term vectors precomputed" case.
     """
     r = svc.retriever()
     one_pass(r, "hello", level, k)  # opens the catalog, reads the IDF tables: not a question's cost
@@ -149,7 +153,12 @@ def time_queries(svc: Any, qs: list[str], level: Any, k: int, repeats: int) -> d
     for _ in range(repeats):
         for item in per_query:
             item.setdefault("runs", []).append(one_pass(r, item["query"], level, k))
+    fresh = type(r)(r.library, r.embedder, r.tokenizer, r.settings)
+    one_pass(fresh, "hello", level, k)
     for item in per_query:
+        item["known"] = one_pass(fresh, item["query"], level, k)
+    for item in per_query:
+        item["known"].update(derive(item["known"]))
         runs = item.pop("runs")
         keys = ("embed_query", "search", "query_terms", "candidate_terms", "rerank")
         item["repeat"] = {key: statistics.median(x[key] for x in runs) for key in (*keys, "terms_encoded")}
@@ -275,8 +284,8 @@ def main() -> None:
             with library_copy(lib, settings) as svc:
                 res = time_queries(svc, qs, level, args.k, repeats)
             results["libraries"][name]["levels"][level] = res
-            rows.append(summarise(label, res, "new"))
-            rows.append(summarise(label, res, "repeat"))
+            for phase in ("new", "known", "repeat"):
+                rows.append(summarise(label, res, phase))
         with library_copy(lib, settings) as svc:
             cmp = time_compare(svc, qs, max(1, repeats // 2))
         results["libraries"][name]["compare_timings"] = cmp
@@ -284,8 +293,9 @@ def main() -> None:
             compare_rows.append({"library": label, "level": settings.retrieval.level, "questions": phase,
                                  **{f"{k} ms": 1000 * v for k, v in timings.items()}})
 
-    print(f"Re-rank cost per question (medians over {len(qs)} questions; 'new' = first time asked, 'repeat' = "
-          f"median of {repeats} more; k={args.k}, hybrid, OMP_NUM_THREADS={args.threads}); target: ratio <= 0.05")
+    print(f"Re-rank cost per question (medians over {len(qs)} questions; 'new' = first time asked, 'known' = first "
+          f"time in a new session with every E(t) cached, 'repeat' = median of {repeats} more; k={args.k}, hybrid, "
+          f"OMP_NUM_THREADS={args.threads}); target: ratio <= 0.05")
     print(bc.table(rows, ["library", "level", "questions", "n", "embed q ms", "search ms", "baseline ms",
                           "K_q+E(t) ms", "K_d ms", "rerank+expl ms", "rerank total ms", "ratio median",
                           "ratio worst", "scoring only", "terms encoded"]))

@@ -127,24 +127,28 @@ class TermSet:
         if not np.all(np.isfinite(vec)):
             raise ValueError("TermSet: vectors contain NaN or infinity")
         norms = np.sqrt(np.einsum("ij,ij->i", vec, vec))
-        if kws and np.any(norms == 0):
+        if kws and not norms.all():
             bad = [kws[i].term for i in np.flatnonzero(norms == 0)]
             raise ValueError(f"TermSet: zero embedding for term(s) {bad[:5]}")
-        seen: set[str] = set()
-        for k in kws:
-            if k.term in seen:
-                raise ValueError(f"TermSet: duplicate term {k.term!r} (merge with keywords.merge_keywords)")
-            seen.add(k.term)
-            if not (np.isfinite(k.weight) and k.weight > 0):
-                raise ValueError(f"TermSet: weight of {k.term!r} must be finite and > 0, got {k.weight}")
+        terms = tuple(k.term for k in kws)
+        if len(set(terms)) != len(terms):
+            dup = next(t for i, t in enumerate(terms) if t in terms[:i])
+            raise ValueError(f"TermSet: duplicate term {dup!r} (merge with keywords.merge_keywords)")
+        weights = np.fromiter((k.weight for k in kws), dtype=np.float64, count=len(kws))
+        if not (np.isfinite(weights).all() and (weights > 0).all()):
+            i = int(np.flatnonzero(~(np.isfinite(weights) & (weights > 0)))[0])
+            raise ValueError(f"TermSet: weight of {terms[i]!r} must be finite and > 0, got {kws[i].weight}")
         object.__setattr__(self, "keywords", kws)
         object.__setattr__(self, "vectors", vec)
         # Derived once here, not per query: the app keeps K_d TermSets for a whole session,
         # so normalising rows and collecting weights at construction takes them off the
         # re-rank path (issue 4 budget: re-ranking ≤ 5 % of a baseline query).
-        object.__setattr__(self, "unit", vec / norms[:, None] if kws else vec)
-        object.__setattr__(self, "weights", np.array([k.weight for k in kws], dtype=np.float64))
-        object.__setattr__(self, "terms", tuple(k.term for k in kws))
+        # Encoders that already return unit rows (e5, BGE-M3) share one array: a K_d set is
+        # 15 × dim float64, and the app keeps up to a thousand of them per session.
+        unit = vec if (not kws or np.allclose(norms, 1.0, rtol=0.0, atol=1e-9)) else vec / norms[:, None]
+        object.__setattr__(self, "unit", unit)
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "terms", terms)
 
     @property
     def dim(self) -> int:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import random
 import time
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from rag_desktop.app.library import EmbedderMismatch, IngestReport, Library
+from rag_desktop.app.library import EmbedderMismatch, IngestReport, Library, tfidf_from_counts
 from rag_desktop.app.service import RagService
+from rag_desktop.core import keywords as kw
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Progress
+from rag_desktop.core.types import Keyword, Progress
 
 pytestmark = pytest.mark.integration
 
@@ -158,3 +162,83 @@ def test_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
     assert [p.name for p in found] == ["a.txt"]
     assert [Path(p.path).name for p in problems] == ["loop"]
     assert "not followed" in problems[0].reason
+
+
+def _reference_keyword_sets(lib: Library, tokenizer: object) -> dict[tuple[str, int], list[Keyword]]:
+    """The straightforward kw(·) refresh: every chunk's counts in memory, summed per document,
+    each set through ``kw.tfidf_keywords`` over the expanded term list."""
+    cat = lib.catalog
+    top_n = lib.settings.ingest.keywords_per_chunk
+    prior = tokenizer.prior_idf  # type: ignore[attr-defined]
+    n_c, df_c = cat.document_frequencies("c")
+    n_d, df_d = cat.document_frequencies("d")
+    per_chunk: dict[int, Counter[str]] = {}
+    doc_of: dict[int, int] = {}
+    for cid, did, term, n in cat.db.execute(
+        "SELECT ct.chunk_id, c.doc_id, ct.term, ct.count FROM chunk_terms ct JOIN chunks c USING(chunk_id)"
+    ):
+        per_chunk.setdefault(cid, Counter())[term] += n
+        doc_of[cid] = did
+    per_doc: dict[int, Counter[str]] = {}
+    for cid, counts in per_chunk.items():
+        per_doc.setdefault(doc_of[cid], Counter()).update(counts)
+    out: dict[tuple[str, int], list[Keyword]] = {}
+    for unit, table, idf in (("c", per_chunk, kw.IdfTable(n_c, df_c)), ("d", per_doc, kw.IdfTable(n_d, df_d))):
+        for uid, counts in table.items():
+            out[(unit, uid)] = list(kw.tfidf_keywords(list(counts.elements()), idf, top_n=top_n, prior=prior))
+    return out
+
+
+def _reference_sample(cat: object, n: int, seed: int) -> np.ndarray:
+    rows = cat.db.execute("SELECT vector FROM term_vectors").fetchall()  # type: ignore[attr-defined]
+    pick = np.random.default_rng(seed).choice(len(rows), size=min(n, len(rows)), replace=False)
+    return np.stack([np.frombuffer(rows[i][0], dtype=np.float32) for i in sorted(pick)])
+
+
+def test_refresh_keywords_streams_the_same_sets_as_the_reference(tmp_path: Path) -> None:
+    # Short chunks and short sets: several chunks per document, so that the per-document
+    # aggregation and the top-n cut both matter.
+    settings = Settings().replace("ingest", chunk_size=120, chunk_overlap=20, keywords_per_chunk=6)
+    folder = make_folder(tmp_path)
+    (folder / "long.txt").write_text(
+        "Counterfactual questions test whether the evidence supports the answer. " * 6
+        + "反事实问题检验证据是否支持答案，证据越充分越好。" * 6,
+        encoding="utf-8",
+    )
+    svc = RagService(tmp_path / "library", settings)
+    try:
+        run(svc.ingest([folder]))
+        lib, cat = svc.library, svc.library.catalog
+        tokenizer = svc.runtime.tokenizer()
+        chunk_ids, doc_ids = sorted(cat.unit_ids("chunk")), sorted(cat.unit_ids("doc"))
+        assert len(chunk_ids) > 2 * len(doc_ids)
+        want = _reference_keyword_sets(lib, tokenizer)
+        got = {("c", u): k for u, k in cat.keywords("c", chunk_ids).items()}
+        got |= {("d", u): k for u, k in cat.keywords("d", doc_ids).items()}
+        assert got == want  # same terms, same ranks, weights equal to the bit
+        assert cat.db.execute("SELECT COUNT(*) FROM keywords").fetchone()[0] == sum(len(k) for k in want.values())
+        assert cat.all_keyword_terms() <= cat.known_terms()
+        assert cat.keyword_terms_without_vector() == []
+        # The sample behind τ: same rows as reading the whole table, for a draw and for all of it.
+        for n in (7, 10_000):
+            assert np.array_equal(cat.sample_term_vectors(n, seed=0), _reference_sample(cat, n, seed=0))
+        # Refreshing again (no new terms) changes nothing.
+        before = cat.db.execute("SELECT * FROM keywords ORDER BY unit_kind, unit_id, rank").fetchall()
+        tau = cat.get_meta("tau_auto")
+        lib.refresh_keywords(tokenizer, svc.runtime.embedder())
+        assert cat.db.execute("SELECT * FROM keywords ORDER BY unit_kind, unit_id, rank").fetchall() == before
+        assert cat.get_meta("tau_auto") == tau
+    finally:
+        svc.close()
+
+
+def test_tfidf_from_counts_equals_tfidf_over_the_term_list() -> None:
+    rng = random.Random(3)
+    vocab = [f"t{i}" for i in range(40)]
+    idf = kw.IdfTable(n_docs=50, df={t: rng.randint(1, 50) for t in vocab[:30]})
+    for _ in range(200):
+        counts = Counter({t: rng.randint(1, 5) for t in rng.sample(vocab, rng.randint(0, 40))})
+        for top_n in (1, 5, 15, 100):
+            assert tfidf_from_counts(counts, idf, top_n, None) == kw.tfidf_keywords(
+                list(counts.elements()), idf, top_n=top_n
+            )

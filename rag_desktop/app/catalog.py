@@ -354,12 +354,25 @@ class Catalog:
             )
         return n, {r[0]: int(r[1]) for r in rows}
 
-    def iter_chunk_term_counts(self) -> Iterator[tuple[int, int, dict[str, int]]]:
-        """(chunk_id, doc_id, counts) for every chunk, grouped."""
-        cur = self.db.execute(
-            "SELECT c.chunk_id, c.doc_id, ct.term, ct.count FROM chunk_terms ct JOIN chunks c USING(chunk_id)"
-            " ORDER BY c.chunk_id"
-        )
+    def iter_chunk_term_counts(self, *, by_doc: bool = False) -> Iterator[tuple[int, int, dict[str, int]]]:
+        """(chunk_id, doc_id, counts) for every chunk that has terms, one chunk at a time.
+
+        Ordered by chunk id, or with ``by_doc`` by (doc id, chunk id), so that a caller can
+        aggregate one document at a time. Both orders come from an index (no sort of the
+        whole table); only the current chunk's counts are held.
+        """
+        if by_doc:
+            # CROSS JOIN keeps chunks as the outer loop: its doc_id index yields (doc_id, chunk_id) order.
+            sql = (
+                "SELECT c.chunk_id, c.doc_id, ct.term, ct.count FROM chunks c CROSS JOIN chunk_terms ct"
+                " ON ct.chunk_id = c.chunk_id ORDER BY c.doc_id, c.chunk_id"
+            )
+        else:
+            sql = (
+                "SELECT c.chunk_id, c.doc_id, ct.term, ct.count FROM chunk_terms ct JOIN chunks c USING(chunk_id)"
+                " ORDER BY c.chunk_id"
+            )
+        cur = self.db.execute(sql)
         current: int | None = None
         doc = 0
         counts: dict[str, int] = {}
@@ -373,11 +386,28 @@ class Catalog:
             yield current, doc, counts
 
     def replace_keywords(self, unit_kind: str, rows: Sequence[tuple[int, Sequence[Keyword]]]) -> None:
+        self.delete_keywords(unit_kind)
+        self.add_keywords([(unit_kind, uid, kws) for uid, kws in rows])
+
+    def delete_keywords(self, unit_kind: str) -> None:
         self.db.execute("DELETE FROM keywords WHERE unit_kind=?", (unit_kind,))
+
+    def add_keywords(self, rows: Iterable[tuple[str, int, Sequence[Keyword]]]) -> None:
+        """Insert keyword sets given as (unit_kind, unit_id, ranked keywords); inside the caller's transaction."""
         self.db.executemany(
             "INSERT INTO keywords(unit_kind, unit_id, rank, term, weight) VALUES (?,?,?,?,?)",
-            [(unit_kind, uid, i, kw.term, kw.weight) for uid, kws in rows for i, kw in enumerate(kws)],
+            [(kind, uid, i, kw.term, kw.weight) for kind, uid, kws in rows for i, kw in enumerate(kws)],
         )
+
+    def keyword_terms_without_vector(self) -> list[str]:
+        """Stored keyword terms that have no E(t) (none in a consistent library), sorted."""
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT DISTINCT k.term FROM keywords k WHERE NOT EXISTS"
+                " (SELECT 1 FROM term_vectors tv WHERE tv.term = k.term) ORDER BY k.term"
+            )
+        ]
 
     def keywords(self, unit_kind: str, unit_ids: Sequence[int]) -> dict[int, list[Keyword]]:
         out: dict[int, list[Keyword]] = {u: [] for u in unit_ids}
@@ -419,12 +449,27 @@ class Catalog:
         return out
 
     def sample_term_vectors(self, n: int, seed: int) -> npt.NDArray[np.float32]:
-        rows = self.db.execute("SELECT vector FROM term_vectors").fetchall()
-        if not rows:
+        """Up to ``n`` term vectors drawn with ``seed``, in table order.
+
+        Only the row ids are read for the draw and only the drawn vectors are loaded, so the
+        memory is ``n`` vectors, not the whole term table.
+        """
+        rowids = np.fromiter(
+            (r[0] for r in self.db.execute("SELECT rowid FROM term_vectors ORDER BY rowid")), dtype=np.int64
+        )
+        if not len(rowids):
             return np.zeros((0, 0), dtype=np.float32)
         rng = np.random.default_rng(seed)
-        pick = rng.choice(len(rows), size=min(n, len(rows)), replace=False)
-        return np.stack([_vec(rows[i][0]) for i in sorted(pick)])
+        pick = rng.choice(len(rowids), size=min(n, len(rowids)), replace=False)
+        chosen = rowids[np.sort(pick)].tolist()
+        out: list[npt.NDArray[np.float32]] = []
+        for part in _batches(chosen, 500):
+            q = ",".join("?" * len(part))
+            out.extend(
+                _vec(r[0])
+                for r in self.db.execute(f"SELECT vector FROM term_vectors WHERE rowid IN ({q}) ORDER BY rowid", part)
+            )
+        return np.stack(out)
 
     # ------------------------------------------------------------------ translations
     def translation(self, chunk_id: int, target: str, model: str) -> str | None:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import heapq
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -495,39 +496,94 @@ class Library:
         so adding documents moves every weight a little; recomputing from stored term
         counts keeps the sets exact without re-reading any file. Terms that newly enter
         a set get their E(t) here, so query time never encodes document terms.
+
+        Memory is bounded by one document's term counts, one batch of keyword rows and the
+        set of terms that enter a keyword set (strings), not by the library: chunk term counts
+        stream from the catalog in document order and each document's counts are aggregated
+        and dropped before the next. The rows are computed twice (TF-IDF is cheap next to
+        the encoder): once to learn which terms need an E(t), embedded before the write
+        transaction opens so that no write lock is held while the encoder runs; once more to
+        write them in batches inside that transaction.
         """
         top_n = self.settings.ingest.keywords_per_chunk
         n_c, df_c = self.catalog.document_frequencies("c")
         idf_c = kw.IdfTable(n_docs=n_c, df=df_c)
         n_d, df_d = self.catalog.document_frequencies("d")
         idf_d = kw.IdfTable(n_docs=n_d, df=df_d)
+        del df_c, df_d
         prior = tokenizer.prior_idf
 
-        def top(counts: dict[str, int], idf: kw.IdfTable) -> tuple[Keyword, ...]:
-            return kw.tfidf_keywords(list(Counter(counts).elements()), idf, top_n=top_n, prior=prior)
+        def rows() -> Iterator[tuple[str, int, tuple[Keyword, ...]]]:
+            return _keyword_rows(self.catalog, idf_c, idf_d, top_n, prior)
 
-        chunk_rows: list[tuple[int, Sequence[Keyword]]] = []
-        doc_counts: dict[int, dict[str, int]] = {}
-        for cid, did, counts in self.catalog.iter_chunk_term_counts():
-            chunk_rows.append((cid, top(counts, idf_c)))
-            agg = doc_counts.setdefault(did, {})
-            for t, c in counts.items():
-                agg[t] = agg.get(t, 0) + c
-        doc_rows = [(did, top(c, idf_d)) for did, c in doc_counts.items()]
-        needed = {k.term for _, ks in chunk_rows for k in ks} | {k.term for _, ks in doc_rows for k in ks}
+        needed: set[str] = set()
+        for _, _, kws in rows():
+            needed.update(k.term for k in kws)
         missing = sorted(needed - self.catalog.known_terms())
+        del needed
         surfaces = [tokenizer.surface_form(t) for t in missing]
         vecs = embedder.embed_terms(surfaces) if (missing and embedder is not None) else None
         with self.catalog.transaction():
-            self.catalog.replace_keywords("c", chunk_rows)
-            self.catalog.replace_keywords("d", doc_rows)
+            self.catalog.delete_keywords("c")
+            self.catalog.delete_keywords("d")
+            batch: list[tuple[str, int, tuple[Keyword, ...]]] = []
+            for row in rows():
+                batch.append(row)
+                if len(batch) >= _KEYWORD_BATCH:
+                    self.catalog.add_keywords(batch)
+                    batch = []
+            self.catalog.add_keywords(batch)
             if vecs is not None:
                 self.catalog.put_term_vectors(missing, surfaces, vecs)
+            if embedder is not None:
+                # Only if the catalog changed between the two passes (another writer): keep
+                # "every stored keyword has its E(t)" rather than leave a torn library.
+                late = self.catalog.keyword_terms_without_vector()
+                if late:
+                    late_surfaces = [tokenizer.surface_form(t) for t in late]
+                    self.catalog.put_term_vectors(late, late_surfaces, embedder.embed_terms(late_surfaces))
             self.catalog.set_meta("keywords_dirty", "0")
             sample = self.catalog.sample_term_vectors(2000, seed=0)
             if len(sample) >= 2:
                 tau = calibrate_tau(sample, self.settings.retrieval.tau_percentile, np.random.default_rng(0))
                 self.catalog.set_meta("tau_auto", f"{tau:.6f}")
+
+
+_KEYWORD_BATCH = 2000  # keyword sets per INSERT batch in refresh_keywords
+
+
+def tfidf_from_counts(
+    counts: Mapping[str, int], idf: kw.IdfTable, top_n: int, prior: kw.PriorIdf | None
+) -> tuple[Keyword, ...]:
+    """``kw.tfidf_keywords`` over the multiset ``counts`` without expanding it into a term list.
+
+    Same weights, bit for bit — ``(count / total) · idf`` — and the same order (weight
+    descending, ties by term), top ``top_n``.
+    """
+    total = sum(c for c in counts.values() if c > 0)
+    if total == 0:
+        return ()
+    weights = ((t, (c / total) * idf.idf(t, prior)) for t, c in counts.items() if c > 0)
+    return tuple(Keyword(t, w) for t, w in heapq.nsmallest(top_n, weights, key=lambda kv: (-kv[1], kv[0])))
+
+
+def _keyword_rows(
+    catalog: Catalog, idf_c: kw.IdfTable, idf_d: kw.IdfTable, top_n: int, prior: kw.PriorIdf | None
+) -> Iterator[tuple[str, int, tuple[Keyword, ...]]]:
+    """("c", chunk_id, K) for every chunk with terms and ("d", doc_id, K) for every document,
+    streamed in document order: a document's row follows its last chunk's."""
+    doc: int | None = None
+    agg: dict[str, int] = {}
+    for cid, did, counts in catalog.iter_chunk_term_counts(by_doc=True):
+        if did != doc:
+            if doc is not None:
+                yield "d", doc, tfidf_from_counts(agg, idf_d, top_n, prior)
+            doc, agg = did, {}
+        yield "c", cid, tfidf_from_counts(counts, idf_c, top_n, prior)
+        for t, c in counts.items():
+            agg[t] = agg.get(t, 0) + c
+    if doc is not None:
+        yield "d", doc, tfidf_from_counts(agg, idf_d, top_n, prior)
 
 
 ProgressCallback = Callable[[Progress], None]

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from library_helpers import ingest_texts
 
 import rag_desktop.app.retrieval as retrieval
-from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
-from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Progress
 
 pytestmark = pytest.mark.integration
 
@@ -35,18 +33,7 @@ TEXTS = {
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> RagService:
-    root = tmp_path_factory.mktemp("retr")
-    folder = root / "docs"
-    folder.mkdir()
-    for name, text in TEXTS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    svc = RagService(root / "library", Settings())
-    last = None
-    for ev in svc.ingest([folder]):
-        assert isinstance(ev, Progress | IngestReport)
-        last = ev
-    assert isinstance(last, IngestReport) and len(last.added) == len(TEXTS)
-    return svc
+    return ingest_texts(tmp_path_factory.mktemp("retr"), TEXTS)
 
 
 def test_candidate_terms_equal_a_per_unit_reading_of_the_catalog(service: RagService) -> None:

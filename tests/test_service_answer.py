@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
+from library_helpers import ingest_texts
 from test_gui_support import ANSWER_TEXT, ScriptedGenerator
 
 from rag_desktop.app.calibration import load_typed_probes, run_calibrate, score_probes
-from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind
@@ -31,14 +31,7 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
-    root = tmp_path_factory.mktemp("svc")
-    folder = root / "docs"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    service = RagService(root / "lib", Settings().replace("retrieval", level="chunk"))
-    reports = [ev for ev in service.ingest([folder]) if isinstance(ev, IngestReport)]
-    assert len(reports[0].added) == 3
+    service = ingest_texts(tmp_path_factory.mktemp("svc"), DOCS, Settings().replace("retrieval", level="chunk"))
     service.runtime._generator = ScriptedGenerator()  # the collaborator; everything else is real
     return service
 

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_desktop.core import keywords as K
+from rag_desktop.core.lang import is_han
 from rag_desktop.core.protocols import Tokenizer
 from rag_desktop.core.types import Keyword, Lang
 
@@ -385,4 +386,4 @@ def test_discover_validates_arguments() -> None:
 
 def test_cjk_helpers() -> None:
     assert K.cjk_runs("abc数据出境x安全") == ["数据出境", "安全"]
-    assert K.is_cjk("数") and not K.is_cjk("a") and not K.is_cjk("，")
+    assert is_han("数") and not is_han("a") and not is_han("，") and not is_han("か")

@@ -59,6 +59,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
+from rag_desktop.core.lang import joins_without_space
 from rag_desktop.core.types import CleanedText, Page
 
 PARAGRAPH_BREAK = "\n\n"
@@ -140,27 +141,6 @@ _STRUCTURE_FIRST_CHARS = frozenset("•·▪●○◦■□►‣⁃-*–(（#|0
 # --------------------------------------------------------------------------- characters
 
 
-def is_cjk(ch: str) -> bool:
-    """True for Han ideographs, kana, CJK punctuation and full-width forms.
-
-    Hangul is not included: Korean separates words with spaces, like Latin text.
-    """
-    if ch < "\u3000":  # Latin, Greek, Cyrillic, ... (the common case) in one comparison
-        return False
-    o = ord(ch)
-    return (
-        0x4E00 <= o <= 0x9FFF
-        or 0x3400 <= o <= 0x4DBF
-        or 0x3000 <= o <= 0x30FF  # CJK symbols and punctuation, hiragana, katakana
-        or 0x3100 <= o <= 0x312F  # bopomofo
-        or 0x31F0 <= o <= 0x31FF
-        or 0xF900 <= o <= 0xFAFF
-        or 0xFE30 <= o <= 0xFE4F
-        or 0xFF00 <= o <= 0xFFEF  # full-width forms: ，。！？（）
-        or 0x20000 <= o <= 0x3134F
-    )
-
-
 def _normalise(text: str) -> str:
     """Artifact characters removed and spaces collapsed (whole page at once: one C pass each)."""
     text = _JUNK_RE.sub("", text)
@@ -228,7 +208,7 @@ def _url_replacement(m: re.Match[str]) -> str:
     """
     after = m.string[m.end() : m.end() + 1]
     before = m.string[m.start() - 1 : m.start()]
-    if not after.isalnum() or is_cjk(after) or (before and is_cjk(before)):
+    if not after.isalnum() or joins_without_space(after) or (before and joins_without_space(before)):
         return ""
     return " "
 
@@ -301,7 +281,7 @@ def _line_separator(prev: str, nxt: str) -> tuple[str, str]:
         if (prev[-2].islower() or prev[-2].isupper()) and first.islower():
             return prev[:-1], ""  # "inter-" + "national" → "international"
         return prev, ""  # "COVID-" + "19" → "COVID-19"
-    if is_cjk(last) or is_cjk(first):
+    if joins_without_space(last) or joins_without_space(first):
         return prev, ""
     return prev, " "
 

@@ -53,6 +53,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
+from rag_desktop.core.lang import han_runs
 from rag_desktop.core.protocols import Tokenizer
 from rag_desktop.core.types import Keyword, Lang
 
@@ -365,13 +366,6 @@ def merge_keywords(sets: Iterable[Iterable[Keyword]], top_n: int | None = None) 
 # --------------------------------------------------------------------------- user dictionary
 
 
-def is_cjk(ch: str) -> bool:
-    """A Han ideograph (the characters jieba segments)."""
-    o = ord(ch)
-    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x20000 <= o <= 0x2FA1F
-
-
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]+")
 
 # Characters that are almost always function words on their own; a candidate that
 # starts or ends with one is a phrase fragment ("咳的", "的治疗"), not a term.
@@ -382,7 +376,7 @@ _EDGE_FUNCTION_CHARS = frozenset(
 
 def cjk_runs(text: str) -> list[str]:
     """Maximal runs of Han characters in ``text`` (after NFKC)."""
-    return _CJK_RUN.findall(unicodedata.normalize("NFKC", text))
+    return han_runs(unicodedata.normalize("NFKC", text))
 
 
 def _entropy(counter: Counter[str], boundary: int) -> float:

@@ -74,6 +74,12 @@ def test_keys_built_at_run_time_exist() -> None:
             dynamic |= {f"set.{f.section}.{f.key}", f"set.{f.section}.{f.key}.tip"}
             if f.kind == "choice" and f.key != "language":
                 dynamic |= {f"choice.{c}" for c in f.choices}
+    from rag_desktop.app.calibration import METHODS
+    from rag_desktop.core.gate import DECISIONS
+
+    dynamic |= {f"cal.decision.{d}" for d in DECISIONS} | {f"cal.m.{m}" for m in METHODS}
+    dynamic |= {f"cal.level.{lvl}" for lvl in ("high", "medium", "low")}
+    dynamic |= {"stage.probes", "stage.rank_probes"}  # the calibration's progress stages
     from rag_desktop.core.cfrag import _STEPS
 
     dynamic |= {f"stage.cfrag.{s}" for s in _STEPS}

@@ -293,9 +293,17 @@ class FakeService:
         self.gate: threading.Event | None = None
         self.compare_error: BaseException | None = None
         self.closed = False
+        self.opened: list[FakeService] = []
 
     def close(self) -> None:
         self.closed = True
+
+    def with_library(self, folder: Path, settings: Settings) -> FakeService:
+        """Another (empty) library sharing this one's runtime, like RagService.with_library."""
+        other = FakeService(folder, settings)
+        other.runtime = self.runtime
+        self.opened.append(other)
+        return other
 
     def update_settings(self, settings: Settings) -> None:
         self.settings = settings

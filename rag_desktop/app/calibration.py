@@ -8,6 +8,12 @@ written from it), which is the LLM-as-labeller set-up the paper allows; typed
 probes carry the user's labels. Per probe, MRR@10 of the relevant documents
 under baseline, causal and hybrid; then gate.calibrate (2,000 seeded bootstrap
 draws) decides, and the decision is stored in the library and shown.
+
+The desktop app's calibration wizard (ui/calibration_wizard.py) uses the same steps in
+pieces: ``probe_candidates`` ranks a probe once under every method and lists the documents
+worth labelling (the union of each method's top 10, plus a generated probe's source), the
+user ticks the relevant ones, and ``score_labels`` computes MRR@10 from the stored rankings
+and runs the gate; ``score_probes`` (the CLI) is the two composed.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
 from rag_desktop.core.gate import GateDecision, calibrate
 from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Progress
 
 _PROBE_PROMPT = {
@@ -81,20 +88,146 @@ def load_typed_probes(svc: RagService, path: Path) -> list[Probe]:
     return probes
 
 
-def score_probes(svc: RagService, probes: Sequence[Probe]) -> GateDecision:
+METHODS = ("baseline", "causal", "hybrid")
+TOP = 10  # MRR@10: a document below rank 10 in every method cannot change any probe's score
+
+
+@dataclass(frozen=True)
+class CandidateDoc:
+    """A document the user may tick as relevant for one probe, with its rank per method (None: not in the top)."""
+
+    doc_id: int
+    title: str
+    path: str
+    ranks: tuple[tuple[str, int | None], ...]  # (method, 1-based rank within the top) in METHODS order
+
+    def rank(self, method: str) -> int | None:
+        return dict(self.ranks).get(method)
+
+
+@dataclass(frozen=True)
+class ProbeCandidates:
+    """One probe with its rankings (document ids, best first) and the documents worth labelling.
+
+    ``candidates`` is the union of the top ``TOP`` of the baseline, causal and hybrid rankings
+    (every document that can affect MRR@10) plus, for a generated probe, its source document.
+    """
+
+    probe: Probe
+    rankings: tuple[tuple[str, tuple[int, ...]], ...]  # (method, doc ids) in METHODS order
+    candidates: tuple[CandidateDoc, ...]
+
+    def ranking(self, method: str) -> tuple[int, ...]:
+        return dict(self.rankings)[method]
+
+
+@dataclass(frozen=True)
+class ProbeScore:
+    question: str
+    relevant: frozenset[int]
+    rr: tuple[float, float, float]  # reciprocal rank @10 under baseline, causal, hybrid
+
+
+@dataclass(frozen=True)
+class CalibrationOutcome:
+    decision: GateDecision
+    scores: tuple[ProbeScore, ...]
+    n_unlabelled: int  # probes left out because no document was marked relevant
+
+
+def questions_from_text(text: str) -> list[str]:
+    """Typed probe questions: one per line; blank lines and repeats dropped, order kept."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for line in text.splitlines():
+        q = " ".join(line.split())
+        if q and q not in seen:
+            seen.add(q)
+            out.append(q)
+    return out
+
+
+def probe_candidates(svc: RagService, probe: Probe, top: int = TOP) -> ProbeCandidates:
+    """Rank ``probe`` at document level under every method and list the documents to label."""
     r = svc.retriever()
-    per: dict[str, list[float]] = {"baseline": [], "causal": [], "hybrid": []}
-    for p in probes:
-        ctx = r.context(p.question, "doc")
-        rankings = {
-            "baseline": ctx.baseline,
-            "causal": r.rerank(ctx, "causal")[0],
-            "hybrid": r.rerank(ctx, "hybrid")[0],
-        }
-        for name, ranked in rankings.items():
-            docs = [h.doc_id for h in ranked.hits]
-            per[name].append(metrics.reciprocal_rank_at_k(docs, {d: 1.0 for d in p.relevant}, 10))
-    return calibrate(per["baseline"], per["causal"], per["hybrid"], metric="MRR@10", seed=0)
+    ctx = r.context(probe.question, "doc")
+    ranked = {
+        "baseline": ctx.baseline,
+        "causal": r.rerank(ctx, "causal")[0],
+        "hybrid": r.rerank(ctx, "hybrid")[0],
+    }
+    rankings = tuple((m, tuple(h.doc_id for h in ranked[m].hits)) for m in METHODS)
+    titles: dict[int, tuple[str, str]] = {}
+    order: list[int] = []
+    for m in METHODS:
+        for h in ranked[m].hits[:top]:
+            if h.doc_id not in titles:
+                titles[h.doc_id] = (h.title, h.path)
+                order.append(h.doc_id)
+    cat = svc.library.catalog
+    for d in sorted(probe.relevant):  # a generated probe's source document, even if no method found it
+        if d not in titles:
+            doc = cat.document(d)
+            if doc is not None:
+                titles[d] = (doc.title, doc.path)
+                order.append(d)
+    cands = []
+    for d in order:
+        ranks = []
+        for m, ids in rankings:
+            pos = ids.index(d) + 1 if d in ids[:top] else None
+            ranks.append((m, pos))
+        cands.append(CandidateDoc(d, titles[d][0], titles[d][1], tuple(ranks)))
+    return ProbeCandidates(probe, rankings, tuple(cands))
+
+
+def iter_probe_candidates(
+    svc: RagService, probes: Sequence[Probe], cancel: CancelToken | None = None
+) -> Iterator[Progress | ProbeCandidates]:
+    for i, p in enumerate(probes, start=1):
+        if cancel is not None:
+            cancel.raise_if_set()
+        yield Progress("rank_probes", i, len(probes), p.question)
+        yield probe_candidates(svc, p)
+
+
+def score_labels(
+    items: Sequence[ProbeCandidates], labels: Sequence[frozenset[int]] | None = None, seed: int = 0
+) -> CalibrationOutcome:
+    """MRR@10 per probe and method from the stored rankings, then the §4.6 gate.
+
+    ``labels[i]`` are the documents the user marked relevant for ``items[i]`` (default: the
+    probes' own labels). Probes with no relevant document say nothing about the methods and
+    are left out (counted in ``n_unlabelled``); none left raises ValueError.
+    """
+    if labels is None:
+        labels = [it.probe.relevant for it in items]
+    if len(labels) != len(items):
+        raise ValueError(f"score_labels: {len(items)} probes but {len(labels)} label sets")
+    scores: list[ProbeScore] = []
+    skipped = 0
+    for it, rel in zip(items, labels, strict=True):
+        if not rel:
+            skipped += 1
+            continue
+        qrels = {d: 1.0 for d in rel}
+        rr = tuple(metrics.reciprocal_rank_at_k(list(it.ranking(m)), qrels, TOP) for m in METHODS)
+        scores.append(ProbeScore(it.probe.question, frozenset(rel), (rr[0], rr[1], rr[2])))
+    if not scores:
+        raise ValueError("no probe has a document marked relevant: tick at least one document for some question")
+    decision = calibrate(
+        [s.rr[0] for s in scores], [s.rr[1] for s in scores], [s.rr[2] for s in scores], metric="MRR@10", seed=seed
+    )
+    return CalibrationOutcome(decision, tuple(scores), skipped)
+
+
+def score_probes(svc: RagService, probes: Sequence[Probe]) -> GateDecision:
+    return score_labels([probe_candidates(svc, p) for p in probes]).decision
+
+
+def gated_settings(settings: Settings) -> Settings:
+    """The settings with the causal column following the stored gate decision."""
+    return settings.replace("retrieval", default_method="gated")
 
 
 def store_decision(svc: RagService, decision: GateDecision) -> None:

@@ -2,6 +2,10 @@
 
 Unknown keys and wrong types are errors that name the key, so a typo in a
 hand-edited file is reported instead of silently ignored.
+
+The desktop app's list of known libraries (folders) and the one last open live beside the
+settings in ``libraries.toml`` (:class:`LibraryList`); removing a library from the list never
+touches its folder.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import os
 import tomllib
 import types
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -132,5 +137,82 @@ def save_settings(settings: Settings, path: Path | None = None) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(".toml.tmp")
     tmp.write_text(tomli_w.dumps(settings_to_dict(settings.validate())), encoding="utf-8")
+    os.replace(tmp, p)
+    return p
+
+
+# ---------------------------------------------------------------------- known libraries
+
+
+def libraries_path() -> Path:
+    return config_dir() / "libraries.toml"
+
+
+def new_library_dir(name: str) -> Path:
+    """Where "New library…" puts a library called ``name`` (user data folder / libraries / name)."""
+    clean = name.strip()
+    if not clean or clean in (".", "..") or any(c in clean for c in '/\\:*?"<>|') or clean != clean.strip("."):
+        raise ValueError(f"{name!r} cannot be a library name: use letters, digits, spaces, - or _")
+    return data_dir() / "libraries" / clean
+
+
+def _norm(path: str | Path) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+@dataclass(frozen=True)
+class LibraryList:
+    """The libraries the app knows (folders, in the order added) and the one open last."""
+
+    libraries: tuple[str, ...] = ()
+    current: str = ""
+
+    def with_library(self, path: str | Path, make_current: bool = True) -> LibraryList:
+        p = _norm(path)
+        libs = self.libraries if p in self.libraries else (*self.libraries, p)
+        return LibraryList(libs, p if make_current else self.current)
+
+    def without(self, path: str | Path) -> LibraryList:
+        """The list without ``path`` (its folder is left as it is); the current one cannot be removed."""
+        p = _norm(path)
+        if p == self.current:
+            raise ValueError("the open library cannot be removed from the list: switch to another one first")
+        return LibraryList(tuple(x for x in self.libraries if x != p), self.current)
+
+
+def load_libraries(path: Path | None = None) -> LibraryList:
+    """Read the list; a missing file gives an empty list. A broken file raises SettingsError naming the key."""
+    p = path or libraries_path()
+    if not p.exists():
+        return LibraryList()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{p}: not valid TOML ({exc})") from exc
+    unknown = sorted(set(data) - {"libraries", "current"})
+    if unknown:
+        raise SettingsError(f"{p}: unknown key {unknown[0]}")
+    libs = data.get("libraries", [])
+    if not isinstance(libs, list) or not all(isinstance(x, str) and x for x in libs):
+        raise SettingsError(f"{p}: invalid key libraries: expected a list of folder paths")
+    current = data.get("current", "")
+    if not isinstance(current, str):
+        raise SettingsError(f"{p}: invalid key current: expected a folder path")
+    seen: list[str] = []
+    for x in libs:
+        if _norm(x) not in seen:
+            seen.append(_norm(x))
+    cur = _norm(current) if current else ""
+    if cur and cur not in seen:
+        seen.append(cur)
+    return LibraryList(tuple(seen), cur)
+
+
+def save_libraries(lst: LibraryList, path: Path | None = None) -> Path:
+    """Write atomically, like the settings."""
+    p = path or libraries_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps({"current": lst.current, "libraries": list(lst.libraries)}), encoding="utf-8")
     os.replace(tmp, p)
     return p

@@ -72,6 +72,14 @@ class RagService:
     def close(self) -> None:
         self.library.close()
 
+    def with_library(self, library_dir: Path, settings: Settings | None = None) -> RagService:
+        """A service on another library that shares this one's Runtime (the models stay loaded).
+
+        Used by the desktop app to switch libraries; the caller closes this service afterwards
+        (``close`` closes only the library, never the shared models).
+        """
+        return RagService(library_dir, settings or self.settings, runtime=self.runtime)
+
     def update_settings(self, settings: Settings) -> None:
         self.settings = settings.validate()
         self.runtime.update(self.settings)

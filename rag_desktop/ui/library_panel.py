@@ -1,22 +1,28 @@
-"""Library sidebar: the library, its folders, documents with status, skipped files with reasons.
+"""Library sidebar: the known libraries, and the open one's folders, documents with status,
+skipped files with reasons.
 
-The listing is computed on the worker (it reads the catalog and stats every file to tell
+The list of libraries comes from the window (``app.config.LibraryList``); choosing, creating
+and removing a library are signals the window acts on. The listing is computed on the
+worker (it reads the catalog and stats every file to tell
 "changed" from "indexed"), then shown here; the panel itself never touches the disk.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QListWidget,
+    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QTreeWidget,
@@ -75,6 +81,9 @@ class LibraryPanel(QWidget):
     rescan = Signal()
     cancel = Signal()
     doc_activated = Signal(int)  # doc_id
+    library_new = Signal()
+    library_open = Signal(str)  # folder
+    library_remove = Signal(str)  # folder
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -82,6 +91,26 @@ class LibraryPanel(QWidget):
         self.setMinimumWidth(250)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
+        self.libs_label = QLabel()
+        self.lib_list = QListWidget()
+        self.lib_list.setObjectName("library_list")
+        self.lib_list.setMaximumHeight(110)
+        self.lib_list.itemDoubleClicked.connect(self._on_lib_double)
+        lib_btns = QHBoxLayout()
+        self.new_lib_btn = QPushButton()
+        self.open_lib_btn = QPushButton()
+        self.remove_lib_btn = QPushButton()
+        for b in (self.new_lib_btn, self.open_lib_btn, self.remove_lib_btn):
+            lib_btns.addWidget(b)
+        self.new_lib_btn.clicked.connect(self.library_new)
+        self.open_lib_btn.clicked.connect(lambda: self._emit_selected(self.library_open))
+        self.remove_lib_btn.clicked.connect(lambda: self._emit_selected(self.library_remove))
+        self.lib_list.currentItemChanged.connect(lambda *_: self._update_lib_buttons())
+        lay.addWidget(self.libs_label)
+        lay.addWidget(self.lib_list)
+        lay.addLayout(lib_btns)
+        self.libraries: tuple[str, ...] = ()
+        self.current_library = ""
         self.lib_label = QLabel()
         self.lib_label.setTextFormat(Qt.TextFormat.PlainText)
         self.lib_label.setWordWrap(True)
@@ -116,6 +145,60 @@ class LibraryPanel(QWidget):
         self.set_busy(False)
         self.retranslate()
 
+    # -------------------------------------------------------------- libraries
+    def set_libraries(self, libraries: Sequence[str], current: str) -> None:
+        """Show the known libraries; ``current`` (the open one) is bold and marked with ●."""
+        # keep the user's selection, unless another library was just opened: then select that one
+        selected = self.selected_library() if current == self.current_library else current
+        self.libraries = tuple(libraries)
+        self.current_library = current
+        self.lib_list.blockSignals(True)
+        self.lib_list.clear()
+        for path in self.libraries:
+            it = QListWidgetItem()
+            it.setData(Qt.ItemDataRole.UserRole, path)
+            self.lib_list.addItem(it)
+            if path == (selected if selected in self.libraries else current):
+                self.lib_list.setCurrentItem(it)
+        self.lib_list.blockSignals(False)
+        self._label_libraries()
+        self._update_lib_buttons()
+
+    def _label_libraries(self) -> None:
+        for it in self.library_items():
+            path = str(it.data(Qt.ItemDataRole.UserRole))
+            is_open = path == self.current_library
+            it.setText(("● " if is_open else "   ") + (Path(path).name or path))
+            it.setToolTip(tr("lib.current_tip" if is_open else "lib.other_tip", path=path))
+            f = QFont(it.font())
+            f.setBold(is_open)
+            it.setFont(f)
+
+    def library_items(self) -> list[QListWidgetItem]:
+        return [it for it in (self.lib_list.item(i) for i in range(self.lib_list.count())) if it is not None]
+
+    def select_library(self, path: str) -> None:
+        for it in self.library_items():
+            if it.data(Qt.ItemDataRole.UserRole) == path:
+                self.lib_list.setCurrentItem(it)
+
+    def selected_library(self) -> str | None:
+        it = self.lib_list.currentItem()
+        return None if it is None else str(it.data(Qt.ItemDataRole.UserRole))
+
+    def _emit_selected(self, signal: SignalInstance) -> None:
+        path = self.selected_library()
+        if path is not None:
+            signal.emit(path)
+
+    def _on_lib_double(self, item: QListWidgetItem) -> None:
+        self.library_open.emit(str(item.data(Qt.ItemDataRole.UserRole)))
+
+    def _update_lib_buttons(self) -> None:
+        sel = self.selected_library()
+        self.open_lib_btn.setEnabled(sel is not None and sel != self.current_library)
+        self.remove_lib_btn.setEnabled(sel is not None and sel != self.current_library)
+
     # -------------------------------------------------------------- ingest progress
     def set_busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
@@ -141,9 +224,12 @@ class LibraryPanel(QWidget):
         self.progress_label.setText(text)
 
     # -------------------------------------------------------------- listing
-    def set_listing(self, listing: Listing) -> None:
+    def set_listing(self, listing: Listing | None) -> None:
+        """Show ``listing``; None empties the tree (a library is being opened)."""
         self.listing = listing
         self._fill()
+        if listing is None:
+            self.lib_label.setText(tr("lib.none"))
 
     def _fill(self) -> None:
         self.tree.clear()
@@ -197,6 +283,14 @@ class LibraryPanel(QWidget):
             self.doc_activated.emit(doc_id)
 
     def retranslate(self) -> None:
+        self.libs_label.setText(tr("lib.libraries"))
+        self.new_lib_btn.setText(tr("lib.new"))
+        self.new_lib_btn.setToolTip(tr("lib.new_tip"))
+        self.open_lib_btn.setText(tr("lib.open"))
+        self.open_lib_btn.setToolTip(tr("lib.open_tip"))
+        self.remove_lib_btn.setText(tr("lib.remove"))
+        self.remove_lib_btn.setToolTip(tr("lib.remove_tip"))
+        self._label_libraries()
         self.add_btn.setText(tr("lib.add_folder"))
         self.add_btn.setToolTip(tr("lib.add_folder_tip"))
         self.rescan_btn.setText(tr("lib.rescan"))

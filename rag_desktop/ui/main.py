@@ -46,6 +46,19 @@ def load_settings_or_defaults(path: Path | None = None) -> tuple[Settings, str |
         return Settings(), tr("startup.bad_settings", path=str(path or settings_path()), detail=str(exc))
 
 
+def last_library(libraries_file: Path | None = None) -> Path | None:
+    """The library open when the app was last closed, if it still exists (else None: the default)."""
+    from rag_desktop.app.config import load_libraries
+    from rag_desktop.core.settings import SettingsError
+
+    try:
+        current = load_libraries(libraries_file).current
+    except (SettingsError, OSError) as exc:  # the window reports the broken list
+        log.warning("the list of libraries is unreadable: %s", exc)
+        return None
+    return Path(current) if current and Path(current).is_dir() else None
+
+
 def build_window(library: Path | None, demo: bool, *, settings: Settings | None = None,
                  settings_file: Path | None = None,
                  service_factory: Callable[[Path, Settings], Any] | None = None,
@@ -60,13 +73,15 @@ def build_window(library: Path | None, demo: bool, *, settings: Settings | None 
     else:
         problem = None
     i18n.set_language(settings.ui.language)
-    lib = demo_library_dir() if demo else (library or default_library_dir())
+    libraries_file = settings_file.with_name("libraries.toml") if settings_file else None
+    lib = demo_library_dir() if demo else (library or last_library(libraries_file) or default_library_dir())
     if service_factory is None:
         from rag_desktop.app.service import RagService
 
         service_factory = RagService
     service = service_factory(lib, settings)
-    win = MainWindow(service, settings, settings_file=settings_file, auto_answer=auto_answer)
+    win = MainWindow(service, settings, settings_file=settings_file, auto_answer=auto_answer,
+                     libraries_file=libraries_file, service_factory=service_factory)
     if problem:
         from rag_desktop.ui.worker import UserError
 

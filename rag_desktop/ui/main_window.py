@@ -3,6 +3,11 @@
 Every service call goes through ``self.runner`` (one worker thread, see ui/worker.py);
 this class only arranges widgets and routes results. Results of an older question that
 arrive after a newer one was asked are dropped (each question has an id).
+
+Libraries: the window keeps the list of known libraries (``app.config.LibraryList``, saved
+beside the settings). Switching opens the new library on the worker (sharing the loaded
+models through ``RagService.with_library``), then closes the old one there; it is refused,
+with the reason, while files are being added.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -167,12 +173,19 @@ class ErrorBar(QFrame):
 
 class MainWindow(QMainWindow):
     def __init__(self, service: Any, settings: Settings, *, settings_file: Path | None = None,
-                 auto_answer: bool = True, parent: QWidget | None = None) -> None:
+                 auto_answer: bool = True, libraries_file: Path | None = None,
+                 service_factory: Callable[[Path, Settings], Any] | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("main_window")
         self.service = service
         self.settings = settings
         self.settings_file = settings_file
+        # The list of libraries lives beside the settings file (app.config.libraries_path by default).
+        self.libraries_file = libraries_file or (settings_file.with_name("libraries.toml") if settings_file
+                                                 else None)
+        self.service_factory = service_factory
+        self.switching = False
         self.runner = TaskRunner(self, serial=True)
         self.render_runner = TaskRunner(self, serial=True)
         self.state: QueryState | None = None
@@ -185,6 +198,7 @@ class MainWindow(QMainWindow):
         self.auto_answer.setChecked(auto_answer)
         self.retranslate()
         self.resize(1500, 950)
+        self._init_libraries()
         self.refresh_library()
 
     # ================================================================== layout
@@ -194,6 +208,9 @@ class MainWindow(QMainWindow):
         self.library_panel.rescan.connect(self.rescan)
         self.library_panel.cancel.connect(self.cancel)
         self.library_panel.doc_activated.connect(self._open_doc_from_library)
+        self.library_panel.library_new.connect(self.new_library)
+        self.library_panel.library_open.connect(lambda p: self.switch_library(Path(p)))
+        self.library_panel.library_remove.connect(lambda p: self.remove_library(Path(p)))
 
         # query bar
         self.query = QComboBox()
@@ -299,11 +316,18 @@ class MainWindow(QMainWindow):
         self.act_cancel.triggered.connect(self.cancel)
         self.act_lang = QAction(self)
         self.act_lang.triggered.connect(self.toggle_language)
+        self.act_new_library = QAction(self)
+        self.act_new_library.triggered.connect(self.new_library)
+        self.act_calibrate = QAction(self)
+        self.act_calibrate.triggered.connect(self.open_calibration)
         for a in (self.act_focus, self.act_cancel):
             self.addAction(a)
         self.file_menu = self.menuBar().addMenu("")
         for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings, self.act_quit):
             self.file_menu.addAction(a)
+        self.library_menu = self.menuBar().addMenu("")
+        for a in (self.act_new_library, self.act_calibrate):
+            self.library_menu.addAction(a)
         self.view_menu = self.menuBar().addMenu("")
         self.view_menu.addAction(self.act_focus)
         self.view_menu.addAction(self.act_lang)
@@ -316,7 +340,7 @@ class MainWindow(QMainWindow):
 
     # ================================================================== i18n
     def retranslate(self) -> None:
-        self.setWindowTitle(tr("app.title") + (f" — {self.listing.library}" if self.listing else ""))
+        self.retranslate_title()
         self.query_label.setText(tr("query.label"))
         line = self.query.lineEdit()
         if line is not None:
@@ -335,6 +359,9 @@ class MainWindow(QMainWindow):
         self.tabs.setTabText(2, tr("tab.chart"))
         self.file_menu.setTitle(tr("menu.file"))
         self.view_menu.setTitle(tr("menu.view"))
+        self.library_menu.setTitle(tr("menu.library"))
+        self.act_new_library.setText(tr("lib.new"))
+        self.act_calibrate.setText(tr("menu.calibrate"))
         self.act_add.setText(tr("lib.add_folder"))
         self.act_rescan.setText(tr("lib.rescan"))
         self.act_export.setText(tr("menu.export"))
@@ -386,7 +413,7 @@ class MainWindow(QMainWindow):
         def done(listing: Listing) -> None:
             self.listing = listing
             self.library_panel.set_listing(listing)
-            self.setWindowTitle(tr("app.title") + f" — {listing.library}")
+            self.retranslate_title()
             if then is not None:
                 then(listing)
 
@@ -408,6 +435,9 @@ class MainWindow(QMainWindow):
     def start_ingest(self, folders: list[Path]) -> None:
         if self.ingesting:
             self.statusBar().showMessage(tr("lib.already_ingesting"), 5000)
+            return
+        if self.switching:
+            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
             return
         self.ingesting = True
         self.library_panel.set_busy(True)
@@ -442,6 +472,175 @@ class MainWindow(QMainWindow):
         if d is not None:
             self.open_hit(Hit(d.doc_id, d.doc_id, "doc", d.title, d.path, 1, "", 0.0, 0, "other"))
 
+    # ================================================================== several libraries
+    def current_library(self) -> Path:
+        return Path(self.service.library.folder).expanduser().resolve()
+
+    def _init_libraries(self) -> None:
+        from rag_desktop.app.config import LibraryList, load_libraries
+        from rag_desktop.core.settings import SettingsError
+
+        try:
+            known = load_libraries(self.libraries_file)
+        except (SettingsError, OSError) as exc:
+            log.warning("the list of libraries is unreadable: %s", exc)
+            self.show_error(UserError("libraries", tr("lib.list_unreadable", detail=str(exc)), "", repr(exc)))
+            known = LibraryList()
+        self._set_known(known.with_library(self.current_library()))
+
+    def _set_known(self, known: Any) -> None:
+        """Adopt, show and persist the list of libraries (a write failure is reported, not fatal)."""
+        from rag_desktop.app.config import save_libraries
+
+        self.known_libraries = known
+        self.library_panel.set_libraries(known.libraries, known.current)
+        try:
+            save_libraries(known, self.libraries_file)
+        except OSError as exc:
+            from rag_desktop.ui.worker import describe_error
+
+            msg, hint = describe_error(exc)
+            self.show_error(UserError("libraries", msg, hint, repr(exc)))
+
+    def _open_service(self, folder: Path, settings: Settings) -> Any:
+        """A service on ``folder`` (worker thread): sharing the loaded models when the service can."""
+        share = getattr(self.service, "with_library", None)
+        if share is not None:
+            return share(folder, settings)
+        if self.service_factory is not None:
+            return self.service_factory(folder, settings)
+        from rag_desktop.app.service import RagService
+
+        return RagService(folder, settings)
+
+    def _reset_results(self) -> None:
+        self.state = None
+        self.selected_doc = None
+        for m in METHODS:
+            self.columns[m].clear()
+            self.answers[m].reset()
+        self.stacks["cross_encoder"].setVisible(False)
+        self.trace_view.clear()
+        self.chart.clear()
+        self.chips.set_split(None)
+        self.why.set_explanation(None, None)
+        self.viewer.hide()
+
+    def switch_library(self, folder: Path) -> bool:
+        """Open the library in ``folder`` (created if new) instead of the open one.
+
+        Refused, with the reason, while files are being added; queries and answers of the old
+        library are stopped. The new library is opened on the worker and the old one closed
+        there, so nothing slow runs on the GUI thread. Returns whether a switch was started.
+        """
+        target = folder.expanduser().resolve()
+        name = target.name or str(target)
+        if target == self.current_library():
+            self.statusBar().showMessage(tr("lib.already_open", name=name), 5000)
+            return False
+        if self.ingesting:
+            self.show_error(UserError("library.switch", tr("lib.switch_refused"), tr("lib.switch_refused_hint"), ""))
+            return False
+        if self.switching:
+            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
+            return False
+        self.switching = True
+        self.runner.cancel_all()  # the old library's questions and answers stop; queued ones drain
+        self.render_runner.cancel_all()
+        self._reset_results()
+        self.listing = None
+        self.library_panel.set_listing(None)
+        self.statusBar().showMessage(tr("lib.switching", name=name))
+        settings = self.settings
+
+        def job(ctx: TaskContext) -> Any:
+            old = self.service
+            new = self._open_service(target, settings)  # raises → the old library stays open
+            self.service = new  # tasks queued after this one use the new library
+            try:
+                old.close()
+                if getattr(new, "runtime", None) is not getattr(old, "runtime", None):
+                    runtime = getattr(old, "runtime", None)
+                    if runtime is not None:
+                        runtime.close()
+            except Exception:  # closing the old library must not undo the switch
+                log.exception("while closing the library %s", getattr(old.library, "folder", "?"))
+            return build_listing(new)
+
+        def opened(listing: Listing) -> None:
+            self.listing = listing
+            self.library_panel.set_listing(listing)
+            self._set_known(self.known_libraries.with_library(target))
+            self.retranslate_title()
+            self.statusBar().showMessage(tr("lib.switched", name=name), 8000)
+
+        def failed(err: UserError) -> None:
+            self.show_error(err)
+            self.refresh_library()  # the old library is still open: show it again
+
+        def finished() -> None:
+            self.switching = False
+
+        self.runner.submit("library.switch", job, on_result=opened, on_error=failed, on_finished=finished)
+        return True
+
+    def retranslate_title(self) -> None:
+        self.setWindowTitle(tr("app.title") + (f" — {self.listing.library}" if self.listing else ""))
+
+    def new_library(self) -> None:
+        from rag_desktop.app.config import data_dir
+
+        name, ok = QInputDialog.getText(self, tr("lib.new_title"),
+                                        tr("lib.new_prompt", path=str(data_dir() / "libraries")))
+        if ok and name.strip():
+            self.create_library(name)
+
+    def create_library(self, name: str) -> bool:
+        """"New library…": a library folder called ``name`` in the user data folder, then switch to it."""
+        from rag_desktop.app.config import new_library_dir
+
+        try:
+            folder = new_library_dir(name)
+        except ValueError as exc:
+            self.show_error(UserError("library.new", tr("err.value", detail=str(exc)), tr("err.hint.value"),
+                                      repr(exc)))
+            return False
+        return self.switch_library(folder)
+
+    def remove_library(self, folder: Path, confirm: bool = True) -> bool:
+        """Remove a library from the list (never its files), after the user confirms."""
+        target = folder.expanduser().resolve()
+        name = target.name or str(target)
+        if target == self.current_library():
+            self.statusBar().showMessage(tr("lib.remove_current"), 8000)
+            return False
+        if confirm:
+            answer = QMessageBox.question(self, tr("lib.remove_title"),
+                                          tr("lib.remove_confirm", name=name, path=str(target)))
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        self._set_known(self.known_libraries.without(target))
+        self.statusBar().showMessage(tr("lib.removed", name=name), 8000)
+        return True
+
+    # ================================================================== calibration
+    def open_calibration(self) -> None:
+        from rag_desktop.ui.calibration_wizard import CalibrationWizard
+
+        if self.ingesting or self.switching:
+            self.statusBar().showMessage(tr("cal.busy") if self.ingesting else tr("lib.busy_switching"), 8000)
+            return
+        dlg = CalibrationWizard(self.service, self.runner, self._apply_gate, self)
+        self.calibration_wizard = dlg
+        dlg.open()
+
+    def _apply_gate(self, _decision: Any) -> None:
+        """The wizard stored a decision: let the causal column follow it (persisted)."""
+        from rag_desktop.app.calibration import gated_settings
+
+        self.apply_settings(gated_settings(self.settings))
+        self.statusBar().showMessage(tr("cal.applied"), 10000)
+
     # ================================================================== asking
     def remember_question(self, q: str) -> None:
         recent = [q, *(r for r in self.settings.ui.recent_questions if r != q)][:MAX_RECENT]
@@ -457,6 +656,9 @@ class MainWindow(QMainWindow):
         q = (question if question is not None else self.query.currentText()).strip()
         if not q:
             self.statusBar().showMessage(tr("query.empty"), 5000)
+            return
+        if self.switching:
+            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
             return
         self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
         self._qid += 1
@@ -755,8 +957,8 @@ class MainWindow(QMainWindow):
         self.settings = new.validate()
         self._save_settings()
         self.level_box.setCurrentIndex(0 if new.retrieval.level == "doc" else 1)
-        svc = self.service
-        self.runner.submit("settings", lambda ctx: svc.update_settings(new), on_error=self.show_error)
+        # self.service is read when the task runs: a library switch queued before it has then happened
+        self.runner.submit("settings", lambda ctx: self.service.update_settings(new), on_error=self.show_error)
         if lang_changed:
             i18n.set_language(new.ui.language)
             self.retranslate()

@@ -228,8 +228,9 @@ class CalibrationWizard(QDialog):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height()
-                                  + len(METHODS) * self.table.verticalHeader().defaultSectionSize() + 4)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
@@ -488,6 +489,9 @@ class CalibrationWizard(QDialog):
                     f.setBold(True)
                     item.setFont(f)
                 self.table.setItem(r, c, item)
+        self.table.resizeRowsToContents()  # exactly the three rows, whatever the font
+        self.table.setFixedHeight(self.table.horizontalHeader().height() + 2 * self.table.frameWidth()
+                                  + sum(self.table.rowHeight(r) for r in range(self.table.rowCount())))
         summary = tr("cal.summary", n=d.n_probes)
         if out.n_unlabelled:
             summary += " " + tr("cal.unlabelled", n=out.n_unlabelled)

@@ -160,12 +160,18 @@ def test_typed_probes_labelled_with_clicks_show_delta_and_reliability_and_apply(
     assert svc.settings.retrieval.default_method == "gated"
     assert svc.causal_variant() == {"causal": "causal", "hybrid": "hybrid", "neither": "baseline"}[d.decision]
     assert win.error_bar.shown == []
+    # opened again, the wizard says what is stored
+    again = open_wizard(qtbot, win)
+    qtbot.waitUntil(lambda: "from 3 questions" in again.stored.text(), timeout=10000)
+    assert percent(d.reliability) in again.stored.text()
+    again.reject()
 
 
 def test_generated_probes_come_labelled_with_their_source_document(qtbot: Any, env: Any) -> None:
     win, svc, _sfile, gen = env
     wiz = open_wizard(qtbot, win)
     assert wiz.gen_radio.isChecked()
+    qtbot.waitUntil(lambda: wiz.stored.text() == "No decision is stored for this library yet.", timeout=10000)
     wiz.n_spin.setValue(2)
     qtbot.mouseClick(wiz.next_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: wiz.page() == PAGE_LABELS, timeout=60000)

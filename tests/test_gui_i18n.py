@@ -77,7 +77,8 @@ def test_keys_built_at_run_time_exist() -> None:
     from rag_desktop.app.calibration import METHODS
     from rag_desktop.core.gate import DECISIONS
 
-    dynamic |= {f"cal.decision.{d}" for d in DECISIONS} | {f"cal.m.{m}" for m in METHODS}
+    dynamic |= {f"cal.decision.{d}" for d in DECISIONS} | {f"cal.d.{d}" for d in DECISIONS}
+    dynamic |= {f"cal.m.{m}" for m in METHODS}
     dynamic |= {f"cal.level.{lvl}" for lvl in ("high", "medium", "low")}
     dynamic |= {"stage.probes", "stage.rank_probes"}  # the calibration's progress stages
     from rag_desktop.core.cfrag import _STEPS

@@ -268,6 +268,9 @@ class FakeCatalog:
     def roots(self) -> list[str]:
         return [str(DEMO)]
 
+    def get_json(self, key: str) -> Any:
+        return None
+
     def surfaces(self, terms: Sequence[str]) -> dict[str, str]:
         return {t: SURFACES[t] for t in terms if t in SURFACES}
 

@@ -69,6 +69,10 @@ DEFAULT_N = 10
 SEED = 0
 
 
+class _NoDecision:
+    """The library has no stored gate decision."""
+
+
 class _EmptyLibrary:
     """Returned by the probe task when the library has no documents (a user mistake, not an error)."""
 
@@ -102,9 +106,37 @@ class CalibrationWizard(QDialog):
         self.applied = False
         self.current_probe = -1
         self.checks: list[QCheckBox] = []
+        self.stored_gate: GateDecision | None = None
+        self.stored_known = False  # the stored decision has been read
         self._build()
         self.resize(980, 640)
         self.show_page(PAGE_PROBES)
+        self._read_stored()
+
+    def _read_stored(self) -> None:
+        """Show the decision stored in the library now, if any (read on the worker)."""
+        svc = self.service
+
+        def job(ctx: TaskContext) -> object:
+            data = svc.library.catalog.get_json("gate")
+            return GateDecision.from_dict(data) if data else _NoDecision()
+
+        def shown(res: object) -> None:
+            self.stored_gate = res if isinstance(res, GateDecision) else None
+            self.stored_known = True
+            self._show_stored()
+
+        self.runner.submit("calibration.stored", job, on_result=shown,
+                           on_error=lambda err: log.info("no stored gate shown: %s", err.message))
+
+    def _show_stored(self) -> None:
+        g = self.stored_gate
+        if not self.stored_known:
+            self.stored.clear()
+            return
+        self.stored.setText(tr("cal.stored_none") if g is None else
+                            tr("cal.stored", decision=tr(f"cal.d.{g.decision}"), n=g.n_probes,
+                               pct=percent(g.reliability)))
 
     # ================================================================== layout
     def _build(self) -> None:
@@ -168,8 +200,13 @@ class CalibrationWizard(QDialog):
         n_row.addWidget(self.n_label)
         n_row.addWidget(self.n_spin)
         n_row.addStretch(1)
+        self.stored = QLabel()
+        self.stored.setObjectName("stored_decision")
+        self.stored.setTextFormat(Qt.TextFormat.PlainText)
+        self.stored.setWordWrap(True)
         lay = QVBoxLayout(page)
         lay.addWidget(self.intro)
+        lay.addWidget(self.stored)
         lay.addSpacing(8)
         lay.addWidget(self.gen_radio)
         lay.addLayout(n_row)
@@ -266,6 +303,7 @@ class CalibrationWizard(QDialog):
         self.per_probe.setHorizontalHeaderLabels([tr("cal.h.question"), tr("cal.m.baseline"), tr("cal.m.causal"),
                                                   tr("cal.m.hybrid")])
         self.step.setText(tr(("cal.step1", "cal.step2", "cal.step3")[self.stack.currentIndex()]))
+        self._show_stored()
 
     # ================================================================== navigation
     def page(self) -> int:

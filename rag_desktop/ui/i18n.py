@@ -498,6 +498,12 @@ TABLE: dict[str, tuple[str, str]] = {
                   "re-ranking puts those documents higher than the baseline (paper 000 §4.6).",
                   "重排序对本文档库有帮助吗？向导会就你自己的文档提出几个问题，由你标出能回答它们的文档，"
                   "然后衡量因果重排序或混合重排序是否比基线把这些文档排得更靠前（论文 000 §4.6）。"),
+    "cal.stored": ("Stored for this library now: {decision}, from {n} questions (reliability {pct}).",
+                   "本文档库当前保存的决定：{decision}，基于 {n} 个问题（可靠度 {pct}）。"),
+    "cal.stored_none": ("No decision is stored for this library yet.", "本文档库还没有保存任何决定。"),
+    "cal.d.causal": ("causal rerank", "因果重排序"),
+    "cal.d.hybrid": ("hybrid rerank", "混合重排序"),
+    "cal.d.neither": ("baseline order", "基线顺序"),
     "cal.generate": ("Let the local model write questions from passages sampled from the library",
                      "由本地模型根据从文档库中抽取的段落生成问题"),
     "cal.n_probes": ("Number of questions:", "问题数量："),

@@ -58,7 +58,13 @@ def doc_names(win: MainWindow) -> list[str]:
 
 
 def shown_libraries(win: MainWindow) -> list[str]:
-    return [it.text() for it in win.library_panel.library_items()]
+    """The names in the list (● marks the open one)."""
+    return [it.text().split("  ·  ")[0] for it in win.library_panel.library_items()]
+
+
+def summaries(win: MainWindow) -> list[str]:
+    """What the list says each library holds."""
+    return [it.text().split("  ·  ")[1] if "  ·  " in it.text() else "" for it in win.library_panel.library_items()]
 
 
 def close(win: MainWindow) -> None:
@@ -83,6 +89,7 @@ def test_create_switch_back_remove_and_restart(qtbot: Any, tmp_path: Path, monke
     win.start_ingest([first_docs])
     idle(qtbot, win)
     assert doc_names(win) == sorted(FIRST)
+    assert summaries(win) == ["documents: 2"]
     first_service, runtime = win.service, win.service.runtime
 
     # New library… (the name dialog answered) → an empty library, opened on the worker
@@ -96,12 +103,15 @@ def test_create_switch_back_remove_and_restart(qtbot: Any, tmp_path: Path, monke
     assert win.current_library() == second_lib.resolve() and (second_lib / "catalog.sqlite").exists()
     assert doc_names(win) == [] and "Second" in win.windowTitle()
     assert shown_libraries(win) == ["   First", "● Second"]
+    assert summaries(win) == ["documents: 2", "documents: 0"]  # First read from its catalog, on the worker
+    assert str(first_docs) in win.library_panel.library_items()[0].toolTip()
     assert win.service.runtime is runtime  # the models stay loaded across the switch
     with pytest.raises(sqlite3.ProgrammingError):  # the old library was closed
         first_service.library.catalog.db.execute("SELECT 1")
     win.start_ingest([second_docs])
     idle(qtbot, win)
     assert doc_names(win) == sorted(SECOND)
+    assert summaries(win) == ["documents: 2", "documents: 1"]
     win.ask("久咳用什么药？")
     idle(qtbot, win)
     assert {r.hit.title for r in win.columns["baseline"].model.rows} <= {"cough_zh"}
@@ -131,6 +141,7 @@ def test_create_switch_back_remove_and_restart(qtbot: Any, tmp_path: Path, monke
         idle(qtbot, win2)
         assert win2.current_library() == first_lib and doc_names(win2) == sorted(FIRST)
         assert shown_libraries(win2) == ["● First", "   Second"]
+        assert summaries(win2) == ["documents: 2", "documents: 1"]
         # a double-click on a library opens it
         item = win2.library_panel.library_items()[1]
         win2.library_panel.lib_list.itemDoubleClicked.emit(item)
@@ -196,6 +207,8 @@ def test_switching_is_refused_while_files_are_added(qtbot: Any, tmp_path: Path) 
         assert win.service is current and not current.closed
         assert "No permission" in win.error_bar.shown[-1].message
         assert [Path(p).name for p in win.known_libraries.libraries] == ["lib", "other"]
+        assert win.library_panel.library_items()[0].text().endswith("lib  ·  not found")  # nothing on disk
+        assert "no library in this folder" in win.library_panel.library_items()[0].toolTip()
         with i18n.using("zh"):
             win.retranslate()
             assert win.library_panel.new_lib_btn.text() == "新建文档库…"

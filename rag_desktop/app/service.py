@@ -80,6 +80,23 @@ class RagService:
         """
         return RagService(library_dir, settings or self.settings, runtime=self.runtime)
 
+    @staticmethod
+    def peek_library(library_dir: Path) -> tuple[tuple[str, ...], int] | None:
+        """(folders, number of documents) of a library that is not open; None when there is no library.
+
+        Reads the catalog without loading any model (the desktop app's library list shows it).
+        """
+        from rag_desktop.app.catalog import Catalog
+
+        db = library_dir / "catalog.sqlite"
+        if not db.is_file():
+            return None
+        cat = Catalog(db)
+        try:
+            return tuple(cat.roots()), cat.count("documents")
+        finally:
+            cat.close()
+
     def update_settings(self, settings: Settings) -> None:
         self.settings = settings.validate()
         self.runtime.update(self.settings)

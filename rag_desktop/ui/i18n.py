@@ -101,6 +101,13 @@ TABLE: dict[str, tuple[str, str]] = {
                        "从列表中移除选中的文档库；其文件夹和文件仍保留在磁盘上"),
     "lib.current_tip": ("{path}\n(open now)", "{path}\n（当前已打开）"),
     "lib.other_tip": ("{path}\n(double-click to open)", "{path}\n（双击打开）"),
+    "lib.n_docs": ("documents: {n}", "文档：{n}"),
+    "lib.lib_missing": ("not found", "未找到"),
+    "lib.lib_missing_tip": ("{path}\nThere is no library in this folder any more (moved or deleted?). Remove it "
+                            "from the list, or open it to start an empty library there.",
+                            "{path}\n该文件夹中已没有文档库（被移动或删除了？）。"
+                            "请将其从列表中移除，或打开它以在那里新建一个空文档库。"),
+    "lib.folders_tip": ("Folders:", "文件夹："),
     "lib.new_title": ("New library", "新建文档库"),
     "lib.new_prompt": ("Name of the new library (it is kept in {path}):", "新文档库的名称（保存在 {path} 中）："),
     "lib.remove_title": ("Remove a library from the list", "从列表中移除文档库"),

@@ -111,6 +111,8 @@ class LibraryPanel(QWidget):
         lay.addLayout(lib_btns)
         self.libraries: tuple[str, ...] = ()
         self.current_library = ""
+        # (folders, number of documents) of the libraries that are not open; None: no library there
+        self.summaries: dict[str, tuple[tuple[str, ...], int] | None] = {}
         self.lib_label = QLabel()
         self.lib_label.setTextFormat(Qt.TextFormat.PlainText)
         self.lib_label.setWordWrap(True)
@@ -164,12 +166,35 @@ class LibraryPanel(QWidget):
         self._label_libraries()
         self._update_lib_buttons()
 
+    def set_summaries(self, summaries: dict[str, tuple[tuple[str, ...], int] | None]) -> None:
+        """What the other libraries hold (read on the worker): shown beside their names."""
+        self.summaries = dict(summaries)
+        self._label_libraries()
+
+    def _summary(self, path: str) -> tuple[tuple[str, ...], int] | str | None:
+        """(folders, documents), None (no library there) or "unknown" (not read yet)."""
+        if path == self.current_library:
+            lst = self.listing
+            return (lst.roots, len(lst.documents)) if lst is not None else "unknown"
+        return self.summaries.get(path, "unknown")
+
     def _label_libraries(self) -> None:
         for it in self.library_items():
             path = str(it.data(Qt.ItemDataRole.UserRole))
             is_open = path == self.current_library
-            it.setText(("● " if is_open else "   ") + (Path(path).name or path))
-            it.setToolTip(tr("lib.current_tip" if is_open else "lib.other_tip", path=path))
+            summary = self._summary(path)
+            text = ("● " if is_open else "   ") + (Path(path).name or path)
+            tip = tr("lib.current_tip" if is_open else "lib.other_tip", path=path)
+            if summary is None:
+                text += "  ·  " + tr("lib.lib_missing")
+                tip = tr("lib.lib_missing_tip", path=path)
+            elif isinstance(summary, tuple):
+                roots, n = summary
+                text += "  ·  " + tr("lib.n_docs", n=n)
+                if roots:
+                    tip += "\n" + tr("lib.folders_tip") + "\n" + "\n".join(roots)
+            it.setText(text)
+            it.setToolTip(tip)
             f = QFont(it.font())
             f.setBold(is_open)
             it.setFont(f)
@@ -228,6 +253,7 @@ class LibraryPanel(QWidget):
         """Show ``listing``; None empties the tree (a library is being opened)."""
         self.listing = listing
         self._fill()
+        self._label_libraries()
         if listing is None:
             self.lib_label.setText(tr("lib.none"))
 

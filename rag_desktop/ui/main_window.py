@@ -494,6 +494,7 @@ class MainWindow(QMainWindow):
 
         self.known_libraries = known
         self.library_panel.set_libraries(known.libraries, known.current)
+        self._peek_libraries()
         try:
             save_libraries(known, self.libraries_file)
         except OSError as exc:
@@ -501,6 +502,26 @@ class MainWindow(QMainWindow):
 
             msg, hint = describe_error(exc)
             self.show_error(UserError("libraries", msg, hint, repr(exc)))
+
+    def _peek_libraries(self) -> None:
+        """Read what the other known libraries hold (worker: it opens their catalogs)."""
+        others = [p for p in self.known_libraries.libraries if p != self.known_libraries.current]
+        if not others:
+            return
+
+        def job(ctx: TaskContext) -> dict[str, Any]:
+            from rag_desktop.app.service import RagService
+
+            out: dict[str, Any] = {}
+            for p in others:
+                try:
+                    out[p] = RagService.peek_library(Path(p))
+                except Exception as exc:  # an unreadable library is shown as not found; the log has why
+                    log.warning("cannot read the library %s: %s", p, exc)
+                    out[p] = None
+            return out
+
+        self.runner.submit("library.peek", job, on_result=self.library_panel.set_summaries)
 
     def _open_service(self, folder: Path, settings: Settings) -> Any:
         """A service on ``folder`` (worker thread): sharing the loaded models when the service can."""

@@ -149,6 +149,33 @@ def main(argv: list[str] | None = None) -> int:
         shot(win.viewer, "viewer_en.png")
         win.viewer.hide()
 
+    # Calibration wizard: three demo questions typed, each labelled with the document that
+    # answers it (resources/demo/QUESTIONS.md), then the result page.
+    from rag_desktop.ui.calibration_wizard import PAGE_LABELS, PAGE_RESULT
+
+    probes = {EN_Q: "en_textbook_reasoning_conditionals.pdf",
+              "如何评估数据出境的安全？": "zh_guideline_cross_border_assessment.pdf",
+              ZH_Q: "zh_guideline_cross_border_assessment.pdf"}
+    win.open_calibration()
+    wiz = win.calibration_wizard
+    wait_until(wiz.isVisible, 10, "the calibration wizard")
+    wiz.type_radio.setChecked(True)
+    wiz.text.setPlainText("\n".join(probes))
+    wiz.next()
+    wait_until(lambda: wiz.page() == PAGE_LABELS and not win.runner.busy, args.timeout, "the probe candidates")
+    for row, name in enumerate(probes.values()):
+        wiz.probe_list.setCurrentRow(row)
+        for box in wiz.checks:
+            if Path(box.toolTip()).name == name and not box.isChecked():
+                box.click()
+    wiz.probe_list.setCurrentRow(0)
+    shot(wiz, "calibration_labels_en.png")
+    wiz.next()
+    wait_until(lambda: wiz.page() == PAGE_RESULT or not win.runner.busy, args.timeout, "the calibration result")
+    if wiz.page() == PAGE_RESULT:
+        shot(wiz, "calibration_result_en.png")
+    wiz.reject()  # never applied: screenshots leave the library's decision alone
+
     win.apply_settings(win.settings.replace("ui", language="zh"))
     ask(ZH_Q)
     win.columns["causal"].select_row(0)

@@ -238,3 +238,13 @@ def test_typed_mode_needs_a_question_and_an_empty_library_is_explained(qtbot: An
         assert wiz.next_btn.text() == "下一步 >" and "校准" in wiz.windowTitle()
     wiz.reject()
     win.runner.wait(5000)
+
+
+def test_reliability_is_not_called_reliable_on_a_handful_of_questions() -> None:
+    from rag_desktop.ui.calibration_wizard import MIN_PROBES_FOR_RELIABILITY, reliability_level
+
+    assert reliability_level(0.99, 3) == "few"
+    assert reliability_level(0.99, MIN_PROBES_FOR_RELIABILITY) == "high"
+    assert reliability_level(0.75, 40) == "medium" and reliability_level(0.5, 40) == "low"
+    i18n.set_language("en")
+    assert "at least 10" in i18n.tr("cal.level.few", min=MIN_PROBES_FOR_RELIABILITY)

@@ -77,8 +77,17 @@ class _EmptyLibrary:
     """Returned by the probe task when the library has no documents (a user mistake, not an error)."""
 
 
-def reliability_level(r: float) -> str:
-    """How to read a bootstrap reliability: high (≥ 90 %), medium (≥ 70 %), low."""
+# Below this many labelled questions a bootstrap mostly resamples the same few values, so its
+# "reliability" says little whatever its number (with 3 questions there are only 10 distinct
+# resamples); the wizard then asks for more questions instead of calling the decision reliable.
+MIN_PROBES_FOR_RELIABILITY = 10
+
+
+def reliability_level(r: float, n_probes: int = MIN_PROBES_FOR_RELIABILITY) -> str:
+    """How to read a bootstrap reliability: high (≥ 90 %), medium (≥ 70 %), low; "few" when
+    fewer than MIN_PROBES_FOR_RELIABILITY questions were scored."""
+    if n_probes < MIN_PROBES_FOR_RELIABILITY:
+        return "few"
     return "high" if r >= 0.9 else "medium" if r >= 0.7 else "low"
 
 
@@ -512,8 +521,9 @@ class CalibrationWizard(QDialog):
         d = out.decision
         delta = {"causal": d.delta_causal, "hybrid": d.delta_hybrid}.get(d.decision, 0.0)
         self.decision_label.setText(tr(f"cal.decision.{d.decision}", delta=signed(delta)))
+        level = tr(f"cal.level.{reliability_level(d.reliability, d.n_probes)}", min=MIN_PROBES_FOR_RELIABILITY)
         self.reliability_label.setText(tr("cal.reliability", pct=percent(d.reliability), draws=f"{d.n_draws:,}",
-                                          n=d.n_probes, level=tr(f"cal.level.{reliability_level(d.reliability)}")))
+                                          n=d.n_probes, level=level))
         rows = (("baseline", d.mean_baseline, None, None),
                 ("causal", d.mean_causal, d.delta_causal, d.reliability_causal),
                 ("hybrid", d.mean_hybrid, d.delta_hybrid, d.reliability_hybrid))

@@ -590,6 +590,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "cal.level.high": ("a reliable decision", "这是可靠的决定"),
     "cal.level.medium": ("fairly reliable; more questions would make it firmer",
                          "比较可靠；更多问题会让它更稳固"),
+    "cal.level.few": ("too few questions to rely on: mark at least {min}",
+                      "问题太少，还不能依赖：请至少标注 {min} 个问题"),
     "cal.level.low": ("uncertain; mark more questions before relying on it", "不确定；请先标注更多问题再依赖它"),
     "cal.applied": ("The decision is stored in this library and the causal column now follows it.",
                     "该决定已保存到本文档库，因果列现在按它排序。"),

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
-from rag_desktop.core.gate import GateDecision, calibrate
+from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY, GateDecision, calibrate
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Progress
@@ -274,5 +274,11 @@ def run_calibrate(args: argparse.Namespace, svc: RagService) -> int:
         print(
             f"MRR@10 baseline {decision.mean_baseline:.3f}, causal {decision.mean_causal:.3f} "
             f"(Δ {decision.delta_causal:+.3f}), hybrid {decision.mean_hybrid:.3f} (Δ {decision.delta_hybrid:+.3f})"
+        )
+    if decision.n_probes < MIN_PROBES_FOR_RELIABILITY:
+        print(
+            f"rag-desktop calibrate: only {decision.n_probes} probes were scored; the reliability is not "
+            f"meaningful below {MIN_PROBES_FOR_RELIABILITY} (use --probes N or add questions)",
+            file=sys.stderr,
         )
     return 0

@@ -37,6 +37,10 @@ Decision = Literal["causal", "hybrid", "neither"]
 DECISIONS: tuple[Decision, ...] = ("causal", "hybrid", "neither")
 N_DRAWS = 2_000  # paper §4.6
 EPS = 1e-12
+# Below this many probes a bootstrap mostly resamples the same few values (3 probes give 10
+# distinct resamples), so its reliability says little whatever its number: the CLI and the
+# wizard say so instead of calling the decision reliable. Our choice; §4.6 gives no minimum.
+MIN_PROBES_FOR_RELIABILITY = 10
 
 
 @dataclass(frozen=True)

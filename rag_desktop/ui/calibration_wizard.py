@@ -57,7 +57,7 @@ from rag_desktop.app.calibration import (
     score_labels,
     store_decision,
 )
-from rag_desktop.core.gate import GateDecision
+from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY, GateDecision
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.worker import Task, TaskContext, TaskRunner, UserError
@@ -75,12 +75,6 @@ class _NoDecision:
 
 class _EmptyLibrary:
     """Returned by the probe task when the library has no documents (a user mistake, not an error)."""
-
-
-# Below this many labelled questions a bootstrap mostly resamples the same few values, so its
-# "reliability" says little whatever its number (with 3 questions there are only 10 distinct
-# resamples); the wizard then asks for more questions instead of calling the decision reliable.
-MIN_PROBES_FOR_RELIABILITY = 10
 
 
 def reliability_level(r: float, n_probes: int = MIN_PROBES_FOR_RELIABILITY) -> str:

@@ -108,30 +108,50 @@ def run_qa_eval(args: argparse.Namespace) -> int:
                     dt = time.perf_counter() - t0
                     results[method].append((str(q["_id"]), score_answer(pred, list(q["answers"])), dt, pred, extra))
                     print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
+                    if args.json_out:  # after every answer, so an interrupted run keeps what it measured
+                        _write_json(args.json_out, _table(results), results, args.distractors, partial=True)
         finally:
             svc.close()
+    table = _table(results)
+    print(f"{'method':>16} " + " ".join(f"{k:>16}" for k in next(iter(table.values()))))
+    for m, row in table.items():
+        print(f"{m:>16} " + " ".join(f"{v:>16.3f}" for v in row.values()))
+    if args.json_out:
+        _write_json(args.json_out, table, results, args.distractors, partial=False)
+    return 0
+
+
+_Rows = dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]]
+
+
+def _table(results: _Rows) -> dict[str, dict[str, float]]:
     table = {}
     for m, rows in results.items():
+        if not rows:
+            continue
         s = mean_scores([r[1] for r in rows])
         table[m] = {
             **{k: float(v) for k, v in dataclasses.asdict(s).items()},
             "mean_latency_s": sum(r[2] for r in rows) / max(1, len(rows)),
         }
-    print(f"{'method':>16} " + " ".join(f"{k:>16}" for k in next(iter(table.values()))))
-    for m, row in table.items():
-        print(f"{m:>16} " + " ".join(f"{v:>16.3f}" for v in row.values()))
-    if args.json_out:
-        out: dict[str, Any] = {
-            "methods": table,
-            "distractors": args.distractors,
-            "per_question": {
-                m: [{"id": r[0], "prediction": r[3], **dataclasses.asdict(r[1]), "latency_s": r[2], **r[4]}
-                    for r in rows]
-                for m, rows in results.items()
-            },
-        }
-        args.json_out.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
-    return 0
+    return table
+
+
+def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, distractors: int,
+                *, partial: bool) -> None:
+    out: dict[str, Any] = {
+        "methods": table,
+        "distractors": distractors,
+        "complete": not partial,
+        "per_question": {
+            m: [{"id": r[0], "prediction": r[3], **dataclasses.asdict(r[1]), "latency_s": r[2], **r[4]}
+                for r in rows]
+            for m, rows in results.items()
+        },
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
+    tmp.replace(path)
 
 
 def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str, Any]]:

@@ -201,7 +201,7 @@ def test_switching_is_refused_while_files_are_added(qtbot: Any, tmp_path: Path) 
             raise PermissionError(13, "Permission denied", str(folder))
 
         current = win.service
-        current.with_library = broken  # type: ignore[method-assign]
+        current.with_library = broken
         assert win.switch_library(tmp_path / "locked")
         qtbot.waitUntil(lambda: not win.switching and win.listing is not None, timeout=10000)
         assert win.service is current and not current.closed
@@ -217,3 +217,41 @@ def test_switching_is_refused_while_files_are_added(qtbot: Any, tmp_path: Path) 
         win.runner.cancel_all()
         win.runner.wait(5000)
         i18n.set_language("en")
+
+
+def test_open_library_accepts_a_library_or_an_empty_folder_and_refuses_a_document_folder(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    from rag_desktop.app.library import CATALOG_FILE, library_folder_problem
+
+    i18n.set_language("en")
+    docs = folder_with(tmp_path, "my_documents", FIRST)
+    existing = tmp_path / "copied_library"
+    existing.mkdir()
+    (existing / CATALOG_FILE).write_bytes(b"")
+    assert library_folder_problem(docs) == ("not_empty", f"{docs} holds files but no {CATALOG_FILE}")
+    assert library_folder_problem(existing) is None and library_folder_problem(tmp_path / "new") is None
+    assert (library_folder_problem(docs / "wason_en.txt") or ("",))[0] == "not_folder"
+
+    svc = FakeService(tmp_path / "lib", Settings())
+    win = MainWindow(svc, Settings(), settings_file=tmp_path / "settings.toml")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    try:
+        assert not win.open_library_folder(docs)
+        err = win.error_bar.shown[-1]
+        assert str(docs) in err.message and "holds files but no catalog.sqlite" in err.message
+        assert "Add folder" in err.hint
+        assert sorted(p.name for p in docs.iterdir()) == sorted(FIRST)  # nothing written into it
+        assert win.service is svc
+        assert win.open_library_folder(existing)
+        qtbot.waitUntil(lambda: not win.switching and win.listing is not None, timeout=10000)
+        assert win.current_library() == existing.resolve()
+        assert existing.resolve() in [Path(p) for p in win.known_libraries.libraries]
+        with i18n.using("zh"):
+            win.retranslate()
+            assert win.act_open_library.text() == "打开文档库…"
+    finally:
+        win.runner.cancel_all()
+        win.runner.wait(5000)

@@ -40,6 +40,29 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
+CATALOG_FILE = "catalog.sqlite"
+
+
+def library_folder_problem(folder: Path) -> tuple[str, str] | None:
+    """Why ``folder`` cannot be opened as a library, as (kind, detail), or None if it can.
+
+    A library folder holds a catalog, or is empty or missing (a new library). ``kind`` is
+    ``"not_folder"``, ``"unreadable"`` or ``"not_empty"`` — the last most likely a folder of
+    documents picked by mistake, refused rather than filled with a catalog and index files.
+    """
+    if not folder.exists():
+        return None
+    if not folder.is_dir():
+        return "not_folder", f"{printable(folder)} is not a folder"
+    if (folder / CATALOG_FILE).is_file():
+        return None
+    try:
+        empty = next(folder.iterdir(), None) is None
+    except OSError as exc:
+        return "unreadable", f"cannot read {printable(folder)}: {exc.strerror or exc}"
+    if not empty:
+        return "not_empty", f"{printable(folder)} holds files but no {CATALOG_FILE}"
+    return None
 
 
 class EmbedderMismatch(CatalogError):
@@ -143,7 +166,7 @@ class Library:
             raise CatalogError(f"cannot create the library folder {printable(folder)}: {exc.strerror or exc}") from exc
         if not os.access(folder, os.W_OK):
             raise CatalogError(f"the library folder {folder} is not writable")
-        self.catalog = Catalog(folder / "catalog.sqlite")
+        self.catalog = Catalog(folder / CATALOG_FILE)
         self._indexes: dict[str, FaissIndex] = {}
 
     def close(self) -> None:
@@ -510,7 +533,6 @@ class Library:
         idf_c = kw.IdfTable(n_docs=n_c, df=df_c)
         n_d, df_d = self.catalog.document_frequencies("d")
         idf_d = kw.IdfTable(n_docs=n_d, df=df_d)
-        del df_c, df_d
         prior = tokenizer.prior_idf
 
         def rows() -> Iterator[tuple[str, int, tuple[Keyword, ...]]]:

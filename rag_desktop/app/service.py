@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag_desktop.app.library import IngestReport, Library
+from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import prompting
@@ -88,7 +88,7 @@ class RagService:
         """
         from rag_desktop.app.catalog import Catalog
 
-        db = library_dir / "catalog.sqlite"
+        db = library_dir / CATALOG_FILE
         if not db.is_file():
             return None
         cat = Catalog(db)

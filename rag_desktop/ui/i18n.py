@@ -108,6 +108,17 @@ TABLE: dict[str, tuple[str, str]] = {
                             "{path}\n该文件夹中已没有文档库（被移动或删除了？）。"
                             "请将其从列表中移除，或打开它以在那里新建一个空文档库。"),
     "lib.folders_tip": ("Folders:", "文件夹："),
+    "lib.open_folder": ("Open library…", "打开文档库…"),
+    "lib.open_folder_title": ("Choose a library folder (or an empty folder for a new library)",
+                              "选择文档库文件夹（或用一个空文件夹新建文档库）"),
+    "lib.not_a_library": ("Cannot open {path} as a library: {reason}.", "无法将 {path} 作为文档库打开：{reason}。"),
+    "lib.reason.not_folder": ("it is not a folder", "它不是文件夹"),
+    "lib.reason.unreadable": ("it cannot be read", "无法读取它"),
+    "lib.reason.not_empty": ("it holds files but no catalog.sqlite", "其中有文件，但没有 catalog.sqlite"),
+    "lib.not_a_library_hint": ("Choose a folder that holds a catalog.sqlite, or an empty folder. To index the "
+                               "documents in a folder, use “Add folder…” in the open library.",
+                               "请选择包含 catalog.sqlite 的文件夹，或一个空文件夹。要为某个文件夹里的文档建立索引，"
+                               "请在当前文档库中使用“添加文件夹…”。"),
     "lib.new_title": ("New library", "新建文档库"),
     "lib.new_prompt": ("Name of the new library (it is kept in {path}):", "新文档库的名称（保存在 {path} 中）："),
     "lib.remove_title": ("Remove a library from the list", "从列表中移除文档库"),

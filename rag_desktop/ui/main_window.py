@@ -318,6 +318,8 @@ class MainWindow(QMainWindow):
         self.act_lang.triggered.connect(self.toggle_language)
         self.act_new_library = QAction(self)
         self.act_new_library.triggered.connect(self.new_library)
+        self.act_open_library = QAction(self)
+        self.act_open_library.triggered.connect(self.choose_library)
         self.act_calibrate = QAction(self)
         self.act_calibrate.triggered.connect(self.open_calibration)
         for a in (self.act_focus, self.act_cancel):
@@ -326,7 +328,7 @@ class MainWindow(QMainWindow):
         for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings, self.act_quit):
             self.file_menu.addAction(a)
         self.library_menu = self.menuBar().addMenu("")
-        for a in (self.act_new_library, self.act_calibrate):
+        for a in (self.act_new_library, self.act_open_library, self.act_calibrate):
             self.library_menu.addAction(a)
         self.view_menu = self.menuBar().addMenu("")
         self.view_menu.addAction(self.act_focus)
@@ -361,6 +363,7 @@ class MainWindow(QMainWindow):
         self.view_menu.setTitle(tr("menu.view"))
         self.library_menu.setTitle(tr("menu.library"))
         self.act_new_library.setText(tr("lib.new"))
+        self.act_open_library.setText(tr("lib.open_folder"))
         self.act_calibrate.setText(tr("menu.calibrate"))
         self.act_add.setText(tr("lib.add_folder"))
         self.act_rescan.setText(tr("lib.rescan"))
@@ -625,6 +628,25 @@ class MainWindow(QMainWindow):
         except ValueError as exc:
             self.show_error(UserError("library.new", tr("err.value", detail=str(exc)), tr("err.hint.value"),
                                       repr(exc)))
+            return False
+        return self.switch_library(folder)
+
+    def choose_library(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, tr("lib.open_folder_title"))
+        if folder:
+            self.open_library_folder(Path(folder))
+
+    def open_library_folder(self, folder: Path) -> bool:
+        """"Open library…": a library folder anywhere (a copy from another machine, a USB
+        disk), or an empty folder for a new one; a folder of documents is refused with a hint."""
+        from rag_desktop.app.library import library_folder_problem
+
+        problem = library_folder_problem(folder.expanduser())
+        if problem is not None:
+            kind, detail = problem
+            self.show_error(UserError("library.open",
+                                      tr("lib.not_a_library", path=str(folder), reason=tr(f"lib.reason.{kind}")),
+                                      tr("lib.not_a_library_hint"), detail))
             return False
         return self.switch_library(folder)
 

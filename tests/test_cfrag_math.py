@@ -468,13 +468,18 @@ def test_parse_counterfactual_line() -> None:
 
 def test_counterfactual_type_prompt_asks_for_one_transformation_in_the_question_language() -> None:
     en = counterfactual_type_messages("Who directed The Glass Harbour?", "time")
+    # system, the worked example as a previous exchange (user → assistant), the question last
+    assert [m.role for m in en] == ["system", "user", "assistant", "user"]
     assert en[0].content == cfrag.SYSTEM_COUNTERFACTUAL
-    user = en[1].content
-    assert cfrag.TYPE_INSTRUCTIONS["en"]["time"] in user and cfrag.TYPE_EXAMPLES["en"]["time"] in user
+    assert en[1].content.rstrip().endswith(f"Question: {cfrag.TYPE_EXAMPLE_QUERIES['en']}\nRewritten:")
+    assert en[2].content == cfrag.TYPE_EXAMPLES["en"]["time"]
+    user = en[3].content
+    assert cfrag.TYPE_INSTRUCTIONS["en"]["time"] in user
     assert user.rstrip().endswith("Question: Who directed The Glass Harbour?\nRewritten:")
-    assert cfrag.TYPE_EXAMPLES["en"]["role"] not in user  # one transformation per prompt
-    zh = counterfactual_type_messages("《澜川往事》的导演是谁？", "scope")[1].content
-    assert cfrag.TYPE_EXAMPLES["zh"]["scope"] in zh and zh.rstrip().endswith("改写：")
+    assert "World Cup" not in user  # the example is not in the question's own turn
+    zh = counterfactual_type_messages("《澜川往事》的导演是谁？", "scope")
+    assert zh[2].content == cfrag.TYPE_EXAMPLES["zh"]["scope"] and zh[3].content.rstrip().endswith("改写：")
+    assert cfrag.TYPE_INSTRUCTIONS["zh"]["scope"] in zh[3].content
     for lang in ("en", "zh"):
         assert set(cfrag.TYPE_EXAMPLES[lang]) == set(cfrag.TYPE_INSTRUCTIONS[lang]) == set(cfrag.TRANSFORMATIONS)
 
@@ -509,6 +514,31 @@ def test_evaluate_rejects_copies_and_paraphrases_of_the_prompt_examples() -> Non
     with pytest.raises(ValueError, match="example_sims"):
         evaluate_counterfactuals(q, cands, sims=[0.6] * 4, rel_dom=[0.5] * 4, answer_q="x",
                                  answers_cf=["a", "b", "c", "d"], settings=s, example_sims=[0.1])
+
+
+def test_adds_content_tells_a_transformation_from_a_restatement() -> None:
+    q = "In which city was the director of The Glass Harbour born?"
+    assert not cfrag.adds_content(q, "In which city was The Glass Harbour's director born?")  # reworded
+    assert not cfrag.adds_content(q, "Which city was the director of The Glass Harbour born in?")
+    assert cfrag.adds_content(q, "In which city was the director of The Glass Harbour's first film shot?")
+    assert cfrag.adds_content(q, "In which year was the director of The Glass Harbour born?")
+    zq = "《澜川往事》的导演出生在哪个城市？"
+    assert not cfrag.adds_content(zq, "《澜川往事》的导演出生在哪里？")  # only question-shaping characters change
+    assert not cfrag.adds_content("承建澜川大桥的公司，其创始人毕业于哪所学校？",
+                                  "承建澜川大桥的公司创始人毕业于什么学校？")
+    assert cfrag.adds_content(zq, "《澜川往事》的主演出生在哪个城市？")
+    assert cfrag.adds_content("获得第十届星河文学奖的作家出生在哪里？", "获得第九届星河文学奖的作家出生在哪里？")
+
+
+def test_evaluate_rejects_restatements() -> None:
+    s = CFRagSettings(n_counterfactuals=3, theta_sim=0.5)
+    q = "In which city was the director of The Glass Harbour born?"
+    cands = [("scope", "In which city was The Glass Harbour's director born?"),
+             ("entity", "In which city was the lead actor of The Glass Harbour born?")]
+    kept, rejected = evaluate_counterfactuals(q, cands, sims=[0.99, 0.95], rel_dom=[0.5, 0.5], answer_q="Lyon",
+                                              answers_cf=["Paris", "Rome"], settings=s)
+    assert [c.order for c in kept] == [1]
+    assert "restates the question: adds no content word" in rejected[0].reason and not rejected[0].valid
 
 
 def test_parse_numbered_answers() -> None:

@@ -337,29 +337,30 @@ TYPE_INSTRUCTIONS: dict[str, dict[str, str]] = {
 def counterfactual_type_messages(query: str, transformation: str) -> tuple[ChatMessage, ...]:
     """The short prompt for ONE transformation τ (paper 002 §1): one rewritten question.
 
-    The worked example (in the question's language) is about an unrelated topic, so that
-    copying it is detectable; the original question comes last, right before the model
-    writes.
+    The worked example (in the question's language, on an unrelated topic so that copying
+    it is detectable) is given as a previous chat exchange — the example question in a
+    user turn, its rewrite as the assistant's reply — and the real question as the last
+    user turn, ending in "Rewritten:" / "改写：". Written inline in one message, a 0.5B
+    model mostly rewrote the example instead of the question (docs/evaluation.md §2).
     """
     lang = _example_lang(query)
     how = TYPE_INSTRUCTIONS[lang][transformation]
     ex_q, ex_cf = TYPE_EXAMPLE_QUERIES[lang], TYPE_EXAMPLES[lang][transformation]
-    if lang == "zh":
-        user = (
-            f"改写下面的问题：只改变一处，使它的答案不同——{how}。"
-            "保持原问题的主题和其余内容，用中文写。只写一行：改写后的问题，不要解释。\n\n"
-            f"示例（另一个主题）：\n问题：{ex_q}\n改写：{ex_cf}\n\n"
-            f"问题：{query}\n改写："
-        )
-    else:
-        user = (
-            f"Rewrite the question below by changing ONE thing so that it has a different answer: {how}. "
-            "Keep the question's topic and everything else. Write one line only: the rewritten "
-            "question, no explanation.\n\n"
-            f"Example (another topic):\nQuestion: {ex_q}\nRewritten: {ex_cf}\n\n"
-            f"Question: {query}\nRewritten:"
-        )
-    return (ChatMessage("system", SYSTEM_COUNTERFACTUAL), ChatMessage("user", user))
+
+    def ask(q: str) -> str:
+        if lang == "zh":
+            return (f"改写这个问题：只改变一处，使它的答案不同——{how}。保持问题的主题和其余内容，用中文写。"
+                    f"只写一行：改写后的问题，不要解释。\n\n问题：{q}\n改写：")
+        return (f"Rewrite this question by changing ONE thing so that it has a different answer: {how}. "
+                "Keep the question's topic and everything else. Write one line only: the rewritten "
+                f"question, no explanation.\n\nQuestion: {q}\nRewritten:")
+
+    return (
+        ChatMessage("system", SYSTEM_COUNTERFACTUAL),
+        ChatMessage("user", ask(ex_q)),
+        ChatMessage("assistant", ex_cf),
+        ChatMessage("user", ask(query)),
+    )
 
 
 _LINE_LABEL = re.compile(
@@ -522,6 +523,35 @@ def cosine_rows(a: npt.ArrayLike, b: npt.ArrayLike) -> FloatMatrix:
     return np.asarray(x @ y.T, dtype=np.float64)
 
 
+# Words that only shape a question (interrogatives, articles, auxiliaries, prepositions) and
+# the Chinese characters that do the same; changing only these does not change what is asked.
+_FORM_WORDS = frozenset((
+    "which", "what", "who", "whom", "whose", "where", "when", "why", "how", "in", "on", "at", "of", "the",
+    "a", "an", "is", "was", "are", "were", "did", "does", "do", "to", "for", "by", "and", "or", "with",
+    "from", "s", "its", "their", "his", "her",
+))
+_FORM_CHARS = frozenset("哪里个座所什么谁几多少何吗呢在于是的由其了被为位有")
+_CONTENT_TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
+
+
+def _content_tokens(text: str) -> set[str]:
+    toks = _CONTENT_TOKEN.findall(text.lower())
+    return {t for t in toks if t not in _FORM_WORDS and t not in _FORM_CHARS}
+
+
+def adds_content(query: str, candidate: str) -> bool:
+    """True when ``candidate`` holds a content token (a word, a number, a CJK character
+    other than question-shaping ones) that ``query`` does not.
+
+    A counterfactual changes one thing — a role, a year, an entity, the kind of answer,
+    the scope — and that change brings a word the question did not have ("villain",
+    "2020", "亚军"). A candidate made only of q's own words, rearranged or shortened, is a
+    restatement. (Word-level for Latin script, character-level for CJK, so a synonym such
+    as 学校/大学 still counts as new: the rule catches rewordings, not every synonym.)
+    """
+    return bool(_content_tokens(candidate) - _content_tokens(query))
+
+
 def evaluate_counterfactuals(
     query: str,
     candidates: Sequence[tuple[str, str]],
@@ -552,7 +582,10 @@ def evaluate_counterfactuals(
     * Info = α·Div_sem + β·Div_ans + γ·Rel_dom; the top N valid candidates are kept
       (ties: earlier in the model's output first).
 
-    Also rejected: a candidate identical to q after normalisation, an exact (normalised)
+    Also rejected: a candidate identical to q after normalisation, a restatement that adds
+    no content word to q (:func:`adds_content` — a second, lexical proxy for L(q) = L(q'):
+    the closed-book answers of a 0.5B model to questions about unknown entities are
+    guesses, and a reworded "哪里"/"哪个城市" or a dropped clause does not change the answer), an exact (normalised)
     repeat of an earlier candidate, a verbatim copy of one of the prompts' examples (unless
     q is an example's own question), and — when ``example_sims`` is given (the cosine of
     each q' to the nearest prompt-example question; the caller omits it when q itself is
@@ -585,6 +618,9 @@ def evaluate_counterfactuals(
         else:
             seen[norm] = i
         sim = float(sims[i])
+        if seen.get(norm) == i and norm != norm_q and not adds_content(query, text):
+            reasons.append("restates the question: adds no content word, so it asks for the same "
+                           "answer (L(q) = L(q'))")
         if norm in examples:
             reasons.append("copied from the prompt's example, not about this question")
         elif example_sims is not None and float(example_sims[i]) > sim:

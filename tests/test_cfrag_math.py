@@ -626,6 +626,14 @@ def test_parse_hypothesis(text: str, answer: str, rationale: str, how: str) -> N
     assert parse_hypothesis(text) == (answer, rationale, how)
 
 
+def test_synthesis_is_grounded() -> None:
+    texts = ["The observatory first opened to the public in 1934.", "Kessby is a harbour town."]
+    assert cfrag.synthesis_is_grounded("1934", ["1931", "1988"], texts)  # in the evidence
+    assert cfrag.synthesis_is_grounded("the Merrin Clock Tower", ["Merrin Clock Tower"], [])  # a candidate
+    assert not cfrag.synthesis_is_grounded("Marketing", ["1931", "1934"], texts)
+    assert not cfrag.synthesis_is_grounded("Markov, p. 1", ["临州"], texts)
+
+
 def test_citations_for() -> None:
     hits = [_hit(10), _hit(11)]
     cites = citations_for("Bale [2], see also [1, 2] and [5].", hits)

@@ -503,7 +503,17 @@ def test_empty_synthesis_falls_back_to_highest_psi() -> None:
         res, _, _, _ = run(seed=seed, gen=ScriptedGenerator(synthesis="I cannot decide."))
         if res.trace.decision.agreement < SETTINGS.agreement_threshold:
             break
-    # "I cannot decide." parses (fallback) as an answer, so it is used as is...
+    # "I cannot decide." parses (fallback) as an answer, but it is neither in the evidence nor
+    # a candidate: not a synthesis, so the highest-Ψ hypothesis is used.
+    t = res.trace
+    assert t.decision.kind == "synthesis_fallback" and t.decision.synthesis_raw == "I cannot decide."
+    assert res.answer.text == min(t.hypotheses, key=lambda h: h.rank).answer
+    assert any("neither in the evidence nor one of the candidates" in w for w in t.warnings)
+    # The same for the unrelated word Qwen 0.5B wrote on the QA fixture.
+    res, _, _, _ = run(seed=seed, gen=ScriptedGenerator(synthesis="Marketing"))
+    assert res.trace.decision.kind == "synthesis_fallback"
+    # A grounded synthesis (a candidate's answer, here candidate A) is kept.
+    res, _, _, _ = run(seed=seed)
     assert res.trace.decision.kind == "synthesize"
     for seed in range(12):
         res, _, _, _ = run(seed=seed, gen=ScriptedGenerator(synthesis='{"answer": "", "rationale": "?"}'))

@@ -1399,6 +1399,19 @@ def agreement(answers: Sequence[str]) -> float:
 # =========================================================================== step 7
 
 
+def synthesis_is_grounded(answer: str, candidates: Sequence[str], texts: Sequence[str]) -> bool:
+    """Whether a synthesised answer comes from the material it was given.
+
+    Grounded: :func:`answer_presence` in the evidence > 0.5, or token F1 > 0.5 with one of
+    the candidate answers. Qwen2.5 0.5B, given the long synthesis prompt, sometimes replies
+    with an unrelated word ("Marketing", "Markov, p. 1" on the QA fixture); such a reply
+    is not a synthesis, and the decision falls back to the highest-Ψ hypothesis.
+    """
+    if answer_presence(answer, texts) > 0.5:
+        return True
+    return any(normalize_answer(c) and token_f1(answer, c) > 0.5 for c in candidates)
+
+
 def synthesis_messages(
     query: str,
     ranked: Sequence[HypothesisTrace],
@@ -1710,6 +1723,11 @@ def run_cfrag(
                 kind = "synthesis_fallback"
                 chosen = order[0]
                 warnings.append("the synthesis reply had no answer; using the highest-Ψ hypothesis")
+            elif not synthesis_is_grounded(final_ans, [h.answer for h in top], [x.text for x in sources]):
+                kind = "synthesis_fallback"
+                chosen = order[0]
+                warnings.append(f"the synthesis answer {final_ans[:60]!r} is neither in the evidence nor one of "
+                                "the candidates; using the highest-Ψ hypothesis")
         if chosen >= 0:
             h = hyps[chosen]
             final_ans, final_rat = h.answer, h.rationale

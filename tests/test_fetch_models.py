@@ -422,6 +422,9 @@ def test_ctrl_c_mid_file_exits_130_and_installs_nothing(hub: FakeHub, tmp_path: 
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), "--only", "generator", "--dest", str(dest), "--endpoint", hub.url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_script_env(tmp_path),
+        # A suite started in the background by a non-interactive shell ignores SIGINT and the
+        # child would inherit that (Python then installs no KeyboardInterrupt handler).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 20

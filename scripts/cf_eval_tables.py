@@ -1,0 +1,57 @@
+"""Markdown tables from ``rag-desktop eval-qa --json`` reports, split by language.
+
+Per method: strict EM, containment EM, token F1, mean latency, for all questions and for
+the ``en-`` / ``zh-`` ids separately; for CF-RAG methods also the counterfactuals per
+question (parsed / valid / kept) and the decisions. Usage::
+
+    .venv/bin/python scripts/cf_eval_tables.py /tmp/qa_full_a.json /tmp/qa_full_b.json
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    return sum(float(r[key]) for r in rows) / len(rows) if rows else float("nan")
+
+
+def main(paths: list[str]) -> int:
+    per: dict[str, list[dict[str, Any]]] = {}
+    for p in paths:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+        note = "" if data.get("complete", True) else " (partial)"
+        for m, rows in data["per_question"].items():
+            if rows:
+                per[f"{m}{note}"] = rows
+    print("| method | lang | n | strict EM | containment EM | token F1 | mean latency |")
+    print("|---|---|---|---|---|---|---|")
+    for m, rows in per.items():
+        for lang in ("all", "en", "zh"):
+            sel = [r for r in rows if lang == "all" or str(r["id"]).startswith(lang)]
+            if sel:
+                print(f"| {m} | {lang} | {len(sel)} | {_mean(sel, 'exact_match'):.3f} | "
+                      f"{_mean(sel, 'containment'):.3f} | {_mean(sel, 'f1'):.3f} | {_mean(sel, 'latency_s'):.1f} s |")
+    print()
+    print("| method | lang | parsed/q | valid/q | kept/q | questions with ≥ 1 kept | decisions |")
+    print("|---|---|---|---|---|---|---|")
+    for m, rows in per.items():
+        if "cf_parsed" not in rows[0]:
+            continue
+        for lang in ("all", "en", "zh"):
+            sel = [r for r in rows if lang == "all" or str(r["id"]).startswith(lang)]
+            if not sel:
+                continue
+            dec = collections.Counter(str(r["decision"]) for r in sel)
+            print(f"| {m} | {lang} | {_mean(sel, 'cf_parsed'):.2f} | {_mean(sel, 'cf_valid'):.2f} | "
+                  f"{_mean(sel, 'cf_kept'):.2f} | {sum(1 for r in sel if r['cf_kept'])}/{len(sel)} | "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(dec.items())) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -119,16 +119,19 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
     return out
 
 
+def _read_toml(p: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{p}: not valid TOML ({exc})") from exc
+
+
 def load_settings(path: Path | None = None) -> Settings:
     """Read the settings file; a missing file gives the defaults (the papers' values)."""
     p = path or settings_path()
     if not p.exists():
         return Settings()
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{p}: not valid TOML ({exc})") from exc
-    return settings_from_dict(data)
+    return settings_from_dict(_read_toml(p))
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:
@@ -185,10 +188,7 @@ def load_libraries(path: Path | None = None) -> LibraryList:
     p = path or libraries_path()
     if not p.exists():
         return LibraryList()
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{p}: not valid TOML ({exc})") from exc
+    data = _read_toml(p)
     unknown = sorted(set(data) - {"libraries", "current"})
     if unknown:
         raise SettingsError(f"{p}: unknown key {unknown[0]}")

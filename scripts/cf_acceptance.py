@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
 import json
 import sys
 import tempfile
@@ -51,11 +50,7 @@ def main() -> int:
             for _ in svc.ingest([files]):
                 pass
             r = svc.retriever()
-            c = svc.settings.cfrag
-            if c.rescale_cosines:  # as RagService.cfrag does
-                b = svc.library.cosine_baseline()
-                c = dataclasses.replace(c, theta_sim=b + c.theta_sim * (1 - b),
-                                        theta_dedup=b + c.theta_dedup * (1 - b))
+            c = svc.cfrag_settings()  # the thresholds RagService.cfrag uses
             gen = svc.runtime.generator()
             gen.load()
             for mode in modes:

@@ -24,7 +24,7 @@ from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import CFTuning, run_cfrag
 from rag_desktop.core.cfrag_types import CFResult, to_jsonable
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.settings import Settings
+from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
     Answer,
     CancelToken,
@@ -237,6 +237,15 @@ class RagService:
         text = "".join(parts).strip()
         yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method)
 
+    def cfrag_settings(self) -> CFRagSettings:
+        """The CF-RAG settings with θ_sim and θ_dedup rescaled to this library's cosine scale
+        when ``rescale_cosines`` is on (cosines above the library's mean pair cosine b)."""
+        c = self.settings.cfrag
+        if c.rescale_cosines:
+            b = self.library.cosine_baseline()
+            c = dataclasses.replace(c, theta_sim=b + c.theta_sim * (1 - b), theta_dedup=b + c.theta_dedup * (1 - b))
+        return c
+
     def cfrag(
         self, query: str, cancel: CancelToken | None = None, on_event: Any = None, level: str | None = None
     ) -> CFResult:
@@ -247,10 +256,7 @@ class RagService:
             qv = r.embedder.embed_queries([text])[0]
             return r.baseline(qv, lvl, k, -1.0)  # type: ignore[arg-type]
 
-        c = self.settings.cfrag
-        if c.rescale_cosines:
-            b = self.library.cosine_baseline()
-            c = dataclasses.replace(c, theta_sim=b + c.theta_sim * (1 - b), theta_dedup=b + c.theta_dedup * (1 - b))
+        c = self.cfrag_settings()
         tuning = CFTuning(
             coh_w_embed=c.coh_w_embed,
             coh_w_query=c.coh_w_query,

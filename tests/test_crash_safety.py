@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_desktop.app.catalog import CatalogError
 from rag_desktop.app.service import RagService
 from rag_desktop.core.settings import Settings
 
@@ -131,6 +132,65 @@ def test_ctrl_c_keeps_what_was_committed(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     kept, _ = check_consistent(library)
     assert 1 <= kept < N_FILES  # what was committed stays; the rest is left for the next run
+    done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert check_consistent(library)[0] == N_FILES
+
+
+def _wait_for_lock(library: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Until ``proc`` has written its pid into the library's lock file."""
+    lock = library / "ingest.lock"
+    deadline = time.monotonic() + 120
+    while not (lock.exists() and lock.read_text(encoding="utf-8").startswith(f"pid {proc.pid}:")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the first ingest never took the library lock"
+        time.sleep(0.02)
+
+
+def test_second_ingest_of_one_library_says_busy_with_the_pid(tmp_path: Path) -> None:
+    """Issue 15, item 4: two ingest processes on one library — the second used to die with
+    ``sqlite3.IntegrityError: UNIQUE constraint failed``; now it says who holds the library."""
+    folder = tmp_path / "docs"
+    make_corpus(folder)
+    library = tmp_path / "lib"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen(ingest_cmd(folder, library), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for_lock(library, first)
+        second = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=300)
+        assert first.poll() is None, "the first ingest ended before the second started: nothing was tested"
+        assert second.returncode == 2, second.stderr
+        assert "Traceback" not in second.stderr
+        assert "busy" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
+        assert second.stdout == ""
+        # The desktop app goes through the same Library.ingest: refused the same way.
+        svc = RagService(library, Settings())
+        try:
+            with pytest.raises(CatalogError, match=f"busy.*pid {first.pid}"):
+                list(svc.ingest([folder]))
+        finally:
+            svc.close()
+        _, err = first.communicate(timeout=600)
+        assert first.returncode == 0, err
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert check_consistent(library)[0] == N_FILES
+    # The lock went with its holder: the next ingest runs.
+    done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def test_lock_of_a_killed_ingest_does_not_block(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    make_corpus(folder)
+    library = tmp_path / "lib"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen(ingest_cmd(folder, library), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_lock(library, first)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=60)
     done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert check_consistent(library)[0] == N_FILES

@@ -233,20 +233,81 @@ def test_atomic_save_keeps_old_file_when_write_fails(tmp_path: Path, monkeypatch
     assert path.read_bytes() == before
     (tmp_path / "chunks.faiss.tmp").rmdir()
 
-    # 2) The writer dies half way (disk full, kill): partial bytes, then an error.
-    import faiss
+    # 2) The disk fills half way: the OS-level write fails after some bytes (faiss is real).
+    import errno
+    import os as real_os
 
-    def half_write(index: object, fname: str) -> None:
-        Path(fname).write_bytes(b"IxM2" + b"\0" * 10)
-        raise RuntimeError("No space left on device")
+    from rag_desktop.backends import faiss_index as module
 
-    monkeypatch.setattr(faiss, "write_index", half_write)
-    with pytest.raises(OSError, match="No space left"):
-        new.save(path)
-    monkeypatch.undo()
-    assert path.read_bytes() == before
-    assert not (tmp_path / "chunks.faiss.tmp").exists()
+    class FullDisk:
+        """``os`` as faiss_index sees it, with a write(2) that hits a full disk after 10 bytes
+        (or a close(2) that fails, as on NFS or a quota)."""
+
+        def __init__(self, fail: str) -> None:
+            self.fail = fail
+            self.budget = 10
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real_os, name)
+
+        def write(self, fd: int, data: bytes) -> int:
+            if self.fail == "write":
+                if self.budget <= 0:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                n = min(self.budget, len(data))
+                self.budget -= n
+                return real_os.write(fd, bytes(data[:n]))
+            return real_os.write(fd, data)
+
+        def close(self, fd: int) -> None:
+            real_os.close(fd)
+            if self.fail == "close":
+                raise OSError(errno.EIO, "Input/output error")
+
+    for fail, message in (("write", "No space left"), ("close", "Input/output error")):
+        monkeypatch.setattr(module, "os", FullDisk(fail))
+        with pytest.raises(OSError, match=message):
+            new.save(path)
+        monkeypatch.undo()
+        assert path.read_bytes() == before
+        assert not (tmp_path / "chunks.faiss.tmp").exists()
     assert sorted(FaissIndex.load(path).ids().tolist()) == [1, 2]
+
+
+_FSIZE_CHILD = r"""
+import resource, signal, sys
+import numpy as np
+from rag_desktop.backends.faiss_index import FaissIndex
+
+path = sys.argv[1]
+idx = FaissIndex(16)
+idx.add(np.array([1, 2], dtype=np.int64), np.eye(2, 16, dtype=np.float32))
+idx.save(path)
+# From here on no file of this process may grow past 100 bytes (a full disk, in effect):
+# write(2) returns short, then EFBIG instead of killing the process with SIGXFSZ.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+idx.add(np.array([3], dtype=np.int64), np.eye(3, 16, dtype=np.float32)[2:])
+try:
+    idx.save(path)
+except OSError as exc:
+    print("refused:", exc)
+    sys.exit(0)
+print("saved")
+"""
+
+
+def test_save_on_a_full_disk_never_leaves_a_torn_file(tmp_path: Path) -> None:
+    """Issue 15, item 5, the real failure: a small index sits in faiss's stdio buffer until
+    ``fclose``, whose error faiss only prints — and the file was renamed over a good one."""
+    path = tmp_path / "docs.faiss"
+    res = subprocess.run([sys.executable, "-c", _FSIZE_CHILD, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("refused: could not write the vector index to"), res.stdout + res.stderr
+    assert "File too large" in res.stdout
+    assert not (tmp_path / "docs.faiss.tmp").exists()
+    assert sorted(FaissIndex.load(path).ids().tolist()) == [1, 2]  # the previous save, intact
 
 
 def test_load_errors_name_the_file(tmp_path: Path) -> None:

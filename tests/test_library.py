@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_desktop.app.catalog import CatalogError
 from rag_desktop.app.library import EmbedderMismatch, IngestReport, Library, tfidf_from_counts
 from rag_desktop.app.service import RagService
 from rag_desktop.core import keywords as kw
@@ -104,6 +105,73 @@ def test_edit_and_delete_do_only_the_delta(tmp_path: Path) -> None:
         assert cat.count("documents") == 3
         idx = svc.library.index("doc", svc.runtime.embedder().dim)
         assert set(idx.ids().tolist()) == cat.unit_ids("doc")
+    finally:
+        svc.close()
+
+
+def test_a_file_that_became_unreadable_leaves_retrieval(tmp_path: Path) -> None:
+    """Issue 15, item 1: emptied or overwritten with junk between two ingests, a file's old
+    text must not stay searchable (it used to come back as the top hit)."""
+    folder = make_folder(tmp_path)
+    svc = RagService(tmp_path / "library", Settings())
+    try:
+        run(svc.ingest([folder]))
+        assert any(Path(h.path).name == "wason.txt"
+                   for h in svc.compare("Wason selection task matching bias", level="chunk").baseline.hits)
+        (folder / "wason.txt").write_bytes(b"\x00\x01junk\x00" * 500)  # binary junk
+        (folder / "recipes.md").write_bytes(b"")  # emptied
+        rep = run(svc.ingest([folder]))
+        assert sorted(Path(p).name for p in rep.removed) == ["recipes.md", "wason.txt"]
+        reasons = {Path(p.path).name: p.reason for p in rep.skipped}
+        assert "binary" in reasons["wason.txt"] and "empty" in reasons["recipes.md"]
+        cat = svc.library.catalog
+        assert sorted(Path(d.path).name for d in cat.documents()) == ["cars.txt", "guide.txt"]
+        for level in ("chunk", "doc"):
+            hits = svc.compare("Wason selection task matching bias", level=level).baseline.hits
+            assert hits and all(Path(h.path).name not in ("wason.txt", "recipes.md") for h in hits)
+            assert "matching bias" not in " ".join(h.text for h in hits)
+            idx = svc.library.index(level, svc.runtime.embedder().dim)
+            assert set(idx.ids().tolist()) == cat.unit_ids(level)
+        # The reason stays visible with the skipped files (library panel) ...
+        assert {Path(p.path).name for p in cat.problems()} >= {"wason.txt", "recipes.md", "broken.pdf"}
+        # ... and a third run changes nothing.
+        again = run(svc.ingest([folder]))
+        assert again.removed == [] and again.added == []
+        # Repaired, the file comes back.
+        (folder / "wason.txt").write_text(TEXTS["wason.txt"], encoding="utf-8")
+        back = run(svc.ingest([folder]))
+        assert [Path(p).name for p in back.added] == ["wason.txt"]
+        assert "wason.txt" not in {Path(p.path).name for p in cat.problems()}
+    finally:
+        svc.close()
+
+
+def test_disk_full_in_the_catalog_is_a_clear_error_and_keeps_the_library(tmp_path: Path) -> None:
+    """Issue 15, item 5: ``sqlite3.OperationalError: database or disk is full`` used to end the
+    ingest with a traceback. SQLite's own page limit gives the real SQLITE_FULL error."""
+    folder = make_folder(tmp_path)
+    svc = RagService(tmp_path / "library", Settings())
+    try:
+        run(svc.ingest([folder]))
+        cat = svc.library.catalog
+        before = sorted(d.path for d in cat.documents())
+        n_chunks = cat.count("chunks")
+        (folder / "more.txt").write_text("Cough medicine and the common cold. " * 600, encoding="utf-8")
+        pages = cat.db.execute("PRAGMA page_count").fetchone()[0]
+        cat.db.execute(f"PRAGMA max_page_count = {pages + 1}")
+        with pytest.raises(CatalogError, match=r"disk holding .*catalog\.sqlite is full.*rolled back"):
+            run(svc.ingest([folder]))
+        assert cat.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert not cat.db.in_transaction
+        assert sorted(d.path for d in cat.documents()) == before and cat.count("chunks") == n_chunks
+        hits = svc.compare("Wason selection task", level="chunk").baseline.hits
+        assert hits and all(Path(h.path).name != "more.txt" for h in hits)
+        # Space again: the next run finishes the job.
+        cat.db.execute("PRAGMA max_page_count = 1073741823")
+        rep = run(svc.ingest([folder]))
+        assert [Path(p).name for p in rep.added] == ["more.txt"]
+        idx = svc.library.index("chunk", svc.runtime.embedder().dim)
+        assert set(idx.ids().tolist()) == cat.unit_ids("chunk")
     finally:
         svc.close()
 

@@ -10,6 +10,7 @@ between the commit and the index save) they are rebuilt from the stored vectors.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import sqlite3
@@ -24,6 +25,7 @@ import numpy.typing as npt
 from rag_desktop.core.types import Chunk, ChunkSpan, Document, FileProblem, Keyword, Lang
 
 SCHEMA_VERSION = 1
+CATALOG_NAME = "catalog.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -174,7 +176,7 @@ class Catalog:
 
     # ------------------------------------------------------------------ transactions
     def transaction(self) -> _Tx:
-        return _Tx(self.db)
+        return _Tx(self.db, self.path)
 
     # ------------------------------------------------------------------ documents
     def file_states(self) -> dict[str, FileState]:
@@ -284,6 +286,15 @@ class Catalog:
     def documents(self) -> list[Document]:
         rows = self.db.execute("SELECT doc_id, path, sha256, title, lang, n_pages, kind FROM documents ORDER BY path")
         return [Document(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+
+    def document_warnings(self) -> dict[int, tuple[str, ...]]:
+        """The warnings stored with each document at ingest (only documents that have some)."""
+        out: dict[int, tuple[str, ...]] = {}
+        for doc_id, raw in self.db.execute("SELECT doc_id, warnings FROM documents WHERE warnings != '[]'"):
+            warnings = tuple(str(w) for w in json.loads(raw))
+            if warnings:
+                out[int(doc_id)] = warnings
+        return out
 
     def document(self, doc_id: int) -> Document | None:
         r = self.db.execute(
@@ -486,19 +497,70 @@ class Catalog:
         )
 
 
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_IOERR, _SQLITE_FULL = 5, 6, 10, 13
+
+
+def storage_error(exc: sqlite3.Error, path: Path | str) -> CatalogError | None:
+    """A person's message for a write that SQLite could not do, or None for other errors.
+
+    Disk full (``database or disk is full``, SQLITE_FULL), an I/O error (SQLITE_IOERR, e.g.
+    a file size limit or a failing disk) and a lock held by another program are things the
+    user can act on; the transaction they interrupted is rolled back, so nothing of it is
+    half-written and everything committed before stays.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else int(code) & 0xFF
+    where = printable(path)
+    kept = "the change was rolled back and everything saved before is kept"
+    if primary == _SQLITE_FULL:
+        return CatalogError(f"the disk holding {where} is full ({exc}); {kept}. Free some space and try again.")
+    if primary == _SQLITE_IOERR:
+        return CatalogError(f"could not write {where} ({exc}: disk full, a file size limit or a failing disk?); "
+                            f"{kept}. Free some space and try again.")
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return CatalogError(f"{where} is locked by another program ({exc}); {kept}. Close it and try again.")
+    return None
+
+
 class _Tx:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path | str = CATALOG_NAME) -> None:
         self.db = db
+        self.path = path
 
     def __enter__(self) -> sqlite3.Connection:
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            err = storage_error(exc, self.path)
+            if err is None:
+                raise
+            raise err from exc
         return self.db
+
+    def _rollback(self) -> None:
+        # SQLite may already have rolled back by itself (after SQLITE_FULL, for one): a
+        # second ROLLBACK then fails with "no transaction is active" and would hide the
+        # real error.
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
-            self.db.execute("COMMIT")
-        else:
-            self.db.execute("ROLLBACK")
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as err:
+                self._rollback()
+                mapped = storage_error(err, self.path)
+                if mapped is None:
+                    raise
+                raise mapped from err
+            return
+        self._rollback()
+        if isinstance(exc, sqlite3.Error):
+            mapped = storage_error(exc, self.path)
+            if mapped is not None:
+                raise mapped from exc
 
 
 def _batches(items: list[Any], n: int) -> Iterator[list[Any]]:

@@ -14,10 +14,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import heapq
+import logging
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.app.catalog import Catalog, CatalogError, decode_path, encode_path, printable
+from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_path, encode_path, printable
 from rag_desktop.backends.faiss_index import FaissIndex
 from rag_desktop.backends.readers import UnreadableDocument, display_name, is_readable_name, read_document
 from rag_desktop.core import keywords as kw
@@ -38,6 +41,13 @@ from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Embedder, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock (see LibraryLock)
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
 CATALOG_FILE = "catalog.sqlite"
@@ -65,6 +75,74 @@ def library_folder_problem(folder: Path) -> tuple[str, str] | None:
     return None
 
 
+LOCK_FILE = "ingest.lock"
+
+
+class LibraryLock:
+    """One writer per library: an exclusive ``flock`` on ``<library>/ingest.lock``.
+
+    Two ingests of one library (two terminals, or the desktop app and a terminal) would
+    race on the same file rows (``UNIQUE constraint failed: documents.path``) and write
+    the FAISS caches over each other. The second one is refused at once with the holder's
+    pid instead of waiting behind an ingest that may take an hour. The kernel drops the
+    lock when the holder exits, even after kill -9, so a stale lock cannot block anyone;
+    the file itself stays (unlinking a flock file races with the next opener) and only
+    says who holds it. Where ``fcntl`` does not exist (Windows) there is no lock.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LOCK_FILE
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        """What the lock file says about its holder ("pid 123: rag-desktop ingest ..."), or ''."""
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+        return text.splitlines()[0] if text else ""
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`CatalogError` naming the process that holds it."""
+        if fcntl is None or self._fd is not None:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise CatalogError(f"cannot create {printable(self.path)}: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            who = self.holder() or "another process"
+            raise CatalogError(
+                f"the library {printable(self.path.parent)} is busy: an ingest is already writing to it "
+                f"(held by {who}). Wait for it to finish (or stop it), then run this again."
+            ) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()}: {_command_line()}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass  # the lock holds even if the note about its holder cannot be written (disk full)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None or fcntl is None:
+            return
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _command_line() -> str:
+    """A one-line description of this process for the lock file (the program and its arguments)."""
+    args = [Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
+    line = " ".join(args)
+    return (line[:200] + "…") if len(line) > 200 else line
+
+
 class EmbedderMismatch(CatalogError):
     """The library was built with another embedder; querying it would compare apples with pears."""
 
@@ -76,6 +154,9 @@ class IngestReport:
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[FileProblem] = field(default_factory=list)
+    # Read, but with a caveat the person should see ("the PDF is damaged and was repaired on
+    # opening; some text may be missing"): one entry per (file, warning) added or updated now.
+    warnings: list[FileProblem] = field(default_factory=list)
     cancelled: bool = False
     seconds: float = 0.0
     chunks_embedded: int = 0
@@ -87,6 +168,7 @@ class IngestReport:
             "removed": self.removed,
             "unchanged": len(self.unchanged),
             "skipped": [{"path": p.path, "reason": p.reason} for p in self.skipped],
+            "warnings": [{"path": p.path, "warning": p.reason} for p in self.warnings],
             "cancelled": self.cancelled,
             "seconds": round(self.seconds, 3),
             "chunks_embedded": self.chunks_embedded,
@@ -212,12 +294,29 @@ class Library:
             vecs.append(v)
         if ids:
             idx.add(np.asarray(ids, dtype=np.int64), np.stack(vecs).astype(np.float32))
-        idx.save(self.folder / INDEX_FILES[level])
+        try:
+            idx.save(self.folder / INDEX_FILES[level])
+        except OSError as exc:
+            # The rebuilt index is right in memory; the file is only a cache (rebuilt again
+            # next time). A full disk must not make a readable library unqueryable.
+            log.warning("%s", exc)
         return idx
 
-    def _save_indexes(self) -> None:
+    def _save_indexes(self, best_effort: bool = False) -> None:
+        """Save the FAISS caches. A failure is a :class:`CatalogError` that says the catalog is
+        intact; with ``best_effort`` (another error is already on its way out) it is only logged."""
         for level, idx in self._indexes.items():
-            idx.save(self.folder / INDEX_FILES[level])
+            try:
+                idx.save(self.folder / INDEX_FILES[level])
+            except OSError as exc:
+                if best_effort:
+                    log.warning("%s", exc)
+                    continue
+                raise CatalogError(
+                    f"{exc}. Everything ingested is safe in {CATALOG_FILE}; the index file was left as it "
+                    "was and is rebuilt from the catalog when the library is next opened. "
+                    "Free some disk space and run ingest again."
+                ) from exc
 
     # ------------------------------------------------------------------ ingest
     def ingest(
@@ -228,7 +327,26 @@ class Library:
         cancel: CancelToken | None = None,
         reembed: bool = False,
     ) -> Iterator[Progress | IngestReport]:
-        """Bring the library in line with ``folders``; yields progress, then the report."""
+        """Bring the library in line with ``folders``; yields progress, then the report.
+
+        Holds the library's :class:`LibraryLock` from the first event to the last (a second
+        ingest of the same library raises :class:`CatalogError` naming this process).
+        """
+        lock = LibraryLock(self.folder)
+        lock.acquire()
+        try:
+            yield from self._ingest(folders, embedder, tokenizer, cancel, reembed)
+        finally:
+            lock.release()
+
+    def _ingest(
+        self,
+        folders: Sequence[Path],
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        cancel: CancelToken | None,
+        reembed: bool,
+    ) -> Iterator[Progress | IngestReport]:
         t0 = time.monotonic()
         cancel = cancel or CancelToken()
         report = IngestReport()
@@ -271,23 +389,28 @@ class Library:
                 elapsed = time.monotonic() - stage_t0
                 eta = elapsed / (i - 1) * (n - i + 1) if i > 1 else None
                 yield Progress("scan", i, n, display_name(path), eta, key)
+                old = states.get(key)
                 try:
                     st = path.stat()
                 except OSError as exc:
-                    report.skipped.append(FileProblem(printable(path), f"cannot read: {exc.strerror or exc}"))
+                    reason = f"cannot read: {exc.strerror or exc}"
+                    changed |= self._drop_stale(key, old, reason, None, chunk_index, doc_index, report)
+                    report.skipped.append(FileProblem(printable(path), reason))
                     continue
-                old = states.get(key)
                 if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
                     report.unchanged.append(printable(path))
                     continue
                 prob = problem_states.get(key)
                 if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns:
+                    changed |= self._drop_stale(key, old, prob[2], None, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), prob[2]))
                     continue
                 try:
                     digest = sha256_file(path, cancel)
                 except OSError as exc:
-                    report.skipped.append(FileProblem(printable(path), f"cannot read: {exc.strerror or exc}"))
+                    reason = f"cannot read: {exc.strerror or exc}"
+                    changed |= self._drop_stale(key, old, reason, None, chunk_index, doc_index, report)
+                    report.skipped.append(FileProblem(printable(path), reason))
                     continue
                 if old is not None and old.sha256 == digest:
                     with self.catalog.transaction():
@@ -298,8 +421,7 @@ class Library:
                     yield Progress("parse", i, n, display_name(path), eta, key)
                     prepared = self._prepare(path, tokenizer, kfilter, cancel)
                 except UnreadableDocument as exc:
-                    with self.catalog.transaction():
-                        self.catalog.record_problem(key, exc.reason, st.st_size, st.st_mtime_ns)
+                    changed |= self._drop_stale(key, old, exc.reason, st, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), exc.reason))
                     continue
                 yield Progress("embed", i, n, f"{display_name(path)}: {len(prepared.chunks)} chunks", eta, key)
@@ -340,6 +462,7 @@ class Library:
                     report.updated.append(printable(path))
                 else:
                     report.added.append(printable(path))
+                report.warnings.extend(FileProblem(printable(path), w) for w in prepared.warnings)
                 chunk_index.add(np.asarray(chunk_ids, dtype=np.int64), vecs)
                 doc_index.add(np.asarray([doc_id], dtype=np.int64), doc_vec[None, :])
                 report.chunks_embedded += len(chunk_ids)
@@ -367,15 +490,51 @@ class Library:
                         self.catalog.forget_problem(p)
         except Cancelled:
             report.cancelled = True
-        finally:
+        except BaseException:
+            # Disk full, Ctrl-C, the consumer closing the generator: save what is committed
+            # if possible, but never let a second failure hide the first.
             if changed:
-                self._save_indexes()
+                self._save_indexes(best_effort=True)
+            raise
+        if changed:
+            self._save_indexes()
         if not report.cancelled and (changed or self.catalog.get_meta("keywords_dirty") == "1"):
             yield Progress("keywords", 0, 1, "updating keyword sets")
             self.refresh_keywords(tokenizer, embedder)
             yield Progress("keywords", 1, 1, "keyword sets up to date")
         report.seconds = time.monotonic() - t0
         yield report
+
+    def _drop_stale(
+        self,
+        key: str,
+        old: FileState | None,
+        reason: str,
+        st: os.stat_result | None,
+        chunk_index: FaissIndex,
+        doc_index: FaissIndex,
+        report: IngestReport,
+    ) -> bool:
+        """A file that can no longer be read leaves the library (issue 15, item 1).
+
+        Its old text would otherwise stay searchable — and, being the only copy, keep coming
+        up as the top hit — while the file on disk says something else (or nothing). The
+        document, its chunks, vectors and keyword sets go in one transaction, and the reason
+        is recorded as the file's problem (shown with the skipped files) when ``st`` is known.
+        Returns True if a document was removed.
+        """
+        with self.catalog.transaction():
+            removed_chunks = self.catalog.delete_document(old.doc_id) if old is not None else []
+            if st is not None:
+                self.catalog.record_problem(key, reason, st.st_size, st.st_mtime_ns)
+            if old is not None:
+                self.catalog.set_meta("keywords_dirty", "1")
+        if old is None:
+            return False
+        chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
+        doc_index.remove(np.asarray([old.doc_id], dtype=np.int64))
+        report.removed.append(printable(decode_path(key)))
+        return True
 
     _last_save = 0.0
 

@@ -386,26 +386,57 @@ class FaissIndex:
 
     @_locked
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index atomically: to ``<path>.tmp``, fsync, then ``os.replace``.
+        """Write the index atomically: to ``<path>.tmp``, fsync, close, then ``os.replace``.
 
-        A crash or a failed write leaves the previous file at ``path`` untouched."""
+        A crash or a failed write leaves the previous file at ``path`` untouched. Every step
+        before the rename is checked: ``faiss.write_index(index, filename)`` writes through a
+        C ``FILE*`` and only *prints* a failing ``fclose`` (a destructor cannot throw), so on a
+        full disk the last buffered bytes — all of them for a small index — were lost without
+        an error and the rename put a 0-byte file in place of a good one (issue 15, item 5).
+        Here faiss streams the bytes through ``PyCallbackIOWriter`` into our own ``write(2)``
+        calls (one block in memory at a time); the size on disk must equal what was written.
+        """
         self._ensure()
         faiss = self._set_threads()
         dest = Path(path)
         tmp = dest.with_name(dest.name + ".tmp")
+        failure: list[OSError] = []
+        written = 0
         try:
-            faiss.write_index(self._index, str(tmp))
-            fd = os.open(tmp, os.O_RDONLY)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
+
+                def write(block: bytes) -> None:
+                    # Never raise into faiss (its C++ would turn it into a bare "py err"):
+                    # remember the first failure and drop the rest.
+                    nonlocal written
+                    if failure:
+                        return
+                    view = memoryview(block)
+                    try:
+                        while view:
+                            n = os.write(fd, view)
+                            view = view[n:]
+                            written += n
+                    except OSError as exc:
+                        failure.append(exc)
+
+                faiss.write_index(self._index, faiss.PyCallbackIOWriter(write))
+                if failure:
+                    raise failure[0]
                 os.fsync(fd)
             finally:
-                os.close(fd)
+                os.close(fd)  # raises if the close fails (NFS, quota): checked, not ignored
+            size = os.stat(tmp).st_size
+            if written == 0 or size != written:
+                raise OSError(f"the file on disk has {size} bytes but {written} were written")
             os.replace(tmp, dest)
         except (OSError, RuntimeError) as exc:
             with contextlib.suppress(OSError):
                 if tmp.is_file():
                     tmp.unlink()
-            raise OSError(f"could not write the vector index to {dest}: {exc}") from exc
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise OSError(f"could not write the vector index to {dest}: {reason}") from exc
         # Make the rename itself durable (POSIX: fsync the directory entry).
         with contextlib.suppress(OSError):
             dfd = os.open(dest.parent, os.O_RDONLY)

@@ -228,6 +228,68 @@ def xlsx_as_docx(tmp: Path) -> Path:
     return path
 
 
+def _raw_zip(path: Path, members: Sequence[tuple[str, bytes, int, int]]) -> None:
+    """Write a ZIP file from already-deflated members: (name, raw deflate bytes, CRC-32,
+    uncompressed size as declared). zipfile cannot write pre-compressed data, and a bomb
+    made by compressing 1 GiB for real takes seconds."""
+    import struct
+
+    out = bytearray()
+    central = bytearray()
+    for name, data, crc, size in members:
+        fname = name.encode("utf-8")
+        offset = len(out)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(data), size, len(fname), 0)
+        out += fname + data
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(data), size,
+                               len(fname), 0, 0, 0, 0, 0, offset)
+        central += fname
+    out_end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)
+    path.write_bytes(bytes(out + central + out_end))
+
+
+def zip_bomb_docx(tmp: Path, inflated_mib: int = 1024, *, declared_mib: int | None = None) -> Path:
+    """A real Word package (made by python-docx) whose word/document.xml inflates to
+    ``inflated_mib`` MiB of whitespace inside a valid paragraph: about 1 KB per MiB on disk,
+    as in issue 15 (1,044,388 bytes → 1 GiB). ``declared_mib`` makes the ZIP headers lie
+    about the size. Built in milliseconds: a fully flushed deflate segment of 1 MiB of spaces
+    is repeated (each full flush resets the dictionary, so the copies stay a valid stream)."""
+    import io
+    import zlib
+
+    good = io.BytesIO()
+    docx.Document().save(good)
+    prefix = (b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+              b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+              b"<w:body><w:p><w:r><w:t>bomb")
+    suffix = b"</w:t></w:r></w:p></w:body></w:document>"
+    block = b" " * (1 << 20)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = c.compress(prefix) + c.flush(zlib.Z_FULL_FLUSH)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    seg = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    tail = c.compress(suffix) + c.flush()
+    crc = zlib.crc32(prefix)
+    for _ in range(inflated_mib):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(suffix, crc)
+    size = len(prefix) + (inflated_mib << 20) + len(suffix)
+    members: list[tuple[str, bytes, int, int]] = []
+    with zipfile.ZipFile(good) as z:
+        for info in z.infolist():
+            data = z.read(info)
+            if info.filename == "word/document.xml":
+                declared = size if declared_mib is None else declared_mib << 20
+                members.append((info.filename, head + seg * inflated_mib + tail, crc, declared))
+            else:
+                c = zlib.compressobj(9, zlib.DEFLATED, -15)
+                members.append((info.filename, c.compress(data) + c.flush(), zlib.crc32(data), len(data)))
+    path = tmp / "bomb.docx"
+    _raw_zip(path, members)
+    return path
+
+
 # --------------------------------------------------------------------------- text
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import os
 import pickle
+import re
 from pathlib import Path
 
 import docx
@@ -37,6 +38,7 @@ from bad_inputs import (
     unreadable_pdf,
     xlsx_as_docx,
     zero_byte_pdf,
+    zip_bomb_docx,
 )
 from docx.enum.section import WD_SECTION
 
@@ -264,6 +266,35 @@ def test_docx_that_is_plain_text(tmp_path: Path) -> None:
 
 def test_docx_that_is_an_old_binary_word_file(tmp_path: Path) -> None:
     assert "old-format Word file" in unreadable(ole_as_docx(tmp_path)).reason
+
+
+@pytest.mark.parametrize(("inflated", "declared", "expect"), [
+    (1024, None, r"zip bomb: word/document\.xml would inflate to 1\.0 GiB"),  # issue 15's file
+    (60, None, r"zip bomb: word/document\.xml is compressed [\d,]+:1"),  # under the size limit: the ratio
+    (1024, 1, "damaged"),  # headers that lie: the actual size is checked while inflating
+])
+def test_zip_bomb_docx_is_refused_before_python_docx_parses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inflated: int, declared: int | None, expect: str
+) -> None:
+    bomb = zip_bomb_docx(tmp_path, inflated, declared_mib=declared)
+    assert bomb.stat().st_size < 1_200_000
+
+    def never(*_a: object, **_k: object) -> None:
+        raise AssertionError("python-docx was asked to parse a zip bomb")
+
+    monkeypatch.setattr(docx, "Document", never)
+    assert re.search(expect, unreadable(bomb).reason), unreadable(bomb).reason
+
+
+def test_zip_bomb_builder_makes_a_real_package(tmp_path: Path) -> None:
+    """The bomb is a valid Word package (a small one): python-docx itself parses it."""
+    import zipfile
+
+    bomb = zip_bomb_docx(tmp_path, 2)
+    with zipfile.ZipFile(bomb) as z:
+        assert z.testzip() is None
+        assert z.getinfo("word/document.xml").file_size > 2 << 20
+    assert docx.Document(str(bomb)).paragraphs[0].text.startswith("bomb   ")
 
 
 def test_docx_that_is_a_spreadsheet(tmp_path: Path) -> None:

@@ -92,11 +92,77 @@ def _check_package(path: Path) -> None:
         raise UnreadableDocument(path, "not a Word .docx file (not a ZIP package) — damaged or renamed?")
     try:
         with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
-    except zipfile.BadZipFile as exc:
+            infos = archive.infolist()
+            names = {i.filename for i in infos}
+            if "[Content_Types].xml" not in names:
+                raise UnreadableDocument(path, "a ZIP archive, but not a Word document (no Word content inside)")
+            _check_sizes(path, archive, infos)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
         raise UnreadableDocument(path, "the .docx package (a ZIP file) is damaged") from exc
-    if "[Content_Types].xml" not in names:
-        raise UnreadableDocument(path, "a ZIP archive, but not a Word document (no Word content inside)")
+
+
+# Zip-bomb limits (issue 15, item 3), checked before python-docx reads anything: it loads every
+# part into memory and lxml parses the XML ones at several times their size, so a 1 MB file
+# whose document.xml inflates to 1 GiB took 11 s and 2.25 GB of memory to be rejected. The
+# text of a 5,000-page Word document is well under 100 MiB of XML; XML of real documents
+# deflates 5–30:1, a very repetitive table at most ~100:1.
+MAX_XML_PART_BYTES = 100 << 20  # one XML part (document.xml, styles.xml, ...), uncompressed
+MAX_PACKAGE_BYTES = 1 << 30  # all parts together, uncompressed (images included)
+MAX_RATIO = 200  # uncompressed / compressed, for any part larger than RATIO_FLOOR
+RATIO_FLOOR = 1 << 20  # small parts may compress as well as they like: they cannot hurt
+MAX_PARTS = 10_000
+_BLOCK = 1 << 20
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MiB" if n < 1 << 30 else f"{n / (1 << 30):,.1f} GiB"
+
+
+def _is_xml(name: str) -> bool:
+    return name.endswith((".xml", ".rels"))
+
+
+def _check_sizes(path: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
+    """Reject a zip bomb by its declared sizes and ratios, then by the XML parts' actual sizes.
+
+    The declared sizes come from the central directory (free to read) and can lie; the XML
+    parts, which lxml would parse, are then inflated once as a stream (one block in memory,
+    never more than the limit), so a part that inflates past its declared size — or past
+    the limit — is refused before python-docx allocates anything.
+    """
+    bomb = "the .docx looks like a zip bomb"
+    if len(infos) > MAX_PARTS:
+        raise UnreadableDocument(path, f"{bomb}: {len(infos):,} parts (a Word document has a few dozen)")
+    for info in infos:
+        if _is_xml(info.filename) and info.file_size > MAX_XML_PART_BYTES:
+            raise UnreadableDocument(
+                path,
+                f"{bomb}: {info.filename} would inflate to {_mib(info.file_size)} "
+                f"(limit {_mib(MAX_XML_PART_BYTES)} for one part of the document)",
+            )
+        if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            ratio = info.file_size / max(info.compress_size, 1)
+            raise UnreadableDocument(
+                path, f"{bomb}: {info.filename} is compressed {ratio:,.0f}:1 (real documents: under {MAX_RATIO}:1)"
+            )
+    total = sum(i.file_size for i in infos)
+    if total > MAX_PACKAGE_BYTES:
+        raise UnreadableDocument(
+            path, f"{bomb}: its parts would inflate to {_mib(total)} (limit {_mib(MAX_PACKAGE_BYTES)})"
+        )
+    for info in infos:
+        if not _is_xml(info.filename):
+            continue
+        actual = 0
+        with archive.open(info) as member:
+            while block := member.read(_BLOCK):
+                actual += len(block)
+                if actual > min(info.file_size, MAX_XML_PART_BYTES):
+                    raise UnreadableDocument(
+                        path, f"{bomb}: {info.filename} inflates past its declared {_mib(info.file_size)}"
+                    )
+        if actual != info.file_size:
+            raise UnreadableDocument(path, "the .docx package (a ZIP file) is damaged")
 
 
 def _open(docx: ModuleType, path: Path) -> Any:

@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = getattr(commands, "cmd_" + command.replace("-", "_"))
         return int(handler(args))
     except SettingsError as exc:
-        print(f"rag-desktop: {exc}", file=sys.stderr)
+        print(f"rag-desktop: {commands.terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rag-desktop: interrupted", file=sys.stderr)
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except commands.USER_ERRORS as exc:
         if args.verbose:
             raise
-        print(f"rag-desktop: {exc}", file=sys.stderr)
+        print(f"rag-desktop: {commands.terminal_safe(str(exc))}", file=sys.stderr)
         return 2
 
 

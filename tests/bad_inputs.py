@@ -115,6 +115,23 @@ def pdf_without_xref(tmp: Path) -> Path:
     return path
 
 
+def pdf_with_a_broken_page(tmp: Path) -> Path:
+    """Two pages; page 2's content stream is not valid zlib. Page 1 reads; reading page 2
+    makes MuPDF report "MuPDF error: library error: zlib error: incorrect header check"."""
+    import re
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Readable text on page one about the broken file.")
+    doc.new_page().insert_text((72, 72), "Second page text.")
+    data = bytearray(doc.tobytes(deflate=True))
+    doc.close()
+    starts = [m.end() for m in re.finditer(rb"stream\r?\n", bytes(data))]
+    data[starts[2]: starts[2] + 12] = b"\xff" * 12  # the third stream is page 2's content
+    path = tmp / "broken_page.pdf"
+    path.write_bytes(bytes(data))
+    return path
+
+
 def encrypted_pdf(tmp: Path, *, user_password: bool = True) -> Path:
     """AES-256 encrypted; with ``user_password=False`` only an owner password (restrictions)."""
     path = tmp / ("locked.pdf" if user_password else "restricted.pdf")

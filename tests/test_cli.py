@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -101,3 +102,98 @@ def test_doctor_reports_embedded_models_ready(capsys: pytest.CaptureFixture[str]
     assert checks["embedder"]["ready"], checks["embedder"]
     assert checks["generator"]["ready"], checks["generator"]
     assert code == 0 and report["ready"]
+
+
+def _ingest_with_a_tty_stderr(folder: Path, library: Path) -> tuple[int, str, str]:
+    """``rag-desktop ingest --json`` in a subprocess whose stderr is a terminal (a pty) and
+    whose stdout is a pipe: (exit code, stdout, what the terminal showed)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    master, slave = pty.openpty()
+    shown: list[bytes] = []
+
+    def drain() -> None:  # a full pty buffer would block the child
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_desktop", "ingest", str(folder), "--library", str(library), "--json"],
+        stdout=subprocess.PIPE, stderr=slave, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    os.close(slave)
+    reader.join(timeout=10)
+    os.close(master)
+    return proc.returncode, proc.stdout.decode("utf-8"), b"".join(shown).decode("utf-8", "replace")
+
+
+def test_ingest_json_stays_valid_json_with_mupdf_errors_and_shows_progress_on_a_terminal(tmp_path: Path) -> None:
+    """Issue 15, item 6 (and the progress note): MuPDF printed "MuPDF error: ..." on stdout, so
+    ``ingest --json`` was not JSON; and --json showed no progress at all. The repaired-PDF
+    warning is reported (it used to be stored and never shown)."""
+    from bad_inputs import pdf_with_a_broken_page, pdf_without_xref
+
+    from rag_desktop.app.catalog import Catalog
+    from rag_desktop.backends.pdf_reader import REPAIRED_WARNING
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    pdf_with_a_broken_page(folder)
+    pdf_without_xref(folder)
+    (folder / "full_for_xref.pdf").unlink()
+    (folder / "notes.txt").write_text("Plain notes about the Wason selection task.", encoding="utf-8")
+    code, out, terminal = _ingest_with_a_tty_stderr(folder, tmp_path / "lib")
+    assert code == 0, terminal
+    report = json.loads(out)  # the whole of stdout is one JSON object
+    assert sorted(Path(p).name for p in report["added"]) == ["broken_page.pdf", "no_xref.pdf", "notes.txt"]
+    assert {(Path(w["path"]).name, w["warning"]) for w in report["warnings"]} >= {("no_xref.pdf", REPAIRED_WARNING)}
+    assert "MuPDF error" in terminal  # routed to the log (stderr), not lost
+    assert re.search(r"embed: +\d+%\|", terminal), terminal  # tqdm's bar, on the terminal only
+    cat = Catalog(tmp_path / "lib" / "catalog.sqlite")
+    try:
+        by_name = {Path(d.path).name: d.doc_id for d in cat.documents()}
+        assert cat.document_warnings()[by_name["no_xref.pdf"]] == (REPAIRED_WARNING,)
+    finally:
+        cat.close()
+
+
+def test_control_characters_in_names_and_titles_cannot_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 15, item 6: ESC/BEL/OSC/C1 from a title or file name recoloured the terminal or set
+    its title, and a newline in a file name forged an output line."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    evil_name = "evil\x1b]0;owned\x07\nadded 99, updated 0.txt"
+    (folder / evil_name).write_bytes(b"\x00\x01 binary junk")  # skipped, with its name printed
+    (folder / "title.txt").write_text(
+        "\x1b[31mRed \x9b2J Title\u202e\x07\n\nThe Wason selection task and matching bias.", encoding="utf-8"
+    )
+    lib = str(tmp_path / "lib")
+    assert main(["ingest", str(folder), "--library", lib]) == 0
+    assert main(["compare", "Wason selection task", "--library", lib]) == 0
+    out = capsys.readouterr().out
+    for bad in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert bad not in out, repr(bad)
+    assert not any(line.startswith("added 99") for line in out.splitlines())
+    assert "evil\\x1b]0;owned\\x07\\nadded 99" in out  # shown, escaped, on the skipped line
+    assert "\\x1b[31mRed" in out
+
+
+def test_terminal_safe_escapes() -> None:
+    from rag_desktop.app.commands import terminal_safe
+
+    assert terminal_safe("a\x1b[0mb\x07\x9b\x7f\u202e\t\n") == "a\\x1b[0mb\\x07\\x9b\\x7f\\u202e\\t\\n"
+    assert terminal_safe("line 1\nline 2", keep_newlines=True) == "line 1\nline 2"
+    assert terminal_safe("中文 — ok") == "中文 — ok"

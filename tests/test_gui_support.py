@@ -265,6 +265,9 @@ class FakeCatalog:
     def problems(self) -> list[Any]:
         return list(self.problem_list)
 
+    def document_warnings(self) -> dict[int, tuple[str, ...]]:
+        return {}
+
     def roots(self) -> list[str]:
         return [str(DEMO)]
 

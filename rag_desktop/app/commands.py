@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from rag_desktop.app.catalog import CatalogError
+from rag_desktop.app.catalog import CatalogError, printable
 from rag_desktop.app.config import default_library_dir, load_settings, model_dir
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
@@ -38,31 +40,74 @@ def _service(args: argparse.Namespace) -> RagService:
     return RagService(Path(lib), settings)
 
 
-class ProgressBar:
-    """A one-line terminal progress bar on stderr (stdout stays clean for --json)."""
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-    def __init__(self, enabled: bool) -> None:
+
+def terminal_safe(text: str, keep_newlines: bool = False) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\n``, ``\\u202e``).
+
+    Titles, file names and passages come from documents: an ESC/OSC sequence in one recolours
+    the terminal or sets its title, BEL rings, a C1 CSI (U+009B) is an ESC [ to some
+    terminals, a bidi override reorders what is shown, and a newline in a file name forges
+    an output line (issue 15, item 6). ``keep_newlines`` keeps line breaks for text that is
+    meant to have lines (an answer). Undecodable file-name bytes become U+FFFD.
+    """
+    text = printable(text)
+
+    def escape(m: re.Match[str]) -> str:
+        c = m.group()
+        if keep_newlines and c == "\n":
+            return c
+        if c in _NAMED:
+            return _NAMED[c]
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    return _UNSAFE.sub(escape, text)
+
+
+class ProgressBar:
+    """Progress on stderr through tqdm, shown only when stderr is a terminal, so stdout stays
+    clean for ``--json`` and logs of a redirected run get no bar. One bar, reset whenever the
+    stage or its total changes (files scanned, then the chunks of one file being embedded):
+    tqdm's rate and ETA then describe the work in progress, not the whole run."""
+
+    def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled and sys.stderr.isatty()
-        self.plain = enabled and not self.enabled
+        self._bar: Any = None
+        self._key: tuple[str, int, str] | None = None
 
     def update(self, ev: Progress) -> None:
-        if ev.total <= 0:
+        if not self.enabled or ev.total <= 0:
             return
-        frac = min(1.0, ev.current / ev.total)
-        eta = f" ETA {ev.eta_s:4.0f}s" if ev.eta_s is not None else ""
-        if self.enabled:
-            bar = "#" * int(30 * frac)
-            sys.stderr.write(f"\r[{bar:<30}] {ev.current}/{ev.total} {ev.stage:<8}{eta} {ev.message[:40]:<40}")
-            sys.stderr.flush()
+        from tqdm import tqdm
+
+        key = (ev.stage, ev.total, ev.path)
+        if self._bar is None:
+            try:
+                size = os.get_terminal_size(sys.stderr.fileno())
+            except OSError:
+                size = os.terminal_size((0, 0))
+            # A terminal that reports a 0×0 size (a fresh pty, some CI consoles) makes tqdm hide the bar.
+            sized = size.columns > 0 and size.lines > 0
+            self._bar = tqdm(total=ev.total, desc=ev.stage, file=sys.stderr, leave=False, unit="", dynamic_ncols=sized,
+                             ncols=None if sized else 100, nrows=None if sized else 24)
+        if key != self._key:
+            self._key = key
+            self._bar.reset(total=ev.total)
+            self._bar.set_description_str(ev.stage)
+        self._bar.set_postfix_str(terminal_safe(ev.message)[:60], refresh=False)
+        self._bar.update(max(0, min(ev.current, ev.total) - self._bar.n))
 
     def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     svc = _service(args)
-    bar = ProgressBar(not args.json)
+    bar = ProgressBar()  # stderr only: also with --json
     report: IngestReport | None = None
     try:
         for ev in svc.ingest(args.folders, reembed=args.reembed):
@@ -75,8 +120,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print("rag-desktop: interrupted; files committed so far are kept, run ingest again to finish", file=sys.stderr)
         return 130
     finally:
+        bar.done()
         svc.close()
-    bar.done()
     assert report is not None
     if args.json:
         print_json(report.to_json())
@@ -85,15 +130,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"added {len(report.added)}, updated {len(report.updated)}, removed {len(report.removed)}, "
         f"unchanged {len(report.unchanged)}, skipped {len(report.skipped)} ({report.seconds:.1f}s)"
     )
+    for name in report.removed:
+        print(f"  removed {terminal_safe(name)}")
     for p in report.skipped:
-        print(f"  skipped {p.path}: {p.reason}")
+        print(f"  skipped {terminal_safe(p.path)}: {terminal_safe(p.reason)}")
+    for p in report.warnings:
+        print(f"  warning {terminal_safe(p.path)}: {terminal_safe(p.reason)}")
     return 0
 
 
 def _ranking_lines(r: RankedList, width: int = 60) -> list[str]:
     lines = []
     for h in r.hits:
-        title = (h.title or Path(h.path).name)[: width - 18]
+        title = terminal_safe(h.title or Path(h.path).name)[: width - 18]
         lines.append(f"{h.rank:>2}. {title:<{width - 18}} p{h.page:<4} {h.s_sim:6.3f}")
     return lines
 
@@ -115,7 +164,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for h in cmp.causal.hits:
         move = base_rank[h.unit_id] - h.rank
         arrow = f"▲{move}" if move > 0 else (f"▼{-move}" if move < 0 else " =")
-        right.append(f"{h.rank:>2}. {(h.title or Path(h.path).name)[:40]:<40} {arrow}")
+        right.append(f"{h.rank:>2}. {terminal_safe(h.title or Path(h.path).name)[:40]:<40} {arrow}")
     for a, b in zip(left, right, strict=False):
         print(f"{a:<62} | {b}")
     print(
@@ -123,9 +172,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"empty B in {cmp.diagnostics.n_empty_b} of {cmp.diagnostics.window}"
     )
     for w in cmp.causal.warnings:
-        print(f"warning: {w}")
+        print(f"warning: {terminal_safe(w)}")
     if cmp.cfrag is not None:
-        print(f"\nCF-RAG: {cmp.cfrag.answer.text}")
+        print(f"\nCF-RAG: {terminal_safe(cmp.cfrag.answer.text, keep_newlines=True)}")
     return 0
 
 
@@ -137,7 +186,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             if args.json:
                 print_json(to_jsonable(res))
                 return 0
-            print(res.answer.text)
+            print(terminal_safe(res.answer.text, keep_newlines=True))
             _print_sources(res.answer)
             print("\n" + summarize_trace(res))
             return 0
@@ -147,7 +196,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         for ev in svc.answer(args.question, ranked):
             if isinstance(ev, GenEvent):
                 if ev.kind == GenEventKind.TOKEN and not args.json:
-                    sys.stdout.write(ev.text)
+                    sys.stdout.write(terminal_safe(ev.text, keep_newlines=True))
                     sys.stdout.flush()
             else:
                 answer = ev
@@ -165,7 +214,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 def _print_sources(answer: Answer) -> None:
     print("\nSources:")
     for i, h in enumerate(answer.sources, start=1):
-        print(f"  [{i}] {h.title or Path(h.path).name} — page {h.page} ({h.path})")
+        print(f"  [{i}] {terminal_safe(h.title or Path(h.path).name)} — page {h.page} ({terminal_safe(h.path)})")
     bad = [c.n for c in answer.citations if not c.valid]
     if bad:
         print(f"  note: the answer cites {bad}, which were not among the sources given to the model")
@@ -177,10 +226,11 @@ def summarize_trace(res: Any) -> str:
     lines = ["CF-RAG trace:"]
     for cf in getattr(t, "counterfactuals", ()):
         status = "kept" if getattr(cf, "kept", False) else f"rejected ({getattr(cf, 'reason', '')})"
-        lines.append(f"  q' {status}: {getattr(cf, 'text', cf)}")
+        lines.append(f"  q' {terminal_safe(status)}: {terminal_safe(str(getattr(cf, 'text', cf)))}")
     for h in getattr(t, "hypotheses", ()):
-        lines.append(f"  hypothesis: {getattr(h, 'answer', '')!r} Ψ={getattr(h, 'psi', float('nan')):.3f}")
-    lines.append(f"  decision: {getattr(t, 'decision', '')}")
+        answer = terminal_safe(repr(getattr(h, "answer", "")))
+        lines.append(f"  hypothesis: {answer} Ψ={getattr(h, 'psi', float('nan')):.3f}")
+    lines.append(f"  decision: {terminal_safe(str(getattr(t, 'decision', '')))}")
     return "\n".join(lines)
 
 
@@ -188,7 +238,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from rag_desktop.app import model_files
 
     settings = load_settings()
-    bar = ProgressBar(not args.json)
+    bar = ProgressBar()
     for ev in model_files.ensure_joined(model_files.QWEN_0_5B, model_dir(settings)):
         bar.update(ev)
     bar.done()
@@ -204,7 +254,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         for item in report["checks"]:
             mark = "ok " if item["ready"] else "!! "
-            print(f"{mark}{item['name']:<22} {item['detail']}")
+            print(f"{mark}{item['name']:<22} {terminal_safe(item['detail'])}")
+            if not item["ready"] and item.get("hint"):
+                print(f"   {'':<22} → {terminal_safe(item['hint'])}")
     return 0 if report["ready"] else 1
 
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 from pathlib import Path
@@ -43,12 +44,21 @@ _FILE_NAME_RE = re.compile(r"\.(?:pdf|docx?|pptx?|xlsx?|indd|tex|dvi|ps|txt|rtf|
 
 
 def load_pymupdf() -> ModuleType:
-    """The PyMuPDF module (``pymupdf``, or the legacy ``fitz`` name); MissingDependency if absent."""
+    """The PyMuPDF module (``pymupdf``, or the legacy ``fitz`` name); MissingDependency if absent.
+
+    MuPDF's messages ("MuPDF error: …" while repairing a damaged file) go to the Python log
+    (logger ``pymupdf``, level WARNING), not to stdout, where PyMuPDF prints them by default:
+    they made ``rag-desktop ingest --json`` output invalid JSON (issue 15, item 6).
+    """
     for name in ("pymupdf", "fitz"):
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
         except ImportError:
             continue
+        set_messages = getattr(module, "set_messages", None)  # PyMuPDF >= 1.24
+        if set_messages is not None:
+            set_messages(pylogging_name="pymupdf", pylogging_level=logging.WARNING)
+        return module
     raise MissingDependency("pymupdf", "Reading PDF files", "pymupdf")
 
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.types import Answer, Citation, Hit
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import citation_spans
 
 LINK = QColor("#1F5FBF")
@@ -50,6 +51,7 @@ class AnswerPane(QWidget):
         f.setBold(True)
         self.header.setFont(f)
         self.status = QLabel()
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # messages carry file names and titles
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.status.setStyleSheet("color: #555;")
         # A long status must not widen the window: it is clipped here and whole in the tooltip.
@@ -87,7 +89,7 @@ class AnswerPane(QWidget):
     def _set_status(self, key: str, **args: object) -> None:
         self._status_key, self._status_args = key, args
         self.status.setText(tr(key, **args))
-        self.status.setToolTip(self.status.text())
+        self.status.setToolTip(plain_tooltip(self.status.text()))
 
     def reset(self, key: str = "answer.idle") -> None:
         self.answer = None
@@ -111,7 +113,7 @@ class AnswerPane(QWidget):
 
     def set_progress(self, message: str) -> None:
         self.status.setText(message)
-        self.status.setToolTip(message)
+        self.status.setToolTip(plain_tooltip(message))
 
     def set_failed(self, message: str) -> None:
         self._set_status("answer.failed", msg=message)
@@ -141,7 +143,7 @@ class AnswerPane(QWidget):
                 fmt.setAnchorHref(f"cite:{n}")
                 fmt.setForeground(LINK)
                 fmt.setFontUnderline(True)
-                fmt.setToolTip(tr("answer.cite_tip", title=c.title, page=c.page or 1))
+                fmt.setToolTip(plain_tooltip(tr("answer.cite_tip", title=c.title, page=c.page or 1)))
             else:
                 fmt.setForeground(BAD)
                 fmt.setFontStrikeOut(True)
@@ -187,7 +189,7 @@ class AnswerPane(QWidget):
                      original[:600] if original != given else tr("answer.same_as_given")]
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)  # plain text item: never interpreted as HTML
-                item.setToolTip(text if j < 2 else (given if j == 2 else original)[:1500])
+                item.setToolTip(plain_tooltip(text if j < 2 else (given if j == 2 else original)[:1500]))
                 self.sources.setItem(i, j, item)
         self.sources.resizeRowsToContents()
 

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.types import Hit
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import COLOR_A, COLOR_B, RankChange, SpanKind, fmt, highlight_spans, snippet
 
 COL_RANK, COL_CHANGE, COL_TITLE, COL_PAGE, COL_SCORES, COL_SNIPPET = range(6)
@@ -132,10 +133,10 @@ class RankedModel(QAbstractTableModel):
             if col == COL_SNIPPET:
                 return row.snippet
         elif role == Qt.ItemDataRole.ToolTipRole:
-            if col == COL_TITLE:
-                return f"{h.title}\n{h.path}" + (f"\n{row.note}" if row.note else "")
+            if col == COL_TITLE:  # document text: plain_tooltip, or Qt renders its markup
+                return plain_tooltip(f"{h.title}\n{h.path}" + (f"\n{row.note}" if row.note else ""))
             if col == COL_SNIPPET:
-                return " ".join(h.text.split())[:1200]
+                return plain_tooltip(" ".join(h.text.split())[:1200])
             if col == COL_CHANGE and row.change is not None:
                 d = row.change.delta
                 if d is None:

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.i18n import has_tr, tr
+from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import format_eta
 
 
@@ -45,6 +46,7 @@ class DocRow:
     lang: str
     n_pages: int
     status: str  # indexed | changed | missing
+    warnings: tuple[str, ...] = ()  # stored at ingest, e.g. "the PDF is damaged and was repaired ..."
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ def build_listing(service: Any) -> Listing:
     """Read the catalog and stat the files (worker thread)."""
     cat = service.library.catalog
     states = cat.file_states()
+    warnings = cat.document_warnings()
     rows: list[DocRow] = []
     for d in cat.documents():
         st = states.get(d.path)
@@ -68,7 +71,8 @@ def build_listing(service: Any) -> Listing:
                 else "changed"
         except OSError:
             status = "missing"
-        rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status))
+        rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status,
+                           warnings.get(d.doc_id, ())))
     skipped = tuple((p.path, p.reason) for p in cat.problems())
     return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped)
 
@@ -128,6 +132,7 @@ class LibraryPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress_label = QLabel()
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # shows file names
         self.progress_label.setTextFormat(Qt.TextFormat.PlainText)
         self.progress_label.setWordWrap(True)
         self.cancel_btn = QPushButton()
@@ -194,7 +199,7 @@ class LibraryPanel(QWidget):
                 if roots:
                     tip += "\n" + tr("lib.folders_tip") + "\n" + "\n".join(roots)
             it.setText(text)
-            it.setToolTip(tip)
+            it.setToolTip(plain_tooltip(tip))
             f = QFont(it.font())
             f.setBold(is_open)
             it.setFont(f)
@@ -266,20 +271,25 @@ class LibraryPanel(QWidget):
         folders = QTreeWidgetItem([tr("lib.folders", n=len(lst.roots)), ""])
         for r in lst.roots:
             it = QTreeWidgetItem([Path(r).name or r, ""])
-            it.setToolTip(0, r)
+            it.setToolTip(0, plain_tooltip(r))
             folders.addChild(it)
         docs = QTreeWidgetItem([tr("lib.documents", n=len(lst.documents)), ""])
         for d in lst.documents:
-            it = QTreeWidgetItem([d.title, tr(f"lib.status.{d.status}")])
-            it.setToolTip(0, f"{d.title}\n{d.path}\n{d.kind} · {d.lang} · " + tr("lib.pages", n=d.n_pages))
+            status = tr(f"lib.status.{d.status}") + (" ⚠" if d.warnings else "")
+            it = QTreeWidgetItem([d.title, status])
+            tip = f"{d.title}\n{d.path}\n{d.kind} · {d.lang} · " + tr("lib.pages", n=d.n_pages)
+            warned = "\n".join("⚠ " + w for w in d.warnings)
+            it.setToolTip(0, plain_tooltip(tip + ("\n" + warned if warned else "")))
+            if warned:
+                it.setToolTip(1, plain_tooltip(warned))
             it.setForeground(1, QBrush(QColor(STATUS_COLORS.get(d.status, "#333"))))
             it.setData(0, Qt.ItemDataRole.UserRole, d.doc_id)
             docs.addChild(it)
         skipped = QTreeWidgetItem([tr("lib.skipped", n=len(lst.skipped)), ""])
         for path, reason in lst.skipped:
             it = QTreeWidgetItem([Path(path).name, reason])
-            it.setToolTip(0, path)
-            it.setToolTip(1, reason)
+            it.setToolTip(0, plain_tooltip(path))
+            it.setToolTip(1, plain_tooltip(reason))
             it.setForeground(1, QBrush(QColor(STATUS_COLORS["skipped"])))
             skipped.addChild(it)
         for top in (folders, docs, skipped):

@@ -30,6 +30,128 @@ def _check(name: str, ready: bool, detail: str, hint: str = "") -> dict[str, Any
     return {"name": name, "ready": ready, "detail": detail, "hint": hint}
 
 
+# Debian/Ubuntu package of each shared library Qt's xcb platform plugin (libqxcb.so) loads,
+# directly or through libQt6XcbQpa (checked with dpkg -S on Debian 12 / Ubuntu 24.04). The
+# pip wheel of PySide6 brings Qt itself but not these X11 helpers; a desktop that never ran
+# another Qt 6 app often lacks libxcb-cursor0, libxcb-icccm4, libxcb-keysyms1 (issue 15).
+XCB_PACKAGES: dict[str, str] = {
+    "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-icccm.so.4": "libxcb-icccm4",
+    "libxcb-util.so.1": "libxcb-util1",
+    "libxcb-image.so.0": "libxcb-image0",
+    "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-randr.so.0": "libxcb-randr0",
+    "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-render.so.0": "libxcb-render0",
+    "libxcb-shm.so.0": "libxcb-shm0",
+    "libxcb-sync.so.1": "libxcb-sync1",
+    "libxcb-xfixes.so.0": "libxcb-xfixes0",
+    "libxcb-shape.so.0": "libxcb-shape0",
+    "libxcb-xkb.so.1": "libxcb-xkb1",
+    "libxcb-xinerama.so.0": "libxcb-xinerama0",
+    "libxcb-xinput.so.0": "libxcb-xinput0",
+    "libxcb-glx.so.0": "libxcb-glx0",
+    "libxcb.so.1": "libxcb1",
+    "libX11-xcb.so.1": "libx11-xcb1",
+    "libX11.so.6": "libx11-6",
+    "libXau.so.6": "libxau6",
+    "libXdmcp.so.6": "libxdmcp6",
+    "libICE.so.6": "libice6",
+    "libSM.so.6": "libsm6",
+    "libxkbcommon.so.0": "libxkbcommon0",
+    "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+    "libEGL.so.1": "libegl1",
+    "libGL.so.1": "libgl1",
+    "libGLX.so.0": "libglx0",
+    "libGLdispatch.so.0": "libglvnd0",
+    "libOpenGL.so.0": "libopengl0",
+    "libfontconfig.so.1": "libfontconfig1",
+    "libfreetype.so.6": "libfreetype6",
+    "libdbus-1.so.3": "libdbus-1-3",
+    "libglib-2.0.so.0": "libglib2.0-0",
+    "libgthread-2.0.so.0": "libglib2.0-0",
+    "libpng16.so.16": "libpng16-16",
+    "libz.so.1": "zlib1g",
+    "libexpat.so.1": "libexpat1",
+}
+
+
+def parse_ldd(output: str) -> tuple[list[str], list[str]]:
+    """(resolved, missing) library names from ``ldd`` output, in order.
+
+    ``ldd`` prints ``\tlibxcb-icccm.so.4 => not found`` for a library the loader cannot find,
+    ``\tlibGL.so.1 => /lib/x86_64-linux-gnu/libGL.so.1 (0x...)`` for one it found.
+    """
+    resolved: list[str] = []
+    missing: list[str] = []
+    for line in output.splitlines():
+        name, arrow, where = line.strip().partition("=>")
+        if not arrow:
+            continue
+        name = name.strip()
+        (missing if where.strip().startswith("not found") else resolved).append(name)
+    return resolved, missing
+
+
+def apt_packages(missing: list[str]) -> tuple[list[str], list[str]]:
+    """(Debian packages to install, libraries with no known package) for ``missing``."""
+    packages: list[str] = []
+    unknown: list[str] = []
+    for lib in missing:
+        pkg = XCB_PACKAGES.get(lib)
+        if pkg is None:
+            unknown.append(lib)
+        elif pkg not in packages:
+            packages.append(pkg)
+    return packages, unknown
+
+
+def qt_xcb_plugin() -> Path | None:
+    """PySide6's xcb platform plugin (the one an X11 desktop loads), or None without PySide6."""
+    spec = importlib.util.find_spec("PySide6")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        plugin = Path(base) / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+        if plugin.is_file():
+            return plugin
+    return None
+
+
+def qt_platform_check(ldd_output: str | None = None) -> dict[str, Any]:
+    """Can Qt's xcb plugin load here? ``ldd`` on it; the exact ``apt-get install`` if not.
+
+    ``ldd_output`` stands in for running ``ldd`` (a recorded output, to check the advice)."""
+    import shutil
+    import subprocess
+    import sys
+
+    name = "qt-xcb"
+    out = ldd_output
+    if out is None:
+        if not sys.platform.startswith("linux"):
+            return _check(name, True, "not Linux: no X11 plugin to check")
+        plugin = qt_xcb_plugin()
+        if plugin is None:
+            return _check(name, False, "PySide6's xcb platform plugin (libqxcb.so) not found",
+                          ".venv/bin/pip install PySide6-Essentials")
+        ldd = shutil.which("ldd")
+        if ldd is None:
+            return _check(name, True, f"{plugin.name}: not checked (no ldd on PATH)")
+        try:
+            out = subprocess.run([ldd, str(plugin)], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            return _check(name, True, f"{plugin.name}: not checked (ldd failed: {exc})")
+    _, missing = parse_ldd(out)
+    if not missing:
+        return _check(name, True, "Qt's X11 platform plugin finds all its libraries")
+    packages, unknown = apt_packages(missing)
+    hint = f"sudo apt-get install {' '.join(packages)}" if packages else ""
+    if unknown:
+        hint += ("; " if hint else "") + "find the package of " + ", ".join(unknown) + " with: apt-file search <name>"
+    return _check(name, False, "the desktop window cannot open on X11: missing " + ", ".join(missing), hint)
+
+
 def run_doctor(settings: Settings) -> dict[str, Any]:
     checks: list[dict[str, Any]] = []
     for module, pip_name, purpose in _LIBRARIES:
@@ -49,6 +171,8 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
             "" if qt else ".venv/bin/pip install PySide6-Essentials",
         )
     )
+    if qt:
+        checks.append(qt_platform_check())
 
     # Embedder: the configured one, loaded and asked for one vector.
     m = settings.models
@@ -115,3 +239,33 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
     required = {"embedder", "generator", "faiss", "jieba", "pymupdf", "docx", "llama_cpp"}
     ready = all(c["ready"] for c in checks if c["name"] in required)
     return {"ready": ready, "checks": checks}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rag_desktop.app.doctor --qt``: what scripts/bootstrap.sh runs before the GUI.
+
+    Prints nothing and returns 0 when Qt's X11 plugin can load; otherwise prints what is
+    missing and the install command, and returns 1 — unless this is a Wayland session, where
+    Qt may not need the X11 plugin (then it only warns).
+    """
+    import os
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["--qt"]:
+        print("usage: python -m rag_desktop.app.doctor --qt", file=sys.stderr)
+        return 2
+    check = qt_platform_check()
+    if check["ready"]:
+        return 0
+    print(f"rag-desktop: {check['detail']}", file=sys.stderr)
+    if check["hint"]:
+        print(f"rag-desktop: install them with:\n    {check['hint']}", file=sys.stderr)
+    if os.environ.get("WAYLAND_DISPLAY") and os.environ.get("QT_QPA_PLATFORM", "wayland").startswith("wayland"):
+        print("rag-desktop: (a Wayland session: trying Qt's Wayland plugin anyway)", file=sys.stderr)
+        return 0
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

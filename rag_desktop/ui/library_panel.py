@@ -124,7 +124,8 @@ class LibraryPanel(QWidget):
         self.tree = QTreeWidget()
         self.tree.setColumnCount(2)
         self.tree.setRootIsDecorated(True)
-        self.tree.setUniformRowHeights(True)
+        self.tree.setUniformRowHeights(False)
+        self.tree.setWordWrap(True)  # a skipped file's reason wraps instead of ending in "…"
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress_label = QLabel()
@@ -282,6 +283,13 @@ class LibraryPanel(QWidget):
             it.setToolTip(1, reason)
             it.setForeground(1, QBrush(QColor(STATUS_COLORS["skipped"])))
             skipped.addChild(it)
+            # The whole reason, wrapped across the panel under the file (the cell above is elided).
+            why = QTreeWidgetItem([reason, ""])
+            why.setToolTip(0, reason)
+            why.setForeground(0, QBrush(QColor(STATUS_COLORS["skipped"])))
+            it.addChild(why)
+            why.setFirstColumnSpanned(True)
+            it.setExpanded(True)
         for top in (folders, docs, skipped):
             self.tree.addTopLevelItem(top)
             top.setExpanded(top is not folders or len(lst.roots) < 6)

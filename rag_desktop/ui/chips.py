@@ -165,6 +165,12 @@ class ChipScroll(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setWidget(area)
+        # the panel's own background shows through (a grey viewport looked like an empty box)
+        self.setStyleSheet("QScrollArea { background: transparent; }")
+        vp = self.viewport()
+        if vp is not None:
+            vp.setAutoFillBackground(False)
+        area.setAutoFillBackground(False)
 
     def fit(self) -> None:
         vp = self.viewport()
@@ -238,7 +244,8 @@ class ChipsPanel(QFrame):
                                          self.chip_area))
         for c in self.chips():
             c.show()
-        self.empty.setVisible(split is None or not (split.a_terms or split.b_terms))
+        # "no keyword sets" only for a selected document that has none (before: "select a document")
+        self.empty.setVisible(bool(doc_title) and (split is None or not (split.a_terms or split.b_terms)))
         self.chip_area.updateGeometry()
         self.chip_scroll.fit()
         self.retranslate()

@@ -215,16 +215,18 @@ class RankedModel(QAbstractTableModel):
 
 
 class RowDelegate(QStyledItemDelegate):
-    """Paints one whole row in two parts: a line with rank, change, title, page and scores,
-    then the passage across the full width with its A/B terms coloured (from plain text,
-    never HTML). The passage gets the row's width instead of a narrow table column.
+    """Paints one whole row: a line with rank, change, title and page (and the scores, when
+    there is one), a line of scores when there are several, then the passage across the full
+    width with its A/B terms coloured (from plain text, never HTML). The passage gets the
+    row's width instead of a narrow table column.
     """
 
-    LINES = 3  # passage lines under the title line
+    LINES = 3  # passage lines
 
-    def __init__(self, show_change: bool, parent: Any = None) -> None:
+    def __init__(self, show_change: bool, score_line: bool = False, parent: Any = None) -> None:
         super().__init__(parent)
         self.show_change = show_change
+        self.score_line = score_line  # several scores: a line of their own under the title
 
     # -------------------------------------------------------------- geometry
     def zones(self, rect: QRect, option: QStyleOptionViewItem,
@@ -232,32 +234,37 @@ class RowDelegate(QStyledItemDelegate):
         """Where each model column's content is drawn inside the row ``rect`` (for tooltips)."""
         fm = option.fontMetrics
         pad = 4
-        line = fm.lineSpacing()
-        top = QRect(rect.left() + pad, rect.top() + 2, rect.width() - 2 * pad, line + 2)
+        line = fm.lineSpacing() + 2
+        top = QRect(rect.left() + pad, rect.top() + 2, rect.width() - 2 * pad, line)
         x = top.left()
         out: dict[int, QRect] = {}
         w = fm.horizontalAdvance("88") + 8
-        out[COL_RANK] = QRect(x, top.top(), w, top.height())
+        out[COL_RANK] = QRect(x, top.top(), w, line)
         x += w
         if self.show_change:
             w = fm.horizontalAdvance("▲88") + 8
-            out[COL_CHANGE] = QRect(x, top.top(), w, top.height())
+            out[COL_CHANGE] = QRect(x, top.top(), w, line)
             x += w
-        scores = self._scores_text(index)
-        sw = min(fm.horizontalAdvance(scores) + 6, max(0, (top.right() - x) // 2))
-        out[COL_SCORES] = QRect(top.right() - sw, top.top(), sw, top.height())
-        page = self._page_text(index)
-        pw = fm.horizontalAdvance(page) + 10
-        out[COL_PAGE] = QRect(out[COL_SCORES].left() - pw, top.top(), pw, top.height())
-        out[COL_TITLE] = QRect(x, top.top(), max(0, out[COL_PAGE].left() - x), top.height())
-        out[COL_SNIPPET] = QRect(rect.left() + pad - 2, top.bottom() + 1, rect.width() - 2 * pad + 4,
-                                 rect.bottom() - top.bottom() - 1)
+        page_w = fm.horizontalAdvance(self._page_text(index)) + 10
+        if self.score_line:
+            out[COL_PAGE] = QRect(top.right() - page_w, top.top(), page_w, line)
+            out[COL_SCORES] = QRect(x, top.bottom() + 1, top.right() - x, line)
+            body_top = top.bottom() + 1 + line
+        else:
+            scores = self._scores_text(index)
+            sw = min(fm.horizontalAdvance(scores) + 6, max(0, (top.right() - x) // 2))
+            out[COL_SCORES] = QRect(top.right() - sw, top.top(), sw, line)
+            out[COL_PAGE] = QRect(out[COL_SCORES].left() - page_w, top.top(), page_w, line)
+            body_top = top.bottom() + 1
+        out[COL_TITLE] = QRect(x, top.top(), max(0, out[COL_PAGE].left() - x), line)
+        out[COL_SNIPPET] = QRect(rect.left() + pad - 2, body_top, rect.width() - 2 * pad + 4,
+                                 rect.bottom() - body_top)
         return out
 
     @staticmethod
     def _scores_text(index: QModelIndex | QPersistentModelIndex) -> str:
         text = _sib(index, COL_SCORES).data(Qt.ItemDataRole.DisplayRole) or ""
-        return "  ".join(str(text).split("\n"))
+        return "  ·  ".join(str(text).split("\n"))
 
     @staticmethod
     def _page_text(index: QModelIndex | QPersistentModelIndex) -> str:
@@ -269,6 +276,12 @@ class RowDelegate(QStyledItemDelegate):
             if r.contains(pos):
                 return col
         return COL_SNIPPET
+
+    def height(self, fm: QFontMetrics) -> int:
+        """Title line (+ score line) + LINES passage lines; the passage's lines are a little
+        taller than the font's when a fallback font (CJK) joins in, hence the slack."""
+        head = (fm.lineSpacing() + 2) * (2 if self.score_line else 1)
+        return head + int(fm.lineSpacing() * 1.2 * self.LINES) + 10
 
     # -------------------------------------------------------------- painting
     def _document(self, text: str, spans: Sequence[tuple[int, int, SpanKind]], width: float,
@@ -295,6 +308,26 @@ class RowDelegate(QStyledItemDelegate):
             cur.mergeCharFormat(fmt_)
         return doc
 
+    @staticmethod
+    def whole_lines_height(doc: QTextDocument, limit: float) -> float:
+        """The height of the passage's lines that fit entirely within ``limit`` (a half-cut
+        last line reads as a rendering fault)."""
+        best = 0.0
+        doc.size()  # lays the document out
+        block = doc.begin()
+        while block.isValid():
+            layout = block.layout()
+            if layout is not None:
+                y0 = layout.position().y()
+                for i in range(layout.lineCount()):
+                    ln = layout.lineAt(i)
+                    bottom = y0 + ln.y() + ln.height()
+                    if bottom > limit:
+                        return best
+                    best = bottom
+            block = block.next()
+        return best
+
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
@@ -306,14 +339,17 @@ class RowDelegate(QStyledItemDelegate):
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
         selected = bool(opt.state & QStyle.StateFlag.State_Selected)
         text_pen = opt.palette.highlightedText().color() if selected else opt.palette.text().color()
+        muted = text_pen if selected else QColor("#555")
         rect = opt.rect
         z = self.zones(rect, opt, index)
         fm = opt.fontMetrics
         painter.save()
         painter.setClipRect(rect)
         align = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
+        right = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight)
         bold = QFont(opt.font)
         bold.setBold(True)
+        bfm = QFontMetrics(bold)
         painter.setFont(bold)
         painter.setPen(text_pen)
         painter.drawText(z[COL_RANK], align, str(_sib(index, COL_RANK).data() or ""))
@@ -325,51 +361,41 @@ class RowDelegate(QStyledItemDelegate):
             painter.setPen(text_pen)
         title_rect = z[COL_TITLE]
         title = str(_sib(index, COL_TITLE).data() or "")
-        note = index.data(NOTE_ROLE) or ""
-        bfm = QFontMetrics(bold)
-        if note:
-            note_w = min(fm.horizontalAdvance(note) + 8, title_rect.width() // 2)
-            tw = min(bfm.horizontalAdvance(title) + 8, title_rect.width() - note_w)
-            painter.drawText(QRect(title_rect.left(), title_rect.top(), tw, title_rect.height()), align,
-                             bfm.elidedText(title, Qt.TextElideMode.ElideRight, max(0, tw - 4)))
-            painter.setFont(opt.font)
-            painter.setPen(text_pen if selected else QColor("#6A3FB5"))
-            painter.drawText(QRect(title_rect.left() + tw, title_rect.top(), title_rect.width() - tw,
-                                   title_rect.height()), align,
-                             fm.elidedText(note, Qt.TextElideMode.ElideRight, max(0, title_rect.width() - tw - 4)))
-            painter.setPen(text_pen)
-        else:
-            painter.drawText(title_rect, align,
-                             bfm.elidedText(title, Qt.TextElideMode.ElideRight, max(0, title_rect.width() - 4)))
+        note = str(index.data(NOTE_ROLE) or "")
+        painter.drawText(title_rect, align,
+                         bfm.elidedText(title, Qt.TextElideMode.ElideRight, max(0, title_rect.width() - 4)))
         painter.setFont(opt.font)
-        painter.setPen(text_pen if selected else QColor("#555"))
-        painter.drawText(z[COL_PAGE], align, self._page_text(index))
-        right = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight)
-        painter.drawText(z[COL_SCORES], right,
-                         fm.elidedText(self._scores_text(index), Qt.TextElideMode.ElideLeft, z[COL_SCORES].width()))
+        painter.setPen(muted)
+        painter.drawText(z[COL_PAGE], right, self._page_text(index))
+        sc = z[COL_SCORES]
+        scores = self._scores_text(index)
+        if self.score_line:
+            sw = min(fm.horizontalAdvance(scores) + 6, sc.width())
+            painter.drawText(QRect(sc.left(), sc.top(), sw, sc.height()), align,
+                             fm.elidedText(scores, Qt.TextElideMode.ElideRight, sw))
+            if note and sc.width() - sw > 40:  # e.g. "given to the winning hypothesis"
+                painter.setPen(text_pen if selected else QColor("#6A3FB5"))
+                painter.drawText(QRect(sc.left() + sw + 6, sc.top(), sc.width() - sw - 6, sc.height()), align,
+                                 fm.elidedText("● " + note, Qt.TextElideMode.ElideRight, sc.width() - sw - 6))
+        else:
+            painter.drawText(sc, right, fm.elidedText(scores, Qt.TextElideMode.ElideLeft, sc.width()))
         sn = z[COL_SNIPPET]
-        snippet_index = _sib(index, COL_SNIPPET)
-        doc = self._document(str(snippet_index.data() or ""), index.data(SPANS_ROLE) or (), sn.width(), opt,
-                             selected)
-        # whole lines only: a half-cut last line reads as a rendering fault
-        lines_h = fm.lineSpacing() * self.LINES + 4
+        doc = self._document(str(_sib(index, COL_SNIPPET).data() or ""), index.data(SPANS_ROLE) or (), sn.width(),
+                             opt, selected)
+        shown = self.whole_lines_height(doc, sn.height())
         painter.translate(sn.topLeft())
-        painter.setClipRect(QRectF(0, 0, sn.width(), min(sn.height(), lines_h)))
-        doc.drawContents(painter, QRectF(0, 0, sn.width(), min(sn.height(), lines_h)))
+        painter.setClipRect(QRectF(0, 0, sn.width(), shown))
+        doc.drawContents(painter, QRectF(0, 0, sn.width(), shown))
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
-        return QSize(260, row_height(option.fontMetrics))
+        return QSize(260, self.height(option.fontMetrics))
 
 
 def _sib(index: QModelIndex | QPersistentModelIndex, col: int) -> QModelIndex:
     """The same row's index in model column ``col``."""
     model = index.model()
     return model.index(index.row(), col) if model is not None else QModelIndex()
-
-
-def row_height(fm: QFontMetrics) -> int:
-    return fm.lineSpacing() * (1 + RowDelegate.LINES) + 12
 
 
 class RowView(QTableView):
@@ -433,14 +459,14 @@ class ResultColumn(QWidget):
         self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.view.verticalHeader().setVisible(False)
         self.view.horizontalHeader().setVisible(False)
-        self.delegate = RowDelegate(show_change, self.view)
+        self.delegate = RowDelegate(show_change, score_line=(method != "baseline"), parent=self.view)
         self.view.setItemDelegateForColumn(COL_TITLE, self.delegate)
         # One visible column holds the whole row; the others stay in the model for their
         # data and tooltips (RowView shows the tooltip of the part under the mouse).
         for c in (COL_RANK, COL_CHANGE, COL_PAGE, COL_SCORES, COL_SNIPPET):
             self.view.setColumnHidden(c, True)
         self.view.horizontalHeader().setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Stretch)
-        self.view.verticalHeader().setDefaultSectionSize(row_height(self.fontMetrics()))
+        self.view.verticalHeader().setDefaultSectionSize(self.delegate.height(self.fontMetrics()))
         self.placeholder = QLabel()
         self.placeholder.setTextFormat(Qt.TextFormat.PlainText)
         self.placeholder.setWordWrap(True)

@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         self.selected_doc: int | None = None
         self._build()
         self.auto_answer.setChecked(auto_answer)
+        self.auto_answer.toggled.connect(lambda _on: self._size_stacks())
         self.retranslate()
         self._restore_geometry()
         self._init_libraries()
@@ -1076,15 +1077,28 @@ class MainWindow(QMainWindow):
         self.outer.setSizes([side, w - side])
         h = max(self.height(), 600)
         self.compare_split.setSizes([int(h * 0.62), int(h * 0.25)])
+        cw = w - side
+        self.details.setSizes([int(cw * 0.42), int(cw * 0.58)])  # the Why card's sentences need the width
+        self._size_stacks()
+
+    def _size_stacks(self) -> None:
+        """Rankings over answers: answers get two fifths while on, a strip when off."""
+        on = self.auto_answer.isChecked()
+        for m in METHODS:
+            stack = self.stacks[m]
+            total = sum(stack.sizes()) or stack.height()
+            pane = self.answers[m].minimumSizeHint().height()
+            answer = int(total * 0.4) if on else min(pane + 10, total // 3)
+            stack.setSizes([total - answer, answer])
 
     def _set_cf_collapsed(self, collapsed: bool) -> None:
         """The CF-RAG column folds to a narrow strip (heading and status) until it has rows."""
-        stack = self.stacks["cfrag"]
         self.answers["cfrag"].setVisible(not collapsed)
+        # on the column, not the stack: a QSplitter resets the maximum of its own children when shown
         if collapsed:
-            stack.setMaximumWidth(CF_COLLAPSED_WIDTH)
+            self.columns["cfrag"].setMaximumWidth(CF_COLLAPSED_WIDTH)
         else:
-            stack.setMaximumWidth(16777215)
+            self.columns["cfrag"].setMaximumWidth(16777215)
             n = sum(1 for m in METHODS if self.stacks[m].isVisibleTo(self.columns_split)) or 1
             total = sum(self.columns_split.sizes())
             self.columns_split.setSizes([total // n if self.stacks[m].isVisibleTo(self.columns_split) else 0

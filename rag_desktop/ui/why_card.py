@@ -34,6 +34,11 @@ class WhyCard(QFrame):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.body_scroll = scroll
+        scroll.setStyleSheet("QScrollArea, QWidget#qt_scrollarea_viewport, QLabel { background: transparent; }")
+        vp = scroll.viewport()
+        if vp is not None:
+            vp.setAutoFillBackground(False)
+        self.body.setAutoFillBackground(False)
         scroll.setWidget(self.body)
         lay.addWidget(self.title)
         lay.addWidget(scroll, 1)

@@ -288,11 +288,15 @@ class LibraryPanel(QWidget):
             why.setToolTip(0, reason)
             why.setForeground(0, QBrush(QColor(STATUS_COLORS["skipped"])))
             it.addChild(why)
-            why.setFirstColumnSpanned(True)
-            it.setExpanded(True)
         for top in (folders, docs, skipped):
             self.tree.addTopLevelItem(top)
             top.setExpanded(top is not folders or len(lst.roots) < 6)
+        for i in range(skipped.childCount()):
+            child = skipped.child(i)
+            reason = child.child(0) if child is not None else None
+            if child is not None and reason is not None:  # in the tree now: show each reason whole
+                child.setExpanded(True)
+                reason.setFirstColumnSpanned(True)
         hh = self.tree.header()
         hh.setStretchLastSection(False)
         hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)

@@ -293,10 +293,10 @@ class LibraryPanel(QWidget):
             top.setExpanded(top is not folders or len(lst.roots) < 6)
         for i in range(skipped.childCount()):
             child = skipped.child(i)
-            reason = child.child(0) if child is not None else None
-            if child is not None and reason is not None:  # in the tree now: show each reason whole
+            why_item = child.child(0) if child is not None else None
+            if child is not None and why_item is not None:  # in the tree now: show each reason whole
                 child.setExpanded(True)
-                reason.setFirstColumnSpanned(True)
+                why_item.setFirstColumnSpanned(True)
         hh = self.tree.header()
         hh.setStretchLastSection(False)
         hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)

@@ -54,6 +54,7 @@ from rag_desktop.ui.present import (
     SpanKind,
     WordSpan,
     causal_off_text,
+    ce_label_text,
     cfrag_rows,
     explanation_for,
     fmt,
@@ -850,7 +851,7 @@ class MainWindow(QMainWindow):
             ce_scores: tuple[float | None, ...] = ce.scores or (None,) * len(ce.hits)
             self.columns["cross_encoder"].set_rows(
                 [make_row(h, rank_change(base, h), [(tr("score.s_qe"), v), (tr("score.s_sim"), h.s_sim)])
-                 for h, v in zip(ce.hits, ce_scores, strict=True)], self._ce_label(ce))
+                 for h, v in zip(ce.hits, ce_scores, strict=True)], ce_label_text(ce.label))
         if st.cfrag is not None:
             self._fill_cfrag(st)
         if self.selected_doc is not None:
@@ -982,12 +983,6 @@ class MainWindow(QMainWindow):
         sub = tr("col.cf_sub", kind=tr(f"trace.decision.{t.decision.kind}"), n=len(t.counterfactuals),
                  scorer=scorer_text(t.scorer, t.scorer_is_substitute))
         self.columns["cfrag"].set_rows(rows, sub)
-
-    def _ce_label(self, ce: RankedList) -> str:
-        """The cross-encoder column's subtitle in the UI language (the service's label is English)."""
-        sub = bool(ce.label) and ce.label.startswith("Substitute")
-        ident = ce.label.split(": ", 1)[-1] if ce.label else ""
-        return tr("col.ce_sub", scorer=scorer_text(ident, sub))
 
     # ================================================================== selection and viewer
     def _causal_for_doc(self, doc_id: int) -> tuple[Hit | None, Explanation | None]:

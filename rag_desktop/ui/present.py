@@ -268,6 +268,14 @@ def scorer_text(identity: str, is_substitute: bool) -> str:
     return tr("scorer.substitute") if is_substitute else identity
 
 
+def ce_label_text(label: str) -> str:
+    """The cross-encoder column's subtitle in the UI language from the retriever's English label
+    ("Cross-encoder: <model>" / "Substitute (not a cross-encoder): <identity>", app/retrieval.py)."""
+    substitute = label.startswith("Substitute")
+    identity = label.split(": ", 1)[-1] if label else ""
+    return tr("col.ce_sub", scorer=scorer_text(identity, substitute))
+
+
 def causal_off_text(off: object) -> str:
     """Why the causal column shows the baseline order (``Comparison.causal_off``), in words."""
     code = str(getattr(off, "code", ""))

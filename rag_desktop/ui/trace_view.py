@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.cfrag_types import CFTrace, CounterfactualCandidate
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.present import fmt
+from rag_desktop.ui.present import fmt, scorer_text
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 10
 BAR_Q = QColor("#0072B2")
@@ -227,7 +227,7 @@ class TraceView(QScrollArea):
         self.summary.setText(tr("trace.summary", n=len(t.counterfactuals), rejected=len(t.rejected_counterfactuals),
                                 pool=len(t.evidence), kept=len(t.kept_evidence), k=t.spectral.k_used,
                                 m=len(t.hypotheses), lam=fmt(t.lam, 2),
-                                scorer=t.scorer + (tr("trace.substitute") if t.scorer_is_substitute else ""))
+                                scorer=scorer_text(t.scorer, t.scorer_is_substitute))
                              + ("\n" + "\n".join("⚠ " + w for w in t.warnings) if t.warnings else ""))
         cands: Sequence[CounterfactualCandidate] = (*t.counterfactuals, *t.rejected_counterfactuals)
         self.cf_table.setRowCount(len(cands))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, Qt
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtGui import QColor, QPainter, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -89,7 +89,9 @@ class DeltaBarDelegate(QStyledItemDelegate):
             left = mid if value > 0 else mid - length
             painter.fillRect(QRect(left, rect.top() + 4, length, rect.height() - 8), c)
         painter.setPen(QColor("#111"))
-        painter.drawText(rect.adjusted(4, 0, -4, 0), int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight),
+        # the number on the side the bar does not take
+        side = Qt.AlignmentFlag.AlignLeft if value is not None and value > 0 else Qt.AlignmentFlag.AlignRight
+        painter.drawText(rect.adjusted(4, 0, -4, 0), int(Qt.AlignmentFlag.AlignVCenter | side),
                          signed(value) if value is not None else "—")
         painter.restore()
 
@@ -136,6 +138,27 @@ def _table(headers: int) -> QTableWidget:
     t.setWordWrap(True)
     t.horizontalHeader().setStretchLastSection(True)
     return t
+
+
+def _layout(table: QTableWidget, stretch: Sequence[int], fixed: Sequence[int] = ()) -> None:
+    """Text columns share the width, number columns fit their contents, and the table is as tall
+    as its rows: the trace tab scrolls as a whole instead of each table hiding rows."""
+    hh = table.horizontalHeader()
+    hh.setStretchLastSection(False)
+    for c in range(table.columnCount()):
+        mode = QHeaderView.ResizeMode.Stretch if c in stretch else QHeaderView.ResizeMode.ResizeToContents
+        if c in fixed:
+            mode = QHeaderView.ResizeMode.Fixed
+        hh.setSectionResizeMode(c, mode)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    _fit_rows(table)
+
+
+def _fit_rows(table: QTableWidget) -> None:
+    """Rows as tall as their wrapped text at the current column widths; the table as tall as its rows."""
+    table.resizeRowsToContents()
+    rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+    table.setFixedHeight(table.horizontalHeader().height() + rows + 2 * table.frameWidth() + 2)
 
 
 def _note() -> QLabel:
@@ -212,6 +235,12 @@ class TraceView(QScrollArea):
         self._empty_args: dict[str, Any] = {}
         self.retranslate()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.trace is not None:  # wrapped cells change height with the width
+            for t in (self.cf_table, self.ev_table, self.hy_table):
+                _fit_rows(t)
+
     # -------------------------------------------------------------- content
     def clear(self, key: str = "trace.empty", **args: Any) -> None:
         self.trace = None
@@ -247,7 +276,7 @@ class TraceView(QScrollArea):
                 if not c.kept:
                     it.setForeground(QColor("#888"))
                 self.cf_table.setItem(r, col, it)
-        self.cf_table.resizeRowsToContents()
+        _layout(self.cf_table, stretch=(1, 5))
 
         qnames = ["q", *(f"q'{i}" for i in range(1, len(t.queries)))]
         self.ev_table.setRowCount(len(t.evidence))
@@ -270,8 +299,7 @@ class TraceView(QScrollArea):
             for col, it in enumerate(cells):
                 self.ev_table.setItem(r, col, it)
         _set_scale(self.ev_table, 5, [e.s_q - (e.max_s_cf or 0.0) for e in order])
-        self.ev_table.resizeColumnsToContents()
-        self.ev_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        _layout(self.ev_table, stretch=(1,), fixed=(3, 4, 5))
         for col in (3, 4, 5):
             self.ev_table.setColumnWidth(col, 120)
 
@@ -310,7 +338,9 @@ class TraceView(QScrollArea):
                     it.setForeground(QColor("#888"))
                 self.hy_table.setItem(r, col, it)
         _set_scale(self.hy_table, 4, [h.phi_causal for h in hyps])
-        self.hy_table.resizeRowsToContents()
+        _layout(self.hy_table, stretch=(1, 2), fixed=(3, 4, 5))
+        for col in (3, 4, 5):
+            self.hy_table.setColumnWidth(col, 110)
 
         kind = tr(f"trace.decision.{d.kind}")
         chosen = tr("trace.chosen", j=hyp_name(d.chosen)) if d.chosen >= 0 else \

@@ -79,7 +79,7 @@ def test_ingest_through_the_ui_lists_documents_and_skipped_files(qtbot: Any, env
     assert [s.text(0) for s in skipped] == ["broken.doc"]
     assert ".docx" in skipped[0].text(1)  # the reason is readable in place
     reason = skipped[0].child(0)  # and whole, on its own wrapped line under the file
-    assert reason is not None and reason.text(0) == "old Word .doc format — save it as .docx"
+    assert reason is not None and " ".join(reason.text(0).split()) == "old Word .doc format — save it as .docx"
     assert reason.isFirstColumnSpanned() and skipped[0].isExpanded()
     assert not win.library_panel.progress.isVisibleTo(win)
     assert f"{n_files} added" in win.statusBar().currentMessage()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
 import tempfile
 import time
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1280x800,1600x1000",
                     help="window sizes, comma-separated WIDTHxHEIGHT (default: %(default)s)")
     ap.add_argument("--calibration", action="store_true", help="also the calibration wizard (ranks 3 probes)")
+    ap.add_argument("--run-cache", type=Path, default=None,
+                    help="keep the one real answers+CF-RAG run in this file and, when it exists, show it "
+                         "again instead of running the model (to redo the screenshots after a UI change)")
     args = ap.parse_args(argv)
 
     from PySide6.QtGui import QFont
@@ -201,7 +205,26 @@ def main(argv: list[str] | None = None) -> int:
             shot(win, "cfrag_trace_running_en.png")
             win.tabs.setCurrentIndex(0)
 
-        ask(EN_Q, answers=True, on_progress=live)
+        cached = args.run_cache is not None and args.run_cache.is_file()
+        if cached:
+            # the answers and CF-RAG result of an earlier real run of this script, shown again
+            with args.run_cache.open("rb") as fh:
+                run = pickle.load(fh)  # a file this script wrote itself
+            ask(run["question"])
+            st = win.state
+            assert st is not None and st.comparison is not None
+            win._set_cf_collapsed(False)
+            for m, answer in run["answers"].items():
+                if m != "cfrag":
+                    ranked = st.comparison.causal if m == "causal" else st.comparison.baseline
+                    win._on_answer(st.qid, m, ranked, answer)
+            win._on_cfrag(st.qid, run["cfrag"])
+        else:
+            ask(EN_Q, answers=True, on_progress=live)
+            st = win.state
+            if args.run_cache is not None and st is not None and st.cfrag is not None:
+                with args.run_cache.open("wb") as fh:
+                    pickle.dump({"question": st.question, "answers": dict(st.answers), "cfrag": st.cfrag}, fh)
         for lang in ("en", "zh"):
             if i18n.language() != lang:
                 win.apply_settings(win.settings.replace("ui", language=lang))

@@ -449,6 +449,20 @@ def test_a_broken_state_file_is_named_and_loses_nothing_else(tmp_path: Path) -> 
         load_ui_state(p)
 
 
+def test_the_window_says_so_and_keeps_a_broken_state_file(qtbot: Any, tmp_path: Path,
+                                                          tokenizer: JiebaTokenizer) -> None:
+    i18n.set_language("en")
+    state = tmp_path / "ui_state.toml"
+    state.write_text("recent_questions = [\n", encoding="utf-8")  # broken by hand
+    win = MainWindow(WordService(tmp_path / "lib", Settings(), tokenizer), Settings(),
+                     settings_file=tmp_path / "settings.toml", auto_answer=False)
+    qtbot.addWidget(win)
+    assert win.error_bar.shown and "ui_state.toml" in win.error_bar.label.text()
+    ask(qtbot, win, "a question")
+    win.close()
+    assert state.read_text(encoding="utf-8") == "recent_questions = [\n"  # nothing lost
+
+
 # --------------------------------------------------------------------------- Quit
 
 

@@ -66,6 +66,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "error.details_title": ("What went wrong", "出错详情"),
     "startup.bad_settings": ("The settings file {path} could not be used ({detail}); the defaults are in effect.",
                              "无法使用设置文件 {path}（{detail}）；当前使用默认设置。"),
+    "startup.bad_state": ("The window state could not be read ({detail}). Recent questions and the window size are "
+                          "not remembered until the file is fixed or deleted; it is left as it is.",
+                          "无法读取窗口状态（{detail}）。在修正或删除该文件之前，不会记住最近的问题和窗口大小；"
+                          "该文件保持原样。"),
     "startup.failed_title": ("rag_desktop could not start", "rag_desktop 无法启动"),
     "startup.log": ("Details are in the log: {path}", "详细信息见日志：{path}"),
     # ------------------------------------------------------------------ library

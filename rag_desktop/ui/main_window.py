@@ -214,6 +214,9 @@ class MainWindow(QMainWindow):
         self.auto_answer.toggled.connect(lambda _on: self._size_stacks())
         self.retranslate()
         self._restore_geometry()
+        problem = getattr(self, "_state_problem", None)
+        if problem:
+            self.show_error(UserError("ui_state", tr("startup.bad_state", detail=problem), "", problem))
         self._init_libraries()
         self.refresh_library()
 
@@ -1041,13 +1044,18 @@ class MainWindow(QMainWindow):
 
         try:
             return load_ui_state(self.ui_state_file, self.settings_file)
-        except (SettingsError, OSError) as exc:  # lose only the history and the geometry, say so
+        except (SettingsError, OSError) as exc:
+            # Said once the window is built; the file is left as it is (never overwritten) so a
+            # hand-broken history is not lost — only not remembered until it is fixed or deleted.
             log.warning("the window state is unreadable: %s", exc)
             self._state_problem = str(exc)
             return UIState()
 
     def _save_ui_state(self) -> None:
         from rag_desktop.app.config import save_ui_state
+
+        if getattr(self, "_state_problem", None):
+            return
 
         try:
             save_ui_state(self.ui_state, self.ui_state_file)

@@ -1085,13 +1085,13 @@ class MainWindow(QMainWindow):
         self._size_stacks()
 
     def _size_stacks(self) -> None:
-        """Rankings over answers: answers get two fifths while on, a strip when off."""
+        """Rankings over answers: answers get a third while on, a strip when off."""
         on = self.auto_answer.isChecked()
         for m in METHODS:
             stack = self.stacks[m]
             total = sum(stack.sizes()) or stack.height()
             pane = self.answers[m].minimumSizeHint().height()
-            answer = int(total * 0.4) if on else min(pane + 10, total // 3)
+            answer = int(total * 0.35) if on else min(pane + 10, total // 3)
             stack.setSizes([total - answer, answer])
 
     def _set_cf_collapsed(self, collapsed: bool) -> None:

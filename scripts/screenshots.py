@@ -5,9 +5,12 @@
     .venv/bin/python scripts/screenshots.py --library ~/my-demo-lib --no-answers
 
 Uses the demo library (built from resources/demo on first use, which takes a few
-minutes on a laptop CPU) and the configured models. Views: the comparison workspace in
-English and in Chinese, the A/B chips with the "Why" card, the CF-RAG trace, the
-rank-movement chart, the document viewer and the settings dialog.
+minutes on a laptop CPU) and the configured models. Views, at each --sizes (default
+1280×800 and 1600×1000) and in English and Chinese: the comparison workspace with the
+A/B chips and the "Why" card of a candidate that kept its rank, then (unless
+--no-answers) the answers and the CF-RAG trace of one real run (also caught while it
+runs); once: the settings dialog per language, the document viewer, the rank-movement
+chart, and with --calibration the calibration wizard.
 
 Chinese text needs a CJK font: the script refuses to write screenshots with tofu boxes
 unless --allow-missing-cjk is given. Install one (Debian/Ubuntu: fonts-noto-cjk) or put an
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-answers", action="store_true", help="rankings only (no generator, much faster)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for each step")
     ap.add_argument("--allow-missing-cjk", action="store_true")
-    ap.add_argument("--width", type=int, default=1600)
-    ap.add_argument("--height", type=int, default=1000)
+    ap.add_argument("--sizes", default="1280x800,1600x1000",
+                    help="window sizes, comma-separated WIDTHxHEIGHT (default: %(default)s)")
+    ap.add_argument("--calibration", action="store_true", help="also the calibration wizard (ranks 3 probes)")
+    ap.add_argument("--run-cache", type=Path, default=None,
+                    help="keep the one real answers+CF-RAG run in this file and, when it exists, show it "
+                         "again instead of running the model (to redo the screenshots after a UI change)")
     args = ap.parse_args(argv)
 
     from PySide6.QtGui import QFont
@@ -98,15 +107,26 @@ def main(argv: list[str] | None = None) -> int:
     lib = args.library or demo_library_dir()
     service = RagService(lib, settings)
     i18n.set_language("en")
-    win = MainWindow(service, settings.replace("ui", language="en"), settings_file=args.out / "unused.toml",
-                     auto_answer=not args.no_answers)
+    scratch = Path(tempfile.mkdtemp(prefix="rag-shots-"))  # the window's state file: never the user's
+    win = MainWindow(service, settings.replace("ui", language="en"), settings_file=scratch / "settings.toml",
+                     auto_answer=False)
     win._save_settings = lambda: None  # type: ignore[method-assign]  # screenshots never touch the user's settings
-    win.resize(args.width, args.height)
+    sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",")]
+
+    def size(w: int, h: int) -> str:
+        win.resize(w, h)
+        win._fit_panels()  # the proportions a first start at this screen size gets
+        wait_until(lambda: win.width() == w, 10, "the resize")
+        return f"{w}x{h}"
+
+    size(*sizes[0])
     win.show()
     args.out.mkdir(parents=True, exist_ok=True)
     shots: list[Path] = []
 
     def shot(widget: object, name: str) -> None:
+        for _ in range(5):
+            QApplication.processEvents()
         path = args.out / name
         widget.grab().save(str(path))  # type: ignore[attr-defined]
         shots.append(path)
@@ -122,68 +142,130 @@ def main(argv: list[str] | None = None) -> int:
         shot(win, "ingest.png")
         wait_until(lambda: win.last_ingest_report is not None and not win.runner.busy, args.timeout, "the ingest")
 
-    def ask(q: str) -> None:
+    def ask(q: str, answers: bool = False, on_progress: Callable[[], None] | None = None) -> None:
+        win.auto_answer.setChecked(answers)
         win.ask(q)
-        if args.no_answers:
+        if not answers:
             wait_until(lambda: win.state is not None and win.state.comparison is not None and not win.runner.busy,
                        args.timeout, f"the ranking of {q!r}")
-        else:
-            wait_until(lambda: win.state is not None and (win.state.cfrag is not None or bool(win.state.errors))
-                       and not win.runner.busy, args.timeout, f"the answers to {q!r}")
+            return
+        if on_progress is not None:  # CF-RAG under way: the live trace tab
+            wait_until(lambda: win.trace_view.empty.text().startswith(i18n.tr("trace.running")[:12])
+                       or (win.state is not None and win.state.cfrag is not None), args.timeout, "CF-RAG to start")
+            on_progress()
+        wait_until(lambda: win.state is not None and (win.state.cfrag is not None or bool(win.state.errors))
+                   and not win.runner.busy, args.timeout, f"the answers to {q!r}")
 
-    ask(EN_Q)
-    win.columns["causal"].select_row(0)
-    shot(win, "compare_en.png")
-    shot(win.stacks["causal"], "why_card_en.png")
-    win.tabs.setCurrentWidget(win.chart)
-    shot(win, "rank_chart_en.png")
-    if not args.no_answers:
-        win.tabs.setCurrentWidget(win.trace_view)
-        shot(win, "cfrag_trace_en.png")
+    def select_first_kept() -> None:
+        """Select a causal row that kept its baseline rank, to show the Why card's "held" line."""
+        st = win.state
+        assert st is not None and st.comparison is not None
+        expl = st.comparison.causal.explanations
+        row = next((i for i, h in enumerate(st.comparison.causal.hits)
+                    if any(e.unit_id == h.unit_id and e.new_rank == e.baseline_rank for e in expl)), 0)
+        win.columns["causal"].select_row(row)
+
+    # The workspace after a question (answers off: the CF-RAG column folded to its strip), at every
+    # size, in both languages.
+    for lang, q in (("en", EN_Q), ("zh", ZH_Q)):
+        if i18n.language() != lang:
+            win.apply_settings(win.settings.replace("ui", language=lang))
+        win.tabs.setCurrentIndex(0)
+        ask(q)
+        for w, h in sizes:
+            tag = size(w, h)
+            select_first_kept()
+            shot(win, f"compare_{lang}_{tag}.png")
+        win.open_settings()
+        wait_until(lambda: win.settings_dialog.isVisible(), 10, "the settings dialog")
+        win.settings_dialog.tabs.setCurrentIndex(1)
+        shot(win.settings_dialog, f"settings_{lang}.png")
+        win.settings_dialog.reject()
+
+    if i18n.language() != "en":
+        win.apply_settings(win.settings.replace("ui", language="en"))
+    size(*sizes[-1])
     win.tabs.setCurrentIndex(0)
+    ask(EN_Q)
     hits = win.columns["causal"].hits()
     pdf = next((h for h in hits if h.path.endswith(".pdf")), None)
-    if pdf is not None:
+    if pdf is not None:  # whole-word marks on the page
         win.open_hit(pdf)
         wait_until(lambda: win.viewer.pending == 0, 120, "the viewer")
         shot(win.viewer, "viewer_en.png")
         win.viewer.hide()
+    win.tabs.setCurrentWidget(win.chart)
+    shot(win, "rank_chart_en.png")
+    win.tabs.setCurrentIndex(0)
 
-    # Calibration wizard: three demo questions typed, each labelled with the document that
-    # answers it (resources/demo/QUESTIONS.md), then the result page.
-    from rag_desktop.ui.calibration_wizard import PAGE_LABELS, PAGE_RESULT
+    if not args.no_answers:
+        # One real run of the answers and CF-RAG (slow on a laptop CPU); every later view reuses it.
+        def live() -> None:
+            win.tabs.setCurrentWidget(win.trace_view)
+            shot(win, "cfrag_trace_running_en.png")
+            win.tabs.setCurrentIndex(0)
 
-    probes = {EN_Q: "en_textbook_reasoning_conditionals.pdf",
-              "如何评估数据出境的安全？": "zh_guideline_cross_border_assessment.pdf",
-              ZH_Q: "zh_guideline_cross_border_assessment.pdf"}
-    win.open_calibration()
-    wiz = win.calibration_wizard
-    wait_until(wiz.isVisible, 10, "the calibration wizard")
-    wiz.type_radio.setChecked(True)
-    wiz.text.setPlainText("\n".join(probes))
-    wiz.next()
-    wait_until(lambda: wiz.page() == PAGE_LABELS and not win.runner.busy, args.timeout, "the probe candidates")
-    for row, name in enumerate(probes.values()):
-        wiz.probe_list.setCurrentRow(row)
-        for box in wiz.checks:
-            if Path(box.toolTip()).name == name and not box.isChecked():
-                box.click()
-    wiz.probe_list.setCurrentRow(0)
-    shot(wiz, "calibration_labels_en.png")
-    wiz.next()
-    wait_until(lambda: wiz.page() == PAGE_RESULT or not win.runner.busy, args.timeout, "the calibration result")
-    if wiz.page() == PAGE_RESULT:
-        shot(wiz, "calibration_result_en.png")
-    wiz.reject()  # never applied: screenshots leave the library's decision alone
+        cached = args.run_cache is not None and args.run_cache.is_file()
+        if cached:
+            # the answers and CF-RAG result of an earlier real run of this script, shown again
+            with args.run_cache.open("rb") as fh:
+                run = pickle.load(fh)  # a file this script wrote itself
+            ask(run["question"])
+            st = win.state
+            assert st is not None and st.comparison is not None
+            win._set_cf_collapsed(False)
+            for m, answer in run["answers"].items():
+                if m != "cfrag":
+                    ranked = st.comparison.causal if m == "causal" else st.comparison.baseline
+                    win._on_answer(st.qid, m, ranked, answer)
+            win._on_cfrag(st.qid, run["cfrag"])
+        else:
+            ask(EN_Q, answers=True, on_progress=live)
+            st = win.state
+            if args.run_cache is not None and st is not None and st.cfrag is not None:
+                with args.run_cache.open("wb") as fh:
+                    pickle.dump({"question": st.question, "answers": dict(st.answers), "cfrag": st.cfrag}, fh)
+        for lang in ("en", "zh"):
+            if i18n.language() != lang:
+                win.apply_settings(win.settings.replace("ui", language=lang))
+            for w, h in sizes:
+                tag = size(w, h)
+                win.tabs.setCurrentIndex(0)
+                select_first_kept()
+                shot(win, f"compare_answers_{lang}_{tag}.png")
+                win.tabs.setCurrentWidget(win.trace_view)
+                shot(win, f"cfrag_trace_{lang}_{tag}.png")
+        win.tabs.setCurrentIndex(0)
+        if i18n.language() != "en":
+            win.apply_settings(win.settings.replace("ui", language="en"))
 
-    win.apply_settings(win.settings.replace("ui", language="zh"))
-    ask(ZH_Q)
-    win.columns["causal"].select_row(0)
-    shot(win, "compare_zh.png")
-    win.open_settings()
-    wait_until(lambda: win.settings_dialog.isVisible(), 10, "the settings dialog")
-    shot(win.settings_dialog, "settings_zh.png")
-    win.settings_dialog.reject()
+    if args.calibration:
+        # Calibration wizard: three demo questions typed, each labelled with the document that
+        # answers it (resources/demo/QUESTIONS.md), then the result page.
+        from rag_desktop.ui.calibration_wizard import PAGE_LABELS, PAGE_RESULT
+
+        probes = {EN_Q: "en_textbook_reasoning_conditionals.pdf",
+                  "如何评估数据出境的安全？": "zh_guideline_cross_border_assessment.pdf",
+                  ZH_Q: "zh_guideline_cross_border_assessment.pdf"}
+        win.open_calibration()
+        wiz = win.calibration_wizard
+        wait_until(wiz.isVisible, 10, "the calibration wizard")
+        wiz.type_radio.setChecked(True)
+        wiz.text.setPlainText("\n".join(probes))
+        wiz.next()
+        wait_until(lambda: wiz.page() == PAGE_LABELS and not win.runner.busy, args.timeout, "the probe candidates")
+        for row, name in enumerate(probes.values()):
+            wiz.probe_list.setCurrentRow(row)
+            for box in wiz.checks:
+                if Path(box.toolTip()).name == name and not box.isChecked():
+                    box.click()
+        wiz.probe_list.setCurrentRow(0)
+        shot(wiz, "calibration_labels_en.png")
+        wiz.next()
+        wait_until(lambda: wiz.page() == PAGE_RESULT or not win.runner.busy, args.timeout, "the calibration result")
+        if wiz.page() == PAGE_RESULT:
+            shot(wiz, "calibration_result_en.png")
+        wiz.reject()  # never applied: screenshots leave the library's decision alone
 
     win.runner.cancel_all()
     win.runner.wait(30000)

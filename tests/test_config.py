@@ -17,7 +17,7 @@ def test_defaults_are_the_papers() -> None:
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    s = Settings().replace("retrieval", k=7, tau=0.55).replace("ui", language="zh", recent_questions=("a",))
+    s = Settings().replace("retrieval", k=7, tau=0.55).replace("ui", language="zh")
     p = save_settings(s, tmp_path / "s.toml")
     assert load_settings(p) == s
 

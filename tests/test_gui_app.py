@@ -19,7 +19,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 from test_gui_support import DEMO, ScriptedGenerator, ScriptedRuntime
 
-from rag_desktop.app.config import demo_library_dir, load_settings
+from rag_desktop.app.config import demo_library_dir, load_settings, load_ui_state
 from rag_desktop.app.library import scan_folder
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.pdf_render import region_segments
@@ -224,7 +224,7 @@ def test_settings_persist_and_reach_the_service(demo: dict[str, Any]) -> None:
     assert win.service.settings.retrieval.k == 4
     ask(win, EN_Q, answers=False)
     assert len(win.columns["baseline"].model.rows) == 4
-    assert EN_Q in load_settings(demo["sfile"]).ui.recent_questions
+    assert EN_Q in load_ui_state(demo["sfile"].with_name("ui_state.toml")).recent_questions
 
 
 def test_export_the_decision_report(demo: dict[str, Any], tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QTextCursor
 from test_gui_support import ANSWER_TEXT, DEMO, FakeService, ScriptedGenerator, make_comparison
 
-from rag_desktop.app.config import load_settings
+from rag_desktop.app.config import load_settings, load_ui_state
 from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.core.settings import Settings
 from rag_desktop.ui import i18n
@@ -78,6 +78,9 @@ def test_ingest_through_the_ui_lists_documents_and_skipped_files(qtbot: Any, env
     skipped = win.library_panel.skipped_items()
     assert [s.text(0) for s in skipped] == ["broken.doc"]
     assert ".docx" in skipped[0].text(1)  # the reason is readable in place
+    reason = skipped[0].child(0)  # and whole, on its own wrapped line under the file
+    assert reason is not None and " ".join(reason.text(0).split()) == "old Word .doc format — save it as .docx"
+    assert reason.isFirstColumnSpanned() and skipped[0].isExpanded()
     assert not win.library_panel.progress.isVisibleTo(win)
     assert f"{n_files} added" in win.statusBar().currentMessage()
 
@@ -245,7 +248,8 @@ def test_settings_are_persisted_and_reach_the_service(qtbot: Any, env: Any) -> N
     qtbot.waitUntil(lambda: bool(svc.updated) and not win.runner.busy, timeout=5000)
     saved = load_settings(sfile)
     assert (saved.retrieval.k, saved.retrieval.tau, saved.cfrag.lam, saved.ui.language) == (7, 0.7, 0.25, "zh")
-    assert saved.ui.recent_questions == (QUESTION,)  # the history survives a settings change
+    # the history lives beside the settings and survives a settings change
+    assert load_ui_state(sfile.with_name("ui_state.toml")).recent_questions == (QUESTION,)
     assert svc.updated[-1].retrieval.k == 7
     assert win.ask_btn.text() == "提问" and win.columns["causal"].header.text() == "因果重排序"
     assert "第" in win.why.body.text() or win.why.body.text() == ""
@@ -267,7 +271,8 @@ def test_recent_questions_are_remembered(qtbot: Any, env: Any) -> None:
     win, _svc, sfile = env
     ask_and_wait(qtbot, win, "first question?")
     ask_and_wait(qtbot, win, "second question?")
-    assert load_settings(sfile).ui.recent_questions == ("second question?", "first question?")
+    assert load_ui_state(sfile.with_name("ui_state.toml")).recent_questions == ("second question?",
+                                                                               "first question?")
     assert [win.query.itemText(i) for i in range(win.query.count())] == ["second question?", "first question?"]
 
 

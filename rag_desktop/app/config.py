@@ -6,6 +6,10 @@ hand-edited file is reported instead of silently ignored.
 The desktop app's list of known libraries (folders) and the one last open live beside the
 settings in ``libraries.toml`` (:class:`LibraryList`); removing a library from the list never
 touches its folder.
+
+What the window remembers by itself (the question history, the window's geometry) is not a
+setting: it lives in ``ui_state.toml`` beside the settings (:class:`UIState`), so asking a
+question never rewrites ``settings.toml`` and a hand edit made while the app is open survives.
 """
 
 from __future__ import annotations
@@ -92,6 +96,11 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     return value
 
 
+# Keys that older versions wrote into settings.toml and that now live elsewhere: read without
+# complaint (``load_ui_state`` migrates them) and never written back.
+LEGACY_SETTINGS_KEYS = frozenset({("ui", "recent_questions")})
+
+
 def settings_from_dict(data: dict[str, Any]) -> Settings:
     sections: dict[str, Any] = {}
     top_hints = get_type_hints(Settings)
@@ -104,6 +113,8 @@ def settings_from_dict(data: dict[str, Any]) -> Settings:
         hints = get_type_hints(cls)
         kwargs: dict[str, Any] = {}
         for key, value in values.items():
+            if (section, key) in LEGACY_SETTINGS_KEYS:
+                continue
             if key not in hints:
                 raise SettingsError(f"unknown setting {section}.{key}")
             kwargs[key] = _coerce(value, hints[key], f"{section}.{key}")
@@ -214,5 +225,74 @@ def save_libraries(lst: LibraryList, path: Path | None = None) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(".toml.tmp")
     tmp.write_text(tomli_w.dumps({"current": lst.current, "libraries": list(lst.libraries)}), encoding="utf-8")
+    os.replace(tmp, p)
+    return p
+
+
+# ---------------------------------------------------------------------- window state
+
+
+def ui_state_path() -> Path:
+    return config_dir() / "ui_state.toml"
+
+
+MAX_RECENT_QUESTIONS = 20
+
+
+@dataclass(frozen=True)
+class UIState:
+    """What the window remembers between runs; written by the app, not meant for editing."""
+
+    recent_questions: tuple[str, ...] = ()
+    # QMainWindow.saveGeometry() as base64 (Qt's own format: size, position, screen, maximised).
+    window_geometry: str = ""
+
+    def with_question(self, question: str) -> UIState:
+        """``question`` first, then the older ones without it, at most MAX_RECENT_QUESTIONS."""
+        recent = [question, *(q for q in self.recent_questions if q != question)][:MAX_RECENT_QUESTIONS]
+        return dataclasses.replace(self, recent_questions=tuple(recent))
+
+
+def _legacy_recent_questions(settings_file: Path) -> tuple[str, ...]:
+    """The history an older version kept in settings.toml ([ui] recent_questions), if any."""
+    if not settings_file.is_file():
+        return ()
+    try:
+        ui = _read_toml(settings_file).get("ui", {})
+    except (SettingsError, OSError):
+        return ()  # a broken settings file is reported by load_settings, not here
+    old = ui.get("recent_questions", []) if isinstance(ui, dict) else []
+    if not isinstance(old, list):
+        return ()
+    return tuple(q for q in old if isinstance(q, str) and q.strip())[:MAX_RECENT_QUESTIONS]
+
+
+def load_ui_state(path: Path | None = None, settings_file: Path | None = None) -> UIState:
+    """Read the window state. With no state file yet, an old history in the settings file
+    (``settings_file``, default the settings path) is taken over. A broken file raises
+    SettingsError naming the file and the key."""
+    p = path or ui_state_path()
+    if not p.exists():
+        return UIState(_legacy_recent_questions(settings_file or p.with_name("settings.toml")))
+    data = _read_toml(p)
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(UIState)})
+    if unknown:
+        raise SettingsError(f"{p}: unknown key {unknown[0]}")
+    recent = data.get("recent_questions", [])
+    if not isinstance(recent, list) or not all(isinstance(q, str) for q in recent):
+        raise SettingsError(f"{p}: invalid key recent_questions: expected a list of questions")
+    geometry = data.get("window_geometry", "")
+    if not isinstance(geometry, str):
+        raise SettingsError(f"{p}: invalid key window_geometry: expected text")
+    return UIState(tuple(recent)[:MAX_RECENT_QUESTIONS], geometry)
+
+
+def save_ui_state(state: UIState, path: Path | None = None) -> Path:
+    """Write atomically, like the settings."""
+    p = path or ui_state_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps({"recent_questions": list(state.recent_questions),
+                                  "window_geometry": state.window_geometry}), encoding="utf-8")
     os.replace(tmp, p)
     return p

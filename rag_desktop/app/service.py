@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,45 @@ from rag_desktop.core.types import (
 log = logging.getLogger(__name__)
 
 
+class CausalOffCode(StrEnum):
+    """Why the causal column shows the baseline order instead of a re-ranking."""
+
+    CHOSEN = "chosen"  # the user chose it: retrieval.default_method = "baseline"
+    GATE = "gate"  # the calibration gate decided that neither re-ranking helps this library
+
+
+@dataclass(frozen=True)
+class CausalOff:
+    """A typed reason (the UI words it in its own language). The gate's numbers are those of the
+    stored :class:`rag_desktop.core.gate.GateDecision` when ``code`` is GATE, else None."""
+
+    code: CausalOffCode
+    metric: str = ""
+    n_probes: int | None = None
+    delta_causal: float | None = None
+    delta_hybrid: float | None = None
+    reliability: float | None = None
+
+
+def causal_off_reason(default_method: str, gate: dict[str, Any] | None) -> CausalOff | None:
+    """The reason the causal column is the baseline order, or None when it shows a re-ranking."""
+    if default_method == "baseline":
+        return CausalOff(CausalOffCode.CHOSEN)
+    if default_method != "gated":
+        return None
+    g = gate or {}
+    if g.get("decision") in ("causal", "hybrid"):
+        return None
+
+    def num(key: str) -> float | None:
+        v = g.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    n = g.get("n_probes")
+    return CausalOff(CausalOffCode.GATE, str(g.get("metric", "")), n if isinstance(n, int) else None,
+                     num("delta_causal"), num("delta_hybrid"), num("reliability"))
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One question, every ranking side by side, with what is needed to explain them."""
@@ -55,6 +95,8 @@ class Comparison:
     gate: dict[str, Any] | None
     timings: dict[str, float] = field(default_factory=dict)
     cfrag: CFResult | None = None
+    # Set when the causal column shows the baseline order: chosen, or the gate's decision.
+    causal_off: CausalOff | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = to_jsonable(dataclasses.replace(self, cfrag=None))
@@ -139,12 +181,17 @@ class RagService:
         t1 = time.perf_counter()
         variant = self.causal_variant()
         ranked, diag = r.rerank(ctx, "hybrid" if variant == "baseline" else variant)
-        if variant == "baseline":  # the gate said the re-ranker hurts here: show the baseline order
+        gate = self.library.catalog.get_json("gate")
+        off = causal_off_reason(self.settings.retrieval.default_method, gate) if variant == "baseline" else None
+        gated = off is not None and off.code == CausalOffCode.GATE
+        if variant == "baseline":  # chosen, or the gate said neither re-ranking helps: the baseline order
             ranked = dataclasses.replace(
                 ctx.baseline,
-                method="gated_off",
+                method="gated_off" if gated else "baseline",
                 explanations=ranked.explanations,
-                label="Causal rerank switched off by the calibration gate",
+                # English for the CLI; the UI words ``causal_off`` in its own language.
+                label="Causal rerank switched off by the calibration gate" if gated
+                else "Baseline order (chosen in the settings)",
             )
         t2 = time.perf_counter()
         ce = r.cross_encode(ctx, self.runtime.scorer()) if self.runtime.has_cross_encoder() else None
@@ -161,9 +208,18 @@ class RagService:
             ctx.tau,
             ctx.tau_source,
             variant,
-            self.library.catalog.get_json("gate"),
+            gate,
             timings,
+            causal_off=off,
         )
+
+    def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
+        """(start, end, word, key) of each word of ``text`` as the keywords segment and stem it
+        (jieba for Chinese, Snowball stems for English): the UI highlights keyword terms on these
+        whole words and never imports the tokenizer itself."""
+        tok = self.runtime.tokenizer()
+        spans = getattr(tok, "word_spans", None)
+        return list(spans(text)) if spans is not None else []
 
     def context(self, query: str, level: str | None = None, k: int | None = None) -> QueryContext:
         return self.retriever().context(query, level, k)  # type: ignore[arg-type]

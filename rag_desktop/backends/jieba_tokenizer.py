@@ -139,6 +139,37 @@ class JiebaTokenizer:
             self.load()
         return [w for w in self._jieba.cut(text) if w.strip()]
 
+    def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
+        """(start, end, word, key) for every word of ``text``, offsets into ``text`` itself.
+
+        The same segmentation as :meth:`tokenize`: jieba words in Han runs, the word regex
+        elsewhere. ``word`` is the case-folded word, ``key`` its term as the keywords store
+        it (the Snowball stem in the improved variant; the word itself for Chinese). The UI
+        highlights a keyword term on whole words whose word or key equals it, so "one" never
+        lights inside "alone" and a stem such as "particip" lights all of "participants".
+        Unlike :meth:`tokenize` this records no surface forms (it reads display text, not the
+        library) and normalises each word on its own so offsets stay those of ``text``.
+        """
+        if self._jieba is None:
+            self.load()
+        out: list[tuple[int, int, str, str]] = []
+        pos = 0
+        for i, part in enumerate(_RUNS.split(text)):
+            if part and i % 2 == 1:
+                for w, s, e in self._jieba.tokenize(part):
+                    if w.strip():
+                        folded = unicodedata.normalize("NFKC", w)
+                        out.append((pos + s, pos + e, folded, folded))
+            elif part:
+                for m in _WORD.finditer(part):
+                    w = unicodedata.normalize("NFKC", m.group(0)).casefold()
+                    key = w
+                    if self._stemmer is not None and w.isalpha() and w.isascii():
+                        key = self._stems.get(w) or str(self._stemmer.stemWord(w))
+                    out.append((pos + m.start(), pos + m.end(), w, key))
+            pos += len(part)
+        return out
+
     def surface_form(self, term: str) -> str:
         """The most frequent original word seen for a stemmed ``term`` (ties: shortest, then
         alphabetical), or ``term`` itself if it was never produced by stemming.

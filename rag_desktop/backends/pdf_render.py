@@ -13,7 +13,7 @@ count per snippet is reported so callers (and tests) can tell.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +23,9 @@ from rag_desktop.backends.errors import MissingDependency
 from rag_desktop.backends.readers import UnreadableDocument
 
 RGB = tuple[float, float, float]
+# Line text → (start, end, kind) spans to mark: the caller's whole-word matcher (the desktop UI
+# builds it from the keyword tokenizer), so "one" is not marked inside "alone" as search_for would.
+LineMatcher = Callable[[str], Sequence[tuple[int, int, str]]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class RenderedPage:
     width: int
     height: int
     found: dict[str, int] = field(default_factory=dict)  # highlight text → rectangles marked
+    word_marks: int = 0  # whole words marked through ``words`` (render_page)
 
 
 def _pymupdf() -> ModuleType:
@@ -111,8 +115,40 @@ def page_count(path: Path | str) -> int:
         doc.close()
 
 
-def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (), zoom: float = 1.5) -> RenderedPage:
-    """PNG of ``page`` (1-based, clamped to the document) with ``highlights`` marked."""
+def _mark_words(fitz: ModuleType, pg: Any, words: LineMatcher, colors: dict[str, RGB], opacity: float,
+                found: dict[str, int]) -> int:
+    """Mark the spans ``words`` finds in each text line of the page, from the characters' boxes;
+    counts each marked word (lower-cased) in ``found``."""
+    n = 0
+    raw = pg.get_text("rawdict")
+    for block in raw.get("blocks", []):
+        for line in block.get("lines", []):
+            chars = [(ch["c"], ch["bbox"]) for span in line.get("spans", []) for ch in span.get("chars", [])]
+            text = "".join(c for c, _b in chars)
+            for s, e, kind in words(text):
+                if kind not in colors or not (0 <= s < e <= len(chars)):
+                    continue
+                rect = fitz.Rect(chars[s][1])
+                for _c, b in chars[s + 1 : e]:
+                    rect |= fitz.Rect(b)
+                annot = pg.add_highlight_annot(rect)
+                annot.set_colors(stroke=colors[kind])
+                annot.set_opacity(opacity)
+                annot.update()
+                n += 1
+                key = text[s:e].lower()
+                found[key] = found.get(key, 0) + 1
+    return n
+
+
+def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (), zoom: float = 1.5,
+                words: LineMatcher | None = None, word_colors: dict[str, RGB] | None = None,
+                word_opacity: float = 0.6) -> RenderedPage:
+    """PNG of ``page`` (1-based, clamped to the document) with ``highlights`` marked.
+
+    With ``words`` the keyword terms are marked by that matcher on each line's text (whole
+    words, coloured by ``word_colors[kind]``) instead of being passed as ``highlights``.
+    """
     if not (0.1 <= zoom <= 8.0):
         raise ValueError(f"render_page: zoom {zoom} is outside 0.1..8")
     fitz = _pymupdf()
@@ -137,7 +173,8 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
             annot.set_colors(stroke=h.color)
             annot.set_opacity(h.opacity)
             annot.update()
+        marked = _mark_words(fitz, pg, words, word_colors or {}, word_opacity, found) if words is not None else 0
         pix = pg.get_pixmap(matrix=fitz.Matrix(zoom, zoom), annots=True, alpha=False)
-        return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found)
+        return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found, marked)
     finally:
         doc.close()

@@ -112,7 +112,7 @@ class GenerationSettings:
 @dataclass(frozen=True)
 class UISettings:
     language: Literal["en", "zh"] = "en"
-    recent_questions: tuple[str, ...] = ()
+    # The question history moved to app.config.UIState (ui_state.toml): it is not a setting.
 
 
 @dataclass(frozen=True)

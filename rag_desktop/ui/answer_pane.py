@@ -69,8 +69,17 @@ class AnswerPane(QWidget):
         self.browser.anchorClicked.connect(self._on_anchor)
         self.sources = QTableWidget(0, 4)
         self.sources.verticalHeader().setVisible(False)
-        self.sources.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.sources.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        # n and Document sized to their text (a stretch of the other two squeezed them empty);
+        # headers elide at the right instead of losing both ends.
+        sh = self.sources.horizontalHeader()
+        sh.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        sh.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        sh.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        sh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        sh.setMinimumSectionSize(40)
+        sh.setTextElideMode(Qt.TextElideMode.ElideRight)
+        sh.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        sh.resizeSection(1, 140)
         self.sources.setWordWrap(True)
         self.sources.setVisible(False)
         split = QSplitter(Qt.Orientation.Vertical)
@@ -156,7 +165,8 @@ class AnswerPane(QWidget):
         elif not answer.text.strip():
             self._set_status("answer.empty")
         else:
-            self._set_status("answer.done", n=len(answer.citations))
+            n = len(answer.citations)
+            self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
         self._fill_sources()
 
     # -------------------------------------------------------------- citations

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QLayout,
     QLayoutItem,
+    QScrollArea,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -148,6 +150,38 @@ class Legend(QWidget):
         self.b.setToolTip(tr("legend.b_tip"))
 
 
+class ChipScroll(QScrollArea):
+    """Holds the chips: as tall as they need, with a visible scrollbar when the panel is shorter.
+
+    QScrollArea does not follow a height-for-width child by itself, so on every resize the
+    chip area is given the height its flow layout needs at the viewport's width.
+    """
+
+    def __init__(self, area: QWidget, flow: FlowLayout, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.area = area
+        self.flow = flow
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(area)
+        # the panel's own background shows through (a grey viewport looked like an empty box)
+        self.setStyleSheet("QScrollArea { background: transparent; }")
+        vp = self.viewport()
+        if vp is not None:
+            vp.setAutoFillBackground(False)
+        area.setAutoFillBackground(False)
+
+    def fit(self) -> None:
+        vp = self.viewport()
+        width = vp.width() if vp is not None else self.width()
+        self.area.setMinimumHeight(self.flow.heightForWidth(max(1, width)))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit()
+
+
 class ChipsPanel(QFrame):
     """The A and B sets of the selected candidate, as chips, with the legend."""
 
@@ -162,11 +196,12 @@ class ChipsPanel(QFrame):
         self.legend = Legend()
         self.chip_area = QWidget()
         self.flow = FlowLayout(self.chip_area)
+        self.chip_scroll = ChipScroll(self.chip_area, self.flow)
         self.empty = QLabel()
         self.empty.setTextFormat(Qt.TextFormat.PlainText)
         lay.addWidget(self.title)
         lay.addWidget(self.legend)
-        lay.addWidget(self.chip_area)
+        lay.addWidget(self.chip_scroll, 1)
         lay.addWidget(self.empty)
         self._split: KeywordSplit | None = None
         self._display: Mapping[str, str] = {}
@@ -209,8 +244,10 @@ class ChipsPanel(QFrame):
                                          self.chip_area))
         for c in self.chips():
             c.show()
-        self.empty.setVisible(split is None or not (split.a_terms or split.b_terms))
+        # "no keyword sets" only for a selected document that has none (before: "select a document")
+        self.empty.setVisible(bool(doc_title) and (split is None or not (split.a_terms or split.b_terms)))
         self.chip_area.updateGeometry()
+        self.chip_scroll.fit()
         self.retranslate()
 
     def retranslate(self) -> None:

@@ -1,7 +1,8 @@
 """The result columns: Baseline | Causal rerank | Cross-encoder | CF-RAG, side by side.
 
-Each column is a table (rank, change vs baseline, title, page, the column's scores, a
-snippet with the A/B terms highlighted). Selecting or hovering a row announces its
+Each column is a list of two-part rows: a line with rank, change vs baseline, title, page
+and the column's scores, then the passage across the row's full width with the A/B terms
+highlighted on whole words. Selecting or hovering a row announces its
 document; the window then highlights that document in every column.
 """
 
@@ -11,16 +12,40 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QTextCharFormat, QTextCursor, QTextDocument, QTextOption
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetrics,
+    QHelpEvent,
+    QPainter,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextOption,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QSizePolicy,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QTableView,
+    QToolTip,
     QVBoxLayout,
     QWidget,
 )
@@ -28,7 +53,16 @@ from PySide6.QtWidgets import (
 from rag_desktop.core.types import Hit
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
-from rag_desktop.ui.present import COLOR_A, COLOR_B, RankChange, SpanKind, fmt, highlight_spans, snippet
+from rag_desktop.ui.present import (
+    COLOR_A,
+    COLOR_B,
+    RankChange,
+    SpanKind,
+    WordSpan,
+    fmt,
+    highlight_spans,
+    snippet_bounds,
+)
 
 COL_RANK, COL_CHANGE, COL_TITLE, COL_PAGE, COL_SCORES, COL_SNIPPET = range(6)
 HEADER_KEYS = ("col.rank", "col.change", "col.title", "col.page", "col.scores", "col.snippet")
@@ -36,6 +70,8 @@ HEADER_KEYS = ("col.rank", "col.change", "col.title", "col.page", "col.scores", 
 SPANS_ROLE = Qt.ItemDataRole.UserRole + 1
 HIT_ROLE = Qt.ItemDataRole.UserRole + 2
 DOC_ROLE = Qt.ItemDataRole.UserRole + 3
+NOTE_ROLE = Qt.ItemDataRole.UserRole + 4
+SNIPPET_CHARS = 420  # more than three lines of the widest column hold; the rest is clipped
 
 SELECTED_BG = QColor("#FFE2C6")
 HOVER_BG = QColor("#ECEFF4")
@@ -57,13 +93,27 @@ class Row:
     spans: tuple[tuple[int, int, SpanKind], ...] = field(default=(), compare=False)
 
 
+def flat_text(text: str) -> str:
+    """The passage as rows show it: whitespace runs as single spaces (word spans refer to this)."""
+    return " ".join(text.split())
+
+
 def make_row(hit: Hit, change: RankChange | None, scores: Sequence[tuple[str, float | None]],
-             terms: Sequence[tuple[str, SpanKind]] = (), note: str = "") -> Row:
-    """Build a row with its snippet centred on the first highlighted term."""
-    flat = " ".join(hit.text.split())
-    spans = highlight_spans(flat, terms)
-    text = snippet(flat, focus=spans[0][0] if spans else None)
-    return Row(hit, change, tuple(scores), tuple(terms), note, text, tuple(highlight_spans(text, terms)))
+             terms: Sequence[tuple[str, SpanKind]] = (), note: str = "",
+             words: Sequence[WordSpan] | None = None) -> Row:
+    """Build a row with its snippet starting near the first highlighted term.
+
+    ``words`` are the words of ``flat_text(hit.text)`` (RagService.word_spans): with them the
+    terms light whole words only.
+    """
+    flat = flat_text(hit.text)
+    spans = highlight_spans(flat, terms, words)
+    start, end = snippet_bounds(flat, SNIPPET_CHARS, spans[0][0] if spans else None)
+    pre = "…" if start > 0 else ""
+    text = pre + flat[start:end] + ("…" if end < len(flat) else "")
+    shift = len(pre) - start
+    shown = tuple((s + shift, e + shift, k) for s, e, k in spans if s >= start and e <= end)
+    return Row(hit, change, tuple(scores), tuple(terms), note, text, shown)
 
 
 class RankedModel(QAbstractTableModel):
@@ -160,16 +210,83 @@ class RankedModel(QAbstractTableModel):
             return h
         elif role == DOC_ROLE:
             return h.doc_id
+        elif role == NOTE_ROLE:
+            return row.note
         return None
 
 
-class SnippetDelegate(QStyledItemDelegate):
-    """Paints a snippet with A/B spans coloured, from plain text (never HTML)."""
+class RowDelegate(QStyledItemDelegate):
+    """Paints one whole row: a line with rank, change, title and page (and the scores, when
+    there is one), a line of scores when there are several, then the passage across the full
+    width with its A/B terms coloured (from plain text, never HTML). The passage gets the
+    row's width instead of a narrow table column.
+    """
 
-    LINES = 3
+    LINES = 3  # passage lines
 
+    def __init__(self, show_change: bool, score_line: bool = False, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.show_change = show_change
+        self.score_line = score_line  # several scores: a line of their own under the title
+
+    # -------------------------------------------------------------- geometry
+    def zones(self, rect: QRect, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> dict[int, QRect]:
+        """Where each model column's content is drawn inside the row ``rect`` (for tooltips)."""
+        fm = option.fontMetrics
+        pad = 4
+        line = fm.lineSpacing() + 2
+        top = QRect(rect.left() + pad, rect.top() + 2, rect.width() - 2 * pad, line)
+        x = top.left()
+        out: dict[int, QRect] = {}
+        w = fm.horizontalAdvance("88") + 8
+        out[COL_RANK] = QRect(x, top.top(), w, line)
+        x += w
+        if self.show_change:
+            w = fm.horizontalAdvance("▲88") + 8
+            out[COL_CHANGE] = QRect(x, top.top(), w, line)
+            x += w
+        page_w = fm.horizontalAdvance(self._page_text(index)) + 10
+        if self.score_line:
+            out[COL_PAGE] = QRect(top.right() - page_w, top.top(), page_w, line)
+            out[COL_SCORES] = QRect(x, top.bottom() + 1, top.right() - x, line)
+            body_top = top.bottom() + 1 + line
+        else:
+            scores = self._scores_text(index)
+            sw = min(fm.horizontalAdvance(scores) + 6, max(0, (top.right() - x) // 2))
+            out[COL_SCORES] = QRect(top.right() - sw, top.top(), sw, line)
+            out[COL_PAGE] = QRect(out[COL_SCORES].left() - page_w, top.top(), page_w, line)
+            body_top = top.bottom() + 1
+        out[COL_TITLE] = QRect(x, top.top(), max(0, out[COL_PAGE].left() - x), line)
+        out[COL_SNIPPET] = QRect(rect.left() + pad - 2, body_top, rect.width() - 2 * pad + 4,
+                                 rect.bottom() - body_top)
+        return out
+
+    @staticmethod
+    def _scores_text(index: QModelIndex | QPersistentModelIndex) -> str:
+        text = _sib(index, COL_SCORES).data(Qt.ItemDataRole.DisplayRole) or ""
+        return "  ·  ".join(str(text).split("\n"))
+
+    @staticmethod
+    def _page_text(index: QModelIndex | QPersistentModelIndex) -> str:
+        return tr("col.page_n", n=_sib(index, COL_PAGE).data(Qt.ItemDataRole.DisplayRole) or "")
+
+    def zone_at(self, rect: QRect, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex,
+                pos: QPoint) -> int:
+        for col, r in self.zones(rect, option, index).items():
+            if r.contains(pos):
+                return col
+        return COL_SNIPPET
+
+    def height(self, fm: QFontMetrics) -> int:
+        """Title line (+ score line) + LINES passage lines; the passage's lines are a little
+        taller than the font's when a fallback font (CJK) joins in, hence the slack."""
+        head = (fm.lineSpacing() + 2) * (2 if self.score_line else 1)
+        return head + int(fm.lineSpacing() * 1.2 * self.LINES) + 10
+
+    # -------------------------------------------------------------- painting
     def _document(self, text: str, spans: Sequence[tuple[int, int, SpanKind]], width: float,
-                  option: QStyleOptionViewItem) -> QTextDocument:
+                  option: QStyleOptionViewItem, selected: bool) -> QTextDocument:
         doc = QTextDocument()
         doc.setDefaultFont(option.font)
         opt = QTextOption()
@@ -179,11 +296,10 @@ class SnippetDelegate(QStyledItemDelegate):
         doc.setTextWidth(width)
         doc.setDocumentMargin(2)
         cur = QTextCursor(doc)
-        if option.state & QStyle.StateFlag.State_Selected:
-            whole = QTextCharFormat()
-            whole.setForeground(option.palette.highlightedText())
-            cur.select(QTextCursor.SelectionType.Document)
-            cur.mergeCharFormat(whole)
+        whole = QTextCharFormat()
+        whole.setForeground(option.palette.highlightedText() if selected else QBrush(QColor("#333")))
+        cur.select(QTextCursor.SelectionType.Document)
+        cur.mergeCharFormat(whole)
         for s, e, kind in spans:
             fmt_ = QTextCharFormat()
             fmt_.setBackground(QColor(COLOR_A if kind == "A" else COLOR_B))
@@ -193,27 +309,116 @@ class SnippetDelegate(QStyledItemDelegate):
             cur.mergeCharFormat(fmt_)
         return doc
 
+    @staticmethod
+    def whole_lines_height(doc: QTextDocument, limit: float) -> float:
+        """The height of the passage's lines that fit entirely within ``limit`` (a half-cut
+        last line reads as a rendering fault)."""
+        best = 0.0
+        doc.size()  # lays the document out
+        block = doc.begin()
+        while block.isValid():
+            layout = block.layout()
+            if layout is not None:
+                y0 = layout.position().y()
+                for i in range(layout.lineCount()):
+                    ln = layout.lineAt(i)
+                    bottom = y0 + ln.y() + ln.height()
+                    if bottom > limit:
+                        return best
+                    best = bottom
+            block = block.next()
+        return best
+
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        text = opt.text
         opt.text = ""
         widget = opt.widget
         style = widget.style() if widget is not None else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        text_pen = opt.palette.highlightedText().color() if selected else opt.palette.text().color()
+        muted = text_pen if selected else QColor("#555")
         rect = opt.rect
-        doc = self._document(text, index.data(SPANS_ROLE) or (), rect.width(), opt)
+        z = self.zones(rect, opt, index)
+        fm = opt.fontMetrics
         painter.save()
-        painter.translate(rect.topLeft())
-        painter.setClipRect(QRectF(0, 0, rect.width(), rect.height()))
-        doc.drawContents(painter, QRectF(0, 0, rect.width(), rect.height()))
+        painter.setClipRect(rect)
+        align = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
+        right = int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight)
+        bold = QFont(opt.font)
+        bold.setBold(True)
+        bfm = QFontMetrics(bold)
+        painter.setFont(bold)
+        painter.setPen(text_pen)
+        painter.drawText(z[COL_RANK], align, str(_sib(index, COL_RANK).data() or ""))
+        if COL_CHANGE in z:
+            ch = _sib(index, COL_CHANGE)
+            brush = ch.data(Qt.ItemDataRole.ForegroundRole)
+            painter.setPen(brush.color() if isinstance(brush, QBrush) and not selected else text_pen)
+            painter.drawText(z[COL_CHANGE], align, str(ch.data() or ""))
+            painter.setPen(text_pen)
+        title_rect = z[COL_TITLE]
+        title = str(_sib(index, COL_TITLE).data() or "")
+        note = str(index.data(NOTE_ROLE) or "")
+        painter.drawText(title_rect, align,
+                         bfm.elidedText(title, Qt.TextElideMode.ElideRight, max(0, title_rect.width() - 4)))
+        painter.setFont(opt.font)
+        painter.setPen(muted)
+        painter.drawText(z[COL_PAGE], right, self._page_text(index))
+        sc = z[COL_SCORES]
+        scores = self._scores_text(index)
+        if self.score_line:
+            sw = min(fm.horizontalAdvance(scores) + 6, sc.width())
+            painter.drawText(QRect(sc.left(), sc.top(), sw, sc.height()), align,
+                             fm.elidedText(scores, Qt.TextElideMode.ElideRight, sw))
+            if note and sc.width() - sw > 40:  # e.g. "given to the winning hypothesis"
+                painter.setPen(text_pen if selected else QColor("#6A3FB5"))
+                painter.drawText(QRect(sc.left() + sw + 6, sc.top(), sc.width() - sw - 6, sc.height()), align,
+                                 fm.elidedText("● " + note, Qt.TextElideMode.ElideRight, sc.width() - sw - 6))
+        else:
+            painter.drawText(sc, right, fm.elidedText(scores, Qt.TextElideMode.ElideLeft, sc.width()))
+        sn = z[COL_SNIPPET]
+        doc = self._document(str(_sib(index, COL_SNIPPET).data() or ""), index.data(SPANS_ROLE) or (), sn.width(),
+                             opt, selected)
+        shown = self.whole_lines_height(doc, sn.height())
+        painter.translate(sn.topLeft())
+        painter.setClipRect(QRectF(0, 0, sn.width(), shown))
+        doc.drawContents(painter, QRectF(0, 0, sn.width(), shown))
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
-        h = option.fontMetrics.lineSpacing() * self.LINES + 6
-        return QSize(260, h)
+        return QSize(260, self.height(option.fontMetrics))
+
+
+def _sib(index: QModelIndex | QPersistentModelIndex, col: int) -> QModelIndex:
+    """The same row's index in model column ``col``."""
+    model = index.model()
+    return model.index(index.row(), col) if model is not None else QModelIndex()
+
+
+class RowView(QTableView):
+    """The table with one visible column (the whole row, painted by RowDelegate). Tooltips come
+    from the model column under the mouse, so each part of the row keeps its own tooltip."""
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            assert isinstance(event, QHelpEvent)
+            index = self.indexAt(event.pos())
+            delegate = self.itemDelegateForColumn(COL_TITLE)
+            if index.isValid() and isinstance(delegate, RowDelegate):
+                opt = QStyleOptionViewItem()
+                self.initViewItemOption(opt)
+                col = delegate.zone_at(self.visualRect(index), opt, index, event.pos())
+                tip = _sib(index, col).data(Qt.ItemDataRole.ToolTipRole)
+                if tip:
+                    QToolTip.showText(event.globalPos(), str(tip), self.viewport())
+                else:
+                    QToolTip.hideText()
+                return True
+        return super().viewportEvent(event)
 
 
 class ResultColumn(QWidget):
@@ -222,8 +427,9 @@ class ResultColumn(QWidget):
     doc_selected = Signal(object)  # Hit
     doc_hovered = Signal(object)  # int | None (doc_id)
     open_requested = Signal(object)  # Hit
+    collapsed_changed = Signal(bool)  # a collapsible column with nothing to show folds to a strip
 
-    def __init__(self, method: str, title_key: str, show_change: bool = True,
+    def __init__(self, method: str, title_key: str, show_change: bool = True, collapsible: bool = False,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.method = method
@@ -241,34 +447,40 @@ class ResultColumn(QWidget):
         self.subtitle.setWordWrap(True)
         self.subtitle.setStyleSheet("color: #555;")
         self.model = RankedModel(show_change, self)
-        self.view = QTableView()
+        self.view = RowView()
         self.view.setObjectName(f"column_{method}")
-        self.view.setMinimumWidth(280)
+        self.view.setMinimumWidth(220)
         self.view.setModel(self.model)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.view.setMouseTracking(True)
-        self.view.setWordWrap(True)
+        self.view.setShowGrid(False)
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.view.verticalHeader().setVisible(False)
-        self.view.setItemDelegateForColumn(COL_SNIPPET, SnippetDelegate(self.view))
-        hh = self.view.horizontalHeader()
-        for c in (COL_RANK, COL_CHANGE, COL_PAGE, COL_SCORES):
-            hh.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        hh.setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Interactive)
-        hh.setSectionResizeMode(COL_SNIPPET, QHeaderView.ResizeMode.Stretch)
-        hh.resizeSection(COL_TITLE, 130)
-        self.view.setColumnHidden(COL_CHANGE, not show_change)
-        self.view.verticalHeader().setDefaultSectionSize(SnippetDelegate.LINES * self.fontMetrics().lineSpacing() + 8)
+        self.view.horizontalHeader().setVisible(False)
+        self.delegate = RowDelegate(show_change, score_line=(method != "baseline"), parent=self.view)
+        self.view.setItemDelegateForColumn(COL_TITLE, self.delegate)
+        # One visible column holds the whole row; the others stay in the model for their
+        # data and tooltips (RowView shows the tooltip of the part under the mouse).
+        for c in (COL_RANK, COL_CHANGE, COL_PAGE, COL_SCORES, COL_SNIPPET):
+            self.view.setColumnHidden(c, True)
+        self.view.horizontalHeader().setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Stretch)
+        self.view.verticalHeader().setDefaultSectionSize(self.delegate.height(self.fontMetrics()))
         self.placeholder = QLabel()
         self.placeholder.setTextFormat(Qt.TextFormat.PlainText)
         self.placeholder.setWordWrap(True)
-        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # At the top, so every column's heading and message line up whatever their heights.
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
         self.placeholder.setStyleSheet("color: #777; padding: 12px;")
+        self.placeholder.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        self.header.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         lay.addWidget(self.header)
         lay.addWidget(self.subtitle)
         lay.addWidget(self.view, 1)
-        lay.addWidget(self.placeholder)
+        lay.addWidget(self.placeholder, 1)
+        self.collapsible = collapsible
         self._placeholder_key = "col.placeholder"
         self._placeholder_args: dict[str, Any] = {}
         self._subtitle = ""
@@ -290,6 +502,17 @@ class ResultColumn(QWidget):
         self.placeholder.setVisible(not rows)
         if not rows:
             self.set_placeholder("col.empty")
+        self._announce_collapse()
+
+    def is_collapsed(self) -> bool:
+        """A collapsible column (CF-RAG) folds while it has no rows to show."""
+        return self.collapsible and not self.model.rows
+
+    def _announce_collapse(self) -> None:
+        c = self.is_collapsed()
+        if c != getattr(self, "_collapsed", None):
+            self._collapsed = c
+            self.collapsed_changed.emit(c)
 
     def set_placeholder(self, key: str, **args: Any) -> None:
         """Show a message instead of rows (waiting, running, failed, …)."""
@@ -305,6 +528,7 @@ class ResultColumn(QWidget):
         self._subtitle = ""
         self.subtitle.setVisible(False)
         self.set_placeholder(key, **args)
+        self._announce_collapse()
 
     def hits(self) -> list[Hit]:
         return [r.hit for r in self.model.rows]

@@ -27,6 +27,13 @@ TABLE: dict[str, tuple[str, str]] = {
     "menu.export": ("Export decision report…", "导出决策报告…"),
     "menu.settings": ("Settings…", "设置…"),
     "menu.quit": ("Quit", "退出"),
+    "quit.title": ("Quit rag_desktop?", "退出 rag_desktop？"),
+    "quit.busy": ("Work is still running (adding files, ranking or writing answers). Quitting stops it; "
+                  "files already added stay, an answer being written is lost.",
+                  "仍有任务在进行（添加文件、排序或生成回答）。退出会停止这些任务；已添加的文件会保留，"
+                  "正在生成的回答会丢失。"),
+    "quit.stop_and_quit": ("Stop and quit", "停止并退出"),
+    "quit.keep_working": ("Keep working", "继续工作"),
     "menu.focus_query": ("Focus the question box", "转到提问框"),
     "menu.cancel": ("Cancel running work", "取消正在进行的任务"),
     "menu.language": ("中文 / English", "English / 中文"),
@@ -59,6 +66,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "error.details_title": ("What went wrong", "出错详情"),
     "startup.bad_settings": ("The settings file {path} could not be used ({detail}); the defaults are in effect.",
                              "无法使用设置文件 {path}（{detail}）；当前使用默认设置。"),
+    "startup.bad_state": ("The window state could not be read ({detail}). Recent questions and the window size are "
+                          "not remembered until the file is fixed or deleted; it is left as it is.",
+                          "无法读取窗口状态（{detail}）。在修正或删除该文件之前，不会记住最近的问题和窗口大小；"
+                          "该文件保持原样。"),
     "startup.failed_title": ("rag_desktop could not start", "rag_desktop 无法启动"),
     "startup.log": ("Details are in the log: {path}", "详细信息见日志：{path}"),
     # ------------------------------------------------------------------ library
@@ -190,8 +201,21 @@ TABLE: dict[str, tuple[str, str]] = {
     "col.cf_used": ("Given to the winning hypothesis", "已提供给胜出的假设"),
     "col.baseline_sub": ("Dense similarity s_sim · {level} · {k} candidates · {ms} ms",
                          "稠密相似度 s_sim · {level} · {k} 个候选 · {ms} 毫秒"),
-    "col.causal_sub": ("{variant} · τ = {tau} ({source}) · A share {a} · empty B: {empty}",
-                       "{variant} · τ = {tau}（{source}）· A 占比 {a} · B 为空：{empty}"),
+    "col.causal_sub": ("{variant} · τ = {tau}, {source} · A share {a} · empty B: {empty}",
+                       "{variant} · τ = {tau}，{source} · A 占比 {a} · B 为空：{empty}"),
+    "col.causal_off_chosen": ("Baseline order, as chosen in Settings → Retrieval → “Causal column shows”.",
+                              "基线顺序：按 设置 → 检索 → “因果列显示” 中的选择。"),
+    "col.causal_off_gate": ("Baseline order: the calibration gate found that neither re-ranking helps this "
+                            "library ({metric} on {n} questions: Δ causal {dc}, Δ hybrid {dh}; reliability {rel}).",
+                            "基线顺序：校准门控发现两种重排序对本文档库都没有帮助"
+                            "（{n} 个问题上的 {metric}：因果 Δ {dc}，混合 Δ {dh}；可靠度 {rel}）。"),
+    "col.ce_sub": ("s(q,e) by {scorer}", "s(q,e) 由 {scorer} 计算"),
+    "col.page_n": ("p. {n}", "第 {n} 页"),
+    "tau.src.settings": ("set in Settings", "在设置中指定"),
+    "tau.src.ingest": ("calibrated at ingest: {p}th percentile of term-pair cosines",
+                       "入库时校准：词对余弦的第 {p} 百分位"),
+    "tau.src.paper": ("the paper's value (this library is not calibrated yet)", "论文取值（本文档库尚未校准）"),
+    "scorer.substitute": ("embedding cosine (a substitute for a cross-encoder)", "向量余弦（交叉编码器的替代方案）"),
     "col.cf_sub": ("{kind} · {n} counterfactuals kept · s(q,e): {scorer}",
                    "{kind} · 保留 {n} 个反事实问题 · s(q,e)：{scorer}"),
     "score.s_sim": ("s_sim", "s_sim"),
@@ -226,6 +250,15 @@ TABLE: dict[str, tuple[str, str]] = {
     "why.moved_down": ("It moved down by {n}: baseline rank {old} → causal rank {new}.",
                        "下降了 {n} 位：基线第 {old} 名 → 因果第 {new} 名。"),
     "why.stayed": ("It kept its baseline rank {old}.", "保持基线名次第 {old} 名。"),
+    "why.hold_baseline_order": ("The causal column shows the baseline order here, so nothing moves.",
+                                "此处因果列显示的是基线顺序，因此名次不会变化。"),
+    "why.hold_flat": ("s_c of every candidate lies within {lo}–{hi} ({n} candidates): the re-ranker cannot "
+                      "separate them, so s_sim decides.",
+                      "所有候选的 s_c 都在 {lo}–{hi} 之间（{n} 个候选）：重排序无法区分它们，因此由 s_sim 决定。"),
+    "why.hold_between": ("Its {score} = {v} is rank {r} of {n}: {where}.",
+                         "它的 {score} = {v}，在 {n} 个候选中排第 {r}：{where}。"),
+    "why.hold_above": ("below the {v} of rank {r}", "低于第 {r} 名的 {v}"),
+    "why.hold_below": ("above the {v} of rank {r}", "高于第 {r} 名的 {v}"),
     "why.s_sim": ("Similarity of the whole text to the question (s_sim): {v}.", "全文与问题的相似度（s_sim）：{v}。"),
     "why.s_c": ("Similarity of what the text says beyond the question's own words (s_c, from the B terms): {v}.",
                 "文本中问题以外内容与问题的相似度（s_c，由 B 类词计算）：{v}。"),
@@ -258,6 +291,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.preparing": ("{msg} ({cur}/{total})", "{msg}（{cur}/{total}）"),
     "answer.cf_step": ("step {cur}/{total}: {stage}", "第 {cur}/{total} 步：{stage}"),
     "answer.done": ("done · {n} citations", "完成 · {n} 处引用"),
+    "answer.done_one": ("done · 1 citation", "完成 · 1 处引用"),
     "answer.done_invalid": ("done · {n} citations · not among the sources: {bad}",
                             "完成 · {n} 处引用 · 不在来源之中：{bad}"),
     "answer.empty": ("the model returned no text", "模型没有返回文本"),
@@ -292,6 +326,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.empty": ("Ask a question with “Generate answers” on to see how CF-RAG decides.",
                     "勾选“生成回答”后提问，即可查看 CF-RAG 的决策过程。"),
     "trace.waiting": ("CF-RAG is queued after the answers…", "CF-RAG 将在回答之后运行…"),
+    "trace.running": ("CF-RAG is running: {stage} (step {cur}/{total})… The trace appears when it ends.",
+                      "CF-RAG 正在运行：{stage}（第 {cur}/{total} 步）……结束后显示推理轨迹。"),
     "trace.off": ("Answers are off, so CF-RAG did not run.", "未开启回答生成，因此没有运行 CF-RAG。"),
     "trace.not_run": ("CF-RAG did not run; see the message above.", "CF-RAG 未运行，请查看上方的提示。"),
     "trace.stopped": ("CF-RAG was stopped.", "CF-RAG 已停止。"),
@@ -303,10 +339,32 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.substitute": (" (substitute, not a cross-encoder)", "（替代方案，并非交叉编码器）"),
     "trace.counterfactuals": ("Counterfactual questions", "反事实问题"),
     "trace.evidence": ("Evidence", "证据"),
-    "trace.evidence_note": ("A passage helps CF-RAG when it answers the question better than any counterfactual: "
-                            "s(q,e) − max s(q',e) > 0 (its share of φ_causal).",
-                            "当一个段落对原问题的支持强于任何反事实问题时，它对 CF-RAG 有帮助："
-                            "s(q,e) − max s(q',e) > 0（即它对 φ_causal 的贡献）。"),
+    "trace.evidence_note": ("Status “kept”: the passage passed the relevance, quality and duplicate filters and goes "
+                            "to the hypotheses, whatever its Δ. Δ = s(q,e) − max s(q',e): above 0 (green) the "
+                            "passage supports the question more than any counterfactual and raises φ_causal; "
+                            "below 0 (red) it fits a counterfactual better and lowers it.",
+                            "状态“保留”：该段落通过了相关性、质量和去重过滤，无论 Δ 如何都会提供给假设。"
+                            "Δ = s(q,e) − max s(q',e)：大于 0（绿色）表示它对原问题的支持强于任何反事实问题，"
+                            "会提高 φ_causal；小于 0（红色）表示它更符合某个反事实问题，会降低 φ_causal。"),
+    "trace.cf_note": ("Similarity = cos(E(q), E(q')): a counterfactual must stay on the topic. Info ranks them: "
+                      "semantic divergence Div_sem (how differently q' is phrased) + answer divergence Div_ans "
+                      "(1 when the closed-book answers to q and q' differ) + domain relevance Rel.",
+                      "相似度 = cos(E(q), E(q'))：反事实问题须保持同一主题。信息量用于排序："
+                      "语义差异 Div_sem（q' 的表述差异）+ 回答差异 Div_ans（q 与 q' 的闭卷回答不同时为 1）"
+                      "+ 领域相关性 Rel。"),
+    "trace.hy_note": ("φ_coh: how well the answer agrees with its evidence and the question · φ_causal: the mean "
+                      "Δ of its evidence (does it rest on passages that answer q rather than a counterfactual) · "
+                      "Ψ = (1 − λ)·φ_coh + λ·φ_causal ranks the hypotheses; λ = {lam} is the weight of the causal "
+                      "part.",
+                      "φ_coh：回答与其证据及问题的吻合程度 · φ_causal：其证据 Δ 的平均值（它是否依赖回答 q "
+                      "而非反事实问题的段落）· Ψ = (1 − λ)·φ_coh + λ·φ_causal 用于给假设排序；"
+                      "λ = {lam} 为因果部分的权重。"),
+    "trace.info_cell": ("{info} (Div_sem {d} · Div_ans {a} · Rel {r})",
+                        "{info}（Div_sem {d} · Div_ans {a} · Rel {r}）"),
+    "trace.no_rationale": ("(the model gave no rationale)", "（模型没有给出理由）"),
+    "trace.no_answer": ("(the model gave no answer)", "（模型没有给出回答）"),
+    "trace.hyp_rank_tip": ("Rank {rank} by Ψ", "按 Ψ 排第 {rank} 名"),
+    "trace.h.hyp": ("Hypothesis", "假设"),
     "trace.clusters": ("Clusters and evidence subsets", "聚类与证据子集"),
     "trace.hypotheses": ("Hypotheses", "假设"),
     "trace.decision": ("Decision", "决策"),
@@ -330,10 +388,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.spectral": ("Spectral clustering: {k} clusters (asked {asked}), σ = {sigma}, eigenvalues {eig}",
                        "谱聚类：{k} 个簇（设定 {asked}），σ = {sigma}，特征值 {eig}"),
     "trace.cluster": ("Cluster {k} ({n} passages): {members}", "簇 {k}（{n} 个段落）：{members}"),
-    "trace.subset": ("Subset E{j}: {members} · cluster weights {w}", "子集 E{j}：{members} · 簇权重 {w}"),
+    "trace.subset": ("Subset {j}: {members} · cluster weights {w}", "子集 {j}：{members} · 簇权重 {w}"),
     "trace.decision_line": ("Decision: {kind} · agreement {agr} ({measure}) against threshold {thr}",
                             "决策：{kind} · 一致度 {agr}（{measure}），阈值 {thr}"),
-    "trace.chosen": ("Chosen hypothesis: #{j}", "选中的假设：#{j}"),
+    "trace.chosen": ("Chosen hypothesis: {j}", "选中的假设：{j}"),
     "trace.synth_from": ("Synthesised from hypotheses: {js}", "由以下假设综合：{js}"),
     "trace.final": ("Final answer: {a}", "最终回答：{a}"),
     "trace.rationale": ("Rationale: {r}", "理由：{r}"),
@@ -394,6 +452,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "settings.choose_file": ("Choose a GGUF model file", "选择 GGUF 模型文件"),
     "settings.choose_folder": ("Choose a model folder", "选择模型文件夹"),
     "settings.tau_auto": ("calibrate from the library", "根据文档库自动校准"),
+    "settings.threads_auto": ("automatic (one per CPU core)", "自动（每个 CPU 核心一个）"),
     "settings.doctor": ("Check models", "检查模型"),
     "settings.doctor_running": ("Checking…", "正在检查…"),
     "settings.defaults": ("Papers' defaults", "恢复论文默认值"),
@@ -423,7 +482,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.models.n_ctx": ("Context length (tokens)", "上下文长度（词元）"),
     "set.models.n_ctx.tip": ("How much text the generator reads at once", "生成模型一次能读取的文本长度"),
     "set.models.threads": ("Threads", "线程数"),
-    "set.models.threads.tip": ("CPU threads for the models; 0: automatic", "模型使用的 CPU 线程数；0 表示自动"),
+    "set.models.threads.tip": ("CPU threads the models may use; lowest value: automatic (one per core)",
+                               "模型可使用的 CPU 线程数；最小值表示自动（每个核心一个）"),
     "set.retrieval.level": ("Rank", "排序单位"),
     "set.retrieval.level.tip": ("Whole documents or passages", "整篇文档或段落"),
     "set.retrieval.k": ("Candidates k", "候选数 k"),
@@ -433,8 +493,11 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.retrieval.theta.tip": ("Candidates below this cosine are dropped (Eq. 2)",
                                 "余弦低于该值的候选将被丢弃（式 2）"),
     "set.retrieval.tau": ("Absorption threshold τ", "吸收阈值 τ"),
-    "set.retrieval.tau.tip": ("A document term is absorbed by a question term at cosine ≥ τ (Eq. 3; paper: 0.6)",
-                              "文档词与问题词的余弦 ≥ τ 时被吸收（式 3；论文：0.6）"),
+    "set.retrieval.tau.tip": ("τ: a document term whose cosine with a question term is at least τ counts as "
+                              "shared (A) and is removed before s_c (Eq. 3; paper: 0.6). “calibrate” sets it "
+                              "from this library's own term cosines",
+                              "τ：与某个问题词的余弦不低于 τ 的文档词算作共有（A 类），在计算 s_c 前移除"
+                              "（式 3；论文：0.6）。“自动校准”根据本文档库自身的词余弦设定"),
     "set.retrieval.hybrid_weight": ("Hybrid weight w", "混合权重 w"),
     "set.retrieval.hybrid_weight.tip": ("w·s_sim + (1−w)·s_c after min-max normalisation",
                                         "归一化后 w·s_sim + (1−w)·s_c"),
@@ -447,18 +510,24 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.retrieval.empty_b_rule": ("When B is empty", "B 为空时"),
     "set.retrieval.empty_b_rule.tip": ("demote the document, or fall back to s_sim", "将文档排到后面，或回退到 s_sim"),
     "set.retrieval.query_keywords": ("Question keywords |K_q|", "问题关键词数 |K_q|"),
-    "set.retrieval.query_keywords.tip": ("Paper: 10", "论文：10"),
+    "set.retrieval.query_keywords.tip": ("How many keywords K_q are taken from the question (paper: 10)",
+                                         "从问题中提取的关键词 K_q 的数量（论文：10）"),
     "set.retrieval.doc_keywords": ("Document keywords |K_d|", "文档关键词数 |K_d|"),
-    "set.retrieval.doc_keywords.tip": ("Paper: 15", "论文：15"),
+    "set.retrieval.doc_keywords.tip": ("How many keywords K_d are kept per document; they split into A and B "
+                                       "(paper: 15)",
+                                       "每篇文档保留的关键词 K_d 的数量；它们被分为 A 类和 B 类（论文：15）"),
     "set.cfrag.n_counterfactuals": ("Counterfactuals N", "反事实问题数 N"),
-    "set.cfrag.n_counterfactuals.tip": ("Paper: 3", "论文：3"),
+    "set.cfrag.n_counterfactuals.tip": ("How many counterfactual questions q' are kept after validation (paper: 3)",
+                                        "验证后保留的反事实问题 q' 的数量（论文：3）"),
     "set.cfrag.n_candidates": ("Counterfactual candidates", "反事实候选数"),
     "set.cfrag.n_candidates.tip": ("Written before validation keeps the best N",
                                    "先生成这么多，再经验证保留最佳的 N 个"),
     "set.cfrag.n_clusters": ("Clusters K", "簇数 K"),
-    "set.cfrag.n_clusters.tip": ("Paper: 4", "论文：4"),
+    "set.cfrag.n_clusters.tip": ("Evidence is split into K clusters by spectral clustering (paper: 4)",
+                                 "用谱聚类将证据分为 K 个簇（论文：4）"),
     "set.cfrag.n_hypotheses": ("Hypotheses M", "假设数 M"),
-    "set.cfrag.n_hypotheses.tip": ("Paper: 3", "论文：3"),
+    "set.cfrag.n_hypotheses.tip": ("M answers written from M evidence subsets, then arbitrated (paper: 3)",
+                                   "从 M 个证据子集写出 M 个回答，再进行仲裁（论文：3）"),
     "set.cfrag.lam": ("λ (causal weight in Ψ)", "λ（Ψ 中的因果权重）"),
     "set.cfrag.lam.tip": ("Ψ = (1−λ)·φ_coh + λ·φ_causal (paper: 0.4)", "Ψ = (1−λ)·φ_coh + λ·φ_causal（论文：0.4）"),
     "set.cfrag.theta_sim": ("Counterfactual similarity θ_sim", "反事实相似度 θ_sim"),

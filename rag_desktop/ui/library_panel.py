@@ -128,7 +128,8 @@ class LibraryPanel(QWidget):
         self.tree = QTreeWidget()
         self.tree.setColumnCount(2)
         self.tree.setRootIsDecorated(True)
-        self.tree.setUniformRowHeights(True)
+        self.tree.setUniformRowHeights(False)
+        self.tree.setWordWrap(True)  # a skipped file's reason wraps instead of ending in "…"
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress_label = QLabel()
@@ -292,14 +293,51 @@ class LibraryPanel(QWidget):
             it.setToolTip(1, plain_tooltip(reason))
             it.setForeground(1, QBrush(QColor(STATUS_COLORS["skipped"])))
             skipped.addChild(it)
+            # The whole reason, wrapped across the panel under the file (the cell above is elided).
+            why = QTreeWidgetItem([reason, ""])
+            why.setToolTip(0, reason)
+            why.setForeground(0, QBrush(QColor(STATUS_COLORS["skipped"])))
+            it.addChild(why)
         for top in (folders, docs, skipped):
             self.tree.addTopLevelItem(top)
             top.setExpanded(top is not folders or len(lst.roots) < 6)
+        for i in range(skipped.childCount()):
+            child = skipped.child(i)
+            why_item = child.child(0) if child is not None else None
+            if child is not None and why_item is not None:  # in the tree now: show each reason whole
+                child.setExpanded(True)
+                why_item.setFirstColumnSpanned(True)
+                why_item.setText(0, self._wrapped(why_item.toolTip(0), 2))
         hh = self.tree.header()
         hh.setStretchLastSection(False)
         hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         hh.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
         hh.resizeSection(1, 96)  # a long skip reason is elided here and whole in its tooltip
+
+    def _wrapped(self, text: str, depth: int) -> str:
+        """``text`` broken into lines that fit the tree's width at ``depth`` (a spanned tree row
+        is not wrapped by Qt)."""
+        fm = self.tree.fontMetrics()
+        vp = self.tree.viewport()
+        width = max(160, (vp.width() if vp is not None else 240) - self.tree.indentation() * (depth + 1) - 8)
+        lines: list[str] = []
+        line = ""
+        for word in text.split(" "):
+            trial = f"{line} {word}" if line else word
+            if line and fm.horizontalAdvance(trial) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = trial
+            while fm.horizontalAdvance(line) > width and len(line) > 1:  # a run without spaces (Chinese)
+                cut = len(line) - 1
+                while cut > 1 and fm.horizontalAdvance(line[:cut]) > width:
+                    cut -= 1
+                lines.append(line[:cut])
+                line = line[cut:]
+        if line:
+            lines.append(line)
+        return "\n".join(lines)
 
     def document_items(self) -> list[QTreeWidgetItem]:
         return self._children(1)

@@ -47,16 +47,22 @@ from rag_desktop.core.types import Answer, Cancelled, Citation, Explanation, Hit
 from rag_desktop.ui import i18n
 from rag_desktop.ui.answer_pane import AnswerPane
 from rag_desktop.ui.chips import ChipsPanel
-from rag_desktop.ui.columns import ResultColumn, Row, make_row
+from rag_desktop.ui.columns import ResultColumn, Row, flat_text, make_row
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.library_panel import LibraryPanel, Listing, build_listing
 from rag_desktop.ui.present import (
     SpanKind,
+    WordSpan,
+    causal_off_text,
+    ce_label_text,
     cfrag_rows,
     explanation_for,
     fmt,
     rank_change,
+    scorer_text,
     split_terms,
+    tau_source_text,
+    variant_text,
 )
 from rag_desktop.ui.rank_chart import RankChart
 from rag_desktop.ui.trace_view import TraceView
@@ -66,7 +72,7 @@ from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 log = logging.getLogger(__name__)
 
-MAX_RECENT = 20
+CF_COLLAPSED_WIDTH = 170  # the empty CF-RAG column folds to a strip this wide (heading and status)
 METHODS = ("baseline", "causal", "cross_encoder", "cfrag")
 TITLE_KEYS = {"baseline": "col.baseline", "causal": "col.causal", "cross_encoder": "col.cross_encoder",
               "cfrag": "col.cfrag"}
@@ -78,6 +84,8 @@ class CompareResult:
 
     comparison: Any  # rag_desktop.app.service.Comparison
     surfaces: dict[str, str]
+    # The words of each hit's passage (flat_text), from RagService.word_spans, for whole-word highlights.
+    words: dict[str, tuple[WordSpan, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,6 +95,7 @@ class QueryState:
     started: float = field(default_factory=time.monotonic)
     comparison: Any = None
     surfaces: dict[str, str] = field(default_factory=dict)
+    words: dict[str, tuple[WordSpan, ...]] = field(default_factory=dict)
     answers: dict[str, Answer] = field(default_factory=dict)
     cfrag: CFResult | None = None
     errors: dict[str, str] = field(default_factory=dict)
@@ -175,6 +184,7 @@ class MainWindow(QMainWindow):
     def __init__(self, service: Any, settings: Settings, *, settings_file: Path | None = None,
                  auto_answer: bool = True, libraries_file: Path | None = None,
                  service_factory: Callable[[Path, Settings], Any] | None = None,
+                 ui_state_file: Path | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("main_window")
@@ -184,6 +194,11 @@ class MainWindow(QMainWindow):
         # The list of libraries lives beside the settings file (app.config.libraries_path by default).
         self.libraries_file = libraries_file or (settings_file.with_name("libraries.toml") if settings_file
                                                  else None)
+        # The question history and the window geometry: ui_state.toml beside the settings, never
+        # the settings file (asking a question must not overwrite a hand edit of settings.toml).
+        self.ui_state_file = ui_state_file or (settings_file.with_name("ui_state.toml") if settings_file
+                                               else None)
+        self.ui_state = self._load_ui_state()
         self.service_factory = service_factory
         self.switching = False
         self.runner = TaskRunner(self, serial=True)
@@ -196,8 +211,12 @@ class MainWindow(QMainWindow):
         self.selected_doc: int | None = None
         self._build()
         self.auto_answer.setChecked(auto_answer)
+        self.auto_answer.toggled.connect(lambda _on: self._size_stacks())
         self.retranslate()
-        self.resize(1500, 950)
+        self._restore_geometry()
+        problem = getattr(self, "_state_problem", None)
+        if problem:
+            self.show_error(UserError("ui_state", tr("startup.bad_state", detail=problem), "", problem))
         self._init_libraries()
         self.refresh_library()
 
@@ -218,7 +237,7 @@ class MainWindow(QMainWindow):
         self.query.setEditable(True)
         self.query.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.query.setMinimumWidth(420)
-        self.query.addItems(list(self.settings.ui.recent_questions))
+        self.query.addItems(list(self.ui_state.recent_questions))
         self.query.setCurrentIndex(-1)
         line = self.query.lineEdit()
         assert line is not None
@@ -226,6 +245,8 @@ class MainWindow(QMainWindow):
         self.ask_btn = QPushButton()
         self.ask_btn.clicked.connect(lambda: self.ask())
         self.level_box = QComboBox()
+        # Follows its items when the language changes ("whole documents" must not stay "whole dc…").
+        self.level_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.level_box.addItem("", "doc")
         self.level_box.addItem("", "chunk")
         self.level_box.setCurrentIndex(0 if self.settings.retrieval.level == "doc" else 1)
@@ -244,24 +265,22 @@ class MainWindow(QMainWindow):
 
         self.error_bar = ErrorBar()
 
-        # columns, each over its answer pane
+        # Columns, each over its answer pane; under them, across the full width, the selected
+        # document's keyword chips and its "Why" card (wide enough to show what they hold).
         self.columns: dict[str, ResultColumn] = {}
         self.answers: dict[str, AnswerPane] = {}
         self.stacks: dict[str, QSplitter] = {}
         self.columns_split = QSplitter(Qt.Orientation.Horizontal)
+        self.columns_split.setChildrenCollapsible(False)
         for m in METHODS:
-            col = ResultColumn(m, TITLE_KEYS[m], show_change=(m != "baseline"))
+            col = ResultColumn(m, TITLE_KEYS[m], show_change=(m != "baseline"), collapsible=(m == "cfrag"))
             pane = AnswerPane(m, "answer." + m)
             stack = QSplitter(Qt.Orientation.Vertical)
             stack.setChildrenCollapsible(False)
             stack.addWidget(col)
-            if m == "causal":
-                self.chips = ChipsPanel()
-                self.why = WhyCard()
-                stack.addWidget(self.chips)
-                stack.addWidget(self.why)
             stack.addWidget(pane)
-            stack.setSizes([430, 110, 170, 230] if m == "causal" else [700, 240])
+            stack.setStretchFactor(0, 3)
+            stack.setStretchFactor(1, 2)
             col.doc_selected.connect(self.select_hit)
             col.doc_hovered.connect(self._hover_doc)
             col.open_requested.connect(lambda h: self.open_hit(h))
@@ -269,12 +288,29 @@ class MainWindow(QMainWindow):
             self.columns[m], self.answers[m], self.stacks[m] = col, pane, stack
             self.columns_split.addWidget(stack)
         self.stacks["cross_encoder"].setVisible(False)
+        self.columns["cfrag"].collapsed_changed.connect(self._set_cf_collapsed)
+        self.chips = ChipsPanel()
+        self.why = WhyCard()
+        self.details = QSplitter(Qt.Orientation.Horizontal)
+        self.details.setObjectName("details")
+        self.details.setChildrenCollapsible(False)
+        self.details.addWidget(self.chips)
+        self.details.addWidget(self.why)
+        self.details.setStretchFactor(0, 1)
+        self.details.setStretchFactor(1, 1)
+        self.compare_split = QSplitter(Qt.Orientation.Vertical)
+        self.compare_split.setChildrenCollapsible(False)
+        self.compare_split.addWidget(self.columns_split)
+        self.compare_split.addWidget(self.details)
+        self.compare_split.setStretchFactor(0, 3)
+        self.compare_split.setStretchFactor(1, 1)
+        self._set_cf_collapsed(True)
 
         self.trace_view = TraceView()
         self.chart = RankChart()
         self.chart.doc_clicked.connect(self._select_doc_id)
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.columns_split, "")
+        self.tabs.addTab(self.compare_split, "")
         self.tabs.addTab(self.trace_view, "")
         self.tabs.addTab(self.chart, "")
 
@@ -287,10 +323,12 @@ class MainWindow(QMainWindow):
         outer = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(self.library_panel)
         outer.addWidget(center)
+        outer.setStretchFactor(0, 0)
         outer.setStretchFactor(1, 1)
-        outer.setSizes([320, 1280])
+        self.outer = outer
         self.setCentralWidget(outer)
         self.viewer = ViewerDialog(self._render_runner, self)
+        self.viewer.words_fn = self._word_spans
 
         # menus and shortcuts (Ctrl+O add folder, Ctrl+L focus query, Esc cancel)
         self.act_add = QAction(self)
@@ -306,7 +344,7 @@ class MainWindow(QMainWindow):
         self.act_settings.triggered.connect(self.open_settings)
         self.act_quit = QAction(self)
         self.act_quit.setShortcut(QKeySequence("Ctrl+Q"))
-        self.act_quit.triggered.connect(self.close)
+        self.act_quit.triggered.connect(self.request_quit)
         self.act_focus = QAction(self)
         self.act_focus.setShortcut(QKeySequence("Ctrl+L"))
         self.act_focus.triggered.connect(self.focus_query)
@@ -325,8 +363,11 @@ class MainWindow(QMainWindow):
         for a in (self.act_focus, self.act_cancel):
             self.addAction(a)
         self.file_menu = self.menuBar().addMenu("")
-        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings, self.act_quit):
+        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings):
             self.file_menu.addAction(a)
+        # Quit apart from the rest, so it is not hit by a slip of the mouse off Settings…
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.act_quit)
         self.library_menu = self.menuBar().addMenu("")
         for a in (self.act_new_library, self.act_open_library, self.act_calibrate):
             self.library_menu.addAction(a)
@@ -334,6 +375,12 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(self.act_focus)
         self.view_menu.addAction(self.act_lang)
         self.runner.busy_changed.connect(self._on_busy)
+
+    def _word_spans(self, text: str) -> list[WordSpan]:
+        """The words of ``text`` as the keyword tokenizer sees them (worker threads only: it may
+        load jieba); [] from a service without one, and the marks fall back to word prefixes."""
+        fn = getattr(self.service, "word_spans", None)
+        return list(fn(text)) if fn is not None else []
 
     def _render_runner(self) -> TaskRunner:
         # PyMuPDF must not run on two threads at once: while an ingest (which reads PDFs)
@@ -686,12 +733,11 @@ class MainWindow(QMainWindow):
 
     # ================================================================== asking
     def remember_question(self, q: str) -> None:
-        recent = [q, *(r for r in self.settings.ui.recent_questions if r != q)][:MAX_RECENT]
-        self.settings = self.settings.replace("ui", recent_questions=tuple(recent))
-        self._save_settings()
+        self.ui_state = self.ui_state.with_question(q)
+        self._save_ui_state()
         self.query.blockSignals(True)
         self.query.clear()
-        self.query.addItems(recent)
+        self.query.addItems(list(self.ui_state.recent_questions))
         self.query.setCurrentIndex(0)
         self.query.blockSignals(False)
 
@@ -723,7 +769,15 @@ class MainWindow(QMainWindow):
             ctx.cancel.raise_if_set()
             # readable words for stemmed terms
             surfaces = {t: s for t, s in svc.surfaces(sorted(comparison_terms(comp))).items() if s}
-            return CompareResult(comp, surfaces)
+            words: dict[str, tuple[WordSpan, ...]] = {}
+            spans_of = getattr(svc, "word_spans", None)
+            if spans_of is not None:
+                for ranked in (comp.baseline, comp.causal, comp.cross_encoder):
+                    for h in (ranked.hits if ranked is not None else ()):
+                        flat = flat_text(h.text)
+                        if flat not in words:
+                            words[flat] = tuple(spans_of(flat))
+            return CompareResult(comp, surfaces, words)
 
         self.statusBar().showMessage(tr("status.retrieving"))
         self.runner.submit(f"query.{st.qid}.compare", job,
@@ -749,6 +803,7 @@ class MainWindow(QMainWindow):
             return
         st.comparison = res.comparison
         st.surfaces = res.surfaces
+        st.words = res.words
         self._fill_columns(st)
         c = res.comparison
         self.statusBar().showMessage(tr("status.compared", n=len(c.baseline.hits),
@@ -763,6 +818,11 @@ class MainWindow(QMainWindow):
     def _fill_columns(self, st: QueryState) -> None:
         c = st.comparison
         base: RankedList = c.baseline
+        words = st.words
+
+        def row_words(h: Hit) -> tuple[WordSpan, ...] | None:
+            return words.get(flat_text(h.text)) if words else None
+
         self.columns["baseline"].set_rows(
             [make_row(h, None, [(tr("score.s_sim"), h.s_sim)]) for h in base.hits],
             tr("col.baseline_sub", level=tr("level." + c.level), k=len(base.hits),
@@ -777,12 +837,14 @@ class MainWindow(QMainWindow):
                     scores.append((tr("score.hybrid"), e.s_hybrid))
             terms = expand_terms(split_terms(e.split if e else None), st.surfaces)
             note = tr("why.fallback_used") if e is not None and e.fallback_used else ""
-            rows.append(make_row(h, rank_change(base, h), scores, terms, note))
+            rows.append(make_row(h, rank_change(base, h), scores, terms, note, row_words(h)))
         d = c.diagnostics
-        sub = [tr("col.causal_sub", variant=c.causal_variant, tau=fmt(c.tau, 3), source=c.tau_source,
+        sub = [tr("col.causal_sub", variant=variant_text(c.causal_variant), tau=fmt(c.tau, 3),
+                  source=tau_source_text(c.tau_source, self.settings.retrieval.tau_percentile),
                   a=fmt(d.a_share, 2), empty=d.n_empty_b)]
-        if c.causal.label and c.causal.method == "gated_off":
-            sub.append(c.causal.label)
+        off = getattr(c, "causal_off", None)
+        if off is not None:
+            sub.append(causal_off_text(off))
         sub += ["⚠ " + w for w in (*d.warnings, *c.causal.warnings)]
         self.columns["causal"].set_rows(rows, "\n".join(sub))
         self.chart.set_data(base, c.causal, tr("chart.causal"))
@@ -792,7 +854,7 @@ class MainWindow(QMainWindow):
             ce_scores: tuple[float | None, ...] = ce.scores or (None,) * len(ce.hits)
             self.columns["cross_encoder"].set_rows(
                 [make_row(h, rank_change(base, h), [(tr("score.s_qe"), v), (tr("score.s_sim"), h.s_sim)])
-                 for h, v in zip(ce.hits, ce_scores, strict=True)], ce.label)
+                 for h, v in zip(ce.hits, ce_scores, strict=True)], ce_label_text(ce.label))
         if st.cfrag is not None:
             self._fill_cfrag(st)
         if self.selected_doc is not None:
@@ -897,6 +959,8 @@ class MainWindow(QMainWindow):
         stage = tr(key) if i18n.has_tr(key) else p.stage
         self.columns["cfrag"].set_placeholder("col.cf_running", stage=stage, cur=p.current, total=p.total)
         self.answers["cfrag"].set_progress(tr("answer.cf_step", stage=stage, cur=p.current, total=p.total))
+        # the trace tab follows the run live instead of saying "queued" until the end
+        self.trace_view.clear("trace.running", stage=stage, cur=p.current, total=p.total)
 
     def _on_cfrag(self, qid: int, res: CFResult) -> None:
         st = self._current(qid)
@@ -920,7 +984,7 @@ class MainWindow(QMainWindow):
                 ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)],
                 note=tr("col.cf_used") if r.used_by_chosen else ""))
         sub = tr("col.cf_sub", kind=tr(f"trace.decision.{t.decision.kind}"), n=len(t.counterfactuals),
-                 scorer=t.scorer + (tr("trace.substitute") if t.scorer_is_substitute else ""))
+                 scorer=scorer_text(t.scorer, t.scorer_is_substitute))
         self.columns["cfrag"].set_rows(rows, sub)
 
     # ================================================================== selection and viewer
@@ -944,7 +1008,8 @@ class MainWindow(QMainWindow):
         surfaces = self.state.surfaces if self.state is not None else {}
         self.chips.set_split(e.split if e else None, h.title if h else "", surfaces)
         w = self.settings.retrieval.hybrid_weight
-        self.why.set_explanation(e, h, w if e is not None and e.s_hybrid is not None else None, surfaces)
+        causal = self.state.comparison.causal if self.state is not None and self.state.comparison else None
+        self.why.set_explanation(e, h, w if e is not None and e.s_hybrid is not None else None, surfaces, causal)
 
     def _hover_doc(self, doc_id: int | None) -> None:
         for col in self.columns.values():
@@ -972,6 +1037,76 @@ class MainWindow(QMainWindow):
             hit = Hit(c.unit_id or 0, c.doc_id or 0, "chunk", c.title, c.path, c.page or 1, "", 0.0, 0, "other")
         self.open_hit(hit, page=c.page)
 
+    # ================================================================== window state
+    def _load_ui_state(self) -> Any:
+        from rag_desktop.app.config import UIState, load_ui_state
+        from rag_desktop.core.settings import SettingsError
+
+        try:
+            return load_ui_state(self.ui_state_file, self.settings_file)
+        except (SettingsError, OSError) as exc:
+            # Said once the window is built; the file is left as it is (never overwritten) so a
+            # hand-broken history is not lost — only not remembered until it is fixed or deleted.
+            log.warning("the window state is unreadable: %s", exc)
+            self._state_problem = str(exc)
+            return UIState()
+
+    def _save_ui_state(self) -> None:
+        from rag_desktop.app.config import save_ui_state
+
+        if getattr(self, "_state_problem", None):
+            return
+
+        try:
+            save_ui_state(self.ui_state, self.ui_state_file)
+        except OSError as exc:
+            log.warning("cannot save the window state: %s", exc)
+
+    def _restore_geometry(self) -> None:
+        """The size and place of the last run; the first time, a size that fits the screen."""
+        from PySide6.QtCore import QByteArray
+
+        g = self.ui_state.window_geometry
+        if not (g and self.restoreGeometry(QByteArray.fromBase64(g.encode()))):
+            screen = self.screen().availableGeometry() if self.screen() is not None else None
+            w, h = (1500, 950) if screen is None else (min(1500, screen.width()), min(950, screen.height()))
+            self.resize(w, h)
+        self._fit_panels()
+
+    def _fit_panels(self) -> None:
+        # The library sidebar takes a fifth of the window (200–320 px): the columns need the rest.
+        w = max(self.width(), 800)
+        side = min(320, max(200, w // 5))
+        self.outer.setSizes([side, w - side])
+        h = max(self.height(), 600)
+        self.compare_split.setSizes([int(h * 0.62), int(h * 0.25)])
+        cw = w - side
+        self.details.setSizes([int(cw * 0.42), int(cw * 0.58)])  # the Why card's sentences need the width
+        self._size_stacks()
+
+    def _size_stacks(self) -> None:
+        """Rankings over answers: answers get a third while on, a strip when off."""
+        on = self.auto_answer.isChecked()
+        for m in METHODS:
+            stack = self.stacks[m]
+            total = sum(stack.sizes()) or stack.height()
+            pane = self.answers[m].minimumSizeHint().height()
+            answer = int(total * 0.35) if on else min(pane + 10, total // 3)
+            stack.setSizes([total - answer, answer])
+
+    def _set_cf_collapsed(self, collapsed: bool) -> None:
+        """The CF-RAG column folds to a narrow strip (heading and status) until it has rows."""
+        self.answers["cfrag"].setVisible(not collapsed)
+        # on the column, not the stack: a QSplitter resets the maximum of its own children when shown
+        if collapsed:
+            self.columns["cfrag"].setMaximumWidth(CF_COLLAPSED_WIDTH)
+        else:
+            self.columns["cfrag"].setMaximumWidth(16777215)
+            n = sum(1 for m in METHODS if self.stacks[m].isVisibleTo(self.columns_split)) or 1
+            total = sum(self.columns_split.sizes())
+            self.columns_split.setSizes([total // n if self.stacks[m].isVisibleTo(self.columns_split) else 0
+                                         for m in METHODS])
+
     # ================================================================== settings and report
     def _save_settings(self) -> None:
         from rag_desktop.app.config import save_settings
@@ -994,8 +1129,6 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self, new: Settings) -> None:
         """Adopt, persist and hand the settings to the service (on the worker: it may close models)."""
-        new = dataclasses.replace(new, ui=dataclasses.replace(new.ui,
-                                                              recent_questions=self.settings.ui.recent_questions))
         lang_changed = new.ui.language != i18n.language()
         self.settings = new.validate()
         self._save_settings()
@@ -1030,7 +1163,39 @@ class MainWindow(QMainWindow):
         return html_path, json_path
 
     # ================================================================== lifetime
+    def work_running(self) -> bool:
+        """Adding files, ranking or writing answers: what quitting would stop."""
+        return bool(self.runner.busy or self.ingesting or self.switching)
+
+    def confirm_quit(self) -> bool:
+        """Ask before quitting while work is running (returns whether to quit)."""
+        if not self.work_running():
+            return True
+        box = QMessageBox(QMessageBox.Icon.Question, tr("quit.title"), tr("quit.busy"),
+                          QMessageBox.StandardButton.NoButton, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        quit_btn = box.addButton(tr("quit.stop_and_quit"), QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(tr("quit.keep_working"), QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(QMessageBox.StandardButton.NoButton)
+        self.quit_box = box
+        box.exec()
+        return box.clickedButton() is quit_btn
+
+    def request_quit(self) -> bool:
+        """File → Quit (Ctrl+Q): asks first while work is running; returns whether it closed."""
+        if not self.confirm_quit():
+            return False
+        self._quit_confirmed = True
+        return bool(self.close())
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        # The window's close button asks like Quit does; a close() from code (tests, --demo) does not.
+        if event.spontaneous() and not getattr(self, "_quit_confirmed", False) and not self.confirm_quit():
+            event.ignore()
+            return
+        self.ui_state = dataclasses.replace(self.ui_state,
+                                            window_geometry=bytes(self.saveGeometry().toBase64().data()).decode())
+        self._save_ui_state()
         self.runner.cancel_all()
         self.render_runner.cancel_all()
         # Give running work a moment to notice the cancel; models are closed by the caller.

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from rag_desktop.core.cfrag_types import CFTrace, EvidenceTrace
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
-from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.i18n import has_tr, tr
 
 # Two colours that stay distinct for the common colour-vision deficiencies
 # (Okabe–Ito orange and blue), used in chips, snippets, the viewer and the legend.
@@ -23,6 +24,10 @@ COLOR_REGION = "#F0E442"  # the chunk's own text region in the viewer
 COLOR_SELECTED = "#D55E00"
 
 SpanKind = Literal["A", "B", "region"]
+# (start, end, word, key): one word of a text as the keyword tokenizer segments it (jieba
+# for Chinese runs, a word regex elsewhere); ``key`` is its stored term (the Snowball stem).
+# Made on the service side (RagService.word_spans): the UI never imports the tokenizer.
+WordSpan = tuple[int, int, str, str]
 
 
 # --------------------------------------------------------------------------- rank changes
@@ -138,8 +143,38 @@ def _term_pattern(term: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![^\W_]){re.escape(t)}[^\W_]*", re.IGNORECASE)
 
 
-def highlight_spans(text: str, terms: Iterable[tuple[str, SpanKind]]) -> list[tuple[int, int, SpanKind]]:
+def _norm(term: str) -> str:
+    return unicodedata.normalize("NFKC", term.strip()).casefold()
+
+
+def _word_matches(term: str, words: Sequence[WordSpan]) -> Iterable[tuple[int, int]]:
+    """Where ``term`` covers whole words: a word whose text or key (stem) is the term; for a
+    Chinese term also a run of adjacent jieba words that spell it (a domain word the
+    segmenter splits, e.g. 数据 + 出境)."""
+    key = _norm(term)
+    han = bool(_HAN.search(key))
+    for i, (s, e, word, k) in enumerate(words):
+        if word == key or k == key:
+            yield s, e
+            continue
+        if han and key.startswith(word):
+            acc, end, j = word, e, i + 1
+            while j < len(words) and len(acc) < len(key) and words[j][0] == end and key.startswith(acc + words[j][2]):
+                acc += words[j][2]
+                end = words[j][1]
+                j += 1
+            if acc == key:
+                yield s, end
+
+
+def highlight_spans(text: str, terms: Iterable[tuple[str, SpanKind]],
+                    words: Sequence[WordSpan] | None = None) -> list[tuple[int, int, SpanKind]]:
     """Non-overlapping (start, end, kind) spans of ``terms`` in ``text``, sorted by start.
+
+    With ``words`` (the text's words from the keyword tokenizer) a term lights whole words
+    only: "one" never inside "alone", and the stem "particip" all of "participants"; Chinese
+    terms light jieba's words. Without them (no tokenizer at hand) a Latin term matches as a
+    word prefix, never inside a word, and a Chinese term as a substring.
 
     Longer terms claim their characters first, so "数据出境" is not split by "数据"; a
     term that is in both A and B (it cannot be, by Eq. 3, but a caller might pass both)
@@ -151,14 +186,17 @@ def highlight_spans(text: str, terms: Iterable[tuple[str, SpanKind]]) -> list[tu
     ordered = sorted(((t, k) for t, k in terms), key=lambda tk: -len(tk[0]))
     for term, kind in ordered:
         key = term.strip().lower()
-        if key in seen:
+        if key in seen or not key:
             continue
         seen.add(key)
-        pat = _term_pattern(term)
-        if pat is None:
-            continue
-        for m in pat.finditer(text):
-            s, e = m.span()
+        if words is not None:
+            found: Iterable[tuple[int, int]] = _word_matches(term, words)
+        else:
+            pat = _term_pattern(term)
+            if pat is None:
+                continue
+            found = (m.span() for m in pat.finditer(text))
+        for s, e in found:
             if e > s and not any(taken[s:e]):
                 for i in range(s, e):
                     taken[i] = True
@@ -182,18 +220,74 @@ def snippet(text: str, limit: int = 240, focus: int | None = None) -> str:
     Highlights are computed again on the excerpt itself.
     """
     flat = " ".join(text.split())
+    start, end = snippet_bounds(flat, limit, focus)
+    piece = flat[start:end]
+    if start > 0:
+        piece = "…" + piece
+    if end < len(flat):
+        piece += "…"
+    return piece
+
+
+def snippet_bounds(flat: str, limit: int = 240, focus: int | None = None) -> tuple[int, int]:
+    """[start, end) of :func:`snippet`'s excerpt in ``flat`` (text with single spaces)."""
     start = 0
     if focus is not None and focus > 60:
         start = focus - 40
         # begin at a word boundary (any character is a boundary in Chinese text)
         while 0 < start < len(flat) and flat[start - 1] != " " and not _HAN.match(flat[start]):
             start -= 1
-    piece = flat[start : start + limit]
-    if start > 0:
-        piece = "…" + piece
-    if start + limit < len(flat):
-        piece += "…"
-    return piece
+    return start, min(len(flat), start + limit)
+
+
+# --------------------------------------------------------------------------- column labels
+
+
+def variant_text(variant: str) -> str:
+    """The causal column's ordering in the UI language (hybrid / causal / baseline order)."""
+    key = f"choice.{variant}"
+    return tr(key) if has_tr(key) else variant
+
+
+def tau_source_text(source: str, percentile: float | None = None) -> str:
+    """Where τ came from, in the UI language. The retriever says it in English for the CLI
+    (app/retrieval.py: "settings", "calibrated at ingest (…)", "paper default (…)")."""
+    if source == "settings":
+        return tr("tau.src.settings")
+    if source.startswith("calibrated at ingest"):
+        m = re.search(r"\((\d+(?:\.\d+)?)", source)
+        p = f"{percentile:g}" if percentile is not None else (m.group(1) if m else "?")
+        return tr("tau.src.ingest", p=p)
+    if source.startswith("paper default"):
+        return tr("tau.src.paper")
+    return source
+
+
+def scorer_text(identity: str, is_substitute: bool) -> str:
+    """Who computes s(q,e): a cross-encoder's name, or the labelled substitute in the UI language."""
+    return tr("scorer.substitute") if is_substitute else identity
+
+
+def ce_label_text(label: str) -> str:
+    """The cross-encoder column's subtitle in the UI language from the retriever's English label
+    ("Cross-encoder: <model>" / "Substitute (not a cross-encoder): <identity>", app/retrieval.py)."""
+    substitute = label.startswith("Substitute")
+    identity = label.split(": ", 1)[-1] if label else ""
+    return tr("col.ce_sub", scorer=scorer_text(identity, substitute))
+
+
+def causal_off_text(off: object) -> str:
+    """Why the causal column shows the baseline order (``Comparison.causal_off``), in words."""
+    code = str(getattr(off, "code", ""))
+    if code == "chosen":
+        return tr("col.causal_off_chosen")
+    if code == "gate":
+        n = getattr(off, "n_probes", None)
+        rel = getattr(off, "reliability", None)
+        return tr("col.causal_off_gate", dc=fmt(getattr(off, "delta_causal", None)),
+                  dh=fmt(getattr(off, "delta_hybrid", None)), metric=getattr(off, "metric", "") or "—",
+                  n=n if n is not None else "—", rel=f"{rel:.0%}" if rel is not None else "—")
+    return ""
 
 
 # --------------------------------------------------------------------------- citations
@@ -224,14 +318,52 @@ def citation_spans(text: str) -> list[tuple[int, int, int]]:
 def fmt(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
-    return f"{x:.{digits}f}"
+    text = f"{x:.{digits}f}"
+    # a tiny negative rounds to "-0.000": show it as the zero it reads as
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+# Below this spread of s_c over the candidates (cosine units) the re-ranker cannot tell them
+# apart: e5-style encoders put related texts within a few hundredths. Our choice, for wording.
+FLAT_SPREAD = 0.02
+
+
+def hold_lines(expl: Explanation, ranked: RankedList) -> list[str]:
+    """Why a candidate kept its baseline rank, from the scores of every candidate (read from
+    the explanations, never recomputed): the column's own order, a flat s_c, or its neighbours."""
+    if ranked.method in ("baseline", "gated_off"):
+        return [tr("why.hold_baseline_order")]
+    out: list[str] = []
+    s_c = [e.s_c for e in ranked.explanations if e.s_c is not None]
+    if len(s_c) >= 2 and max(s_c) - min(s_c) < FLAT_SPREAD:
+        out.append(tr("why.hold_flat", lo=fmt(min(s_c)), hi=fmt(max(s_c)), n=len(s_c)))
+    use_hybrid = expl.s_hybrid is not None
+    label = tr("score.hybrid") if use_hybrid else tr("score.s_c")
+
+    def score(e: Explanation) -> float | None:
+        return e.s_hybrid if use_hybrid else e.s_c
+
+    by_rank = {e.new_rank: e for e in ranked.explanations}
+    above, below = by_rank.get(expl.new_rank - 1), by_rank.get(expl.new_rank + 1)
+    v = score(expl)
+    if v is None:
+        return out
+    parts = []
+    if above is not None and score(above) is not None:
+        parts.append(tr("why.hold_above", v=fmt(score(above)), r=above.new_rank))
+    if below is not None and score(below) is not None:
+        parts.append(tr("why.hold_below", v=fmt(score(below)), r=below.new_rank))
+    out.append(tr("why.hold_between", score=label, v=fmt(v), n=len(ranked.explanations),
+                  r=expl.new_rank, where="; ".join(parts) or "—"))
+    return out
 
 
 def why_lines(expl: Explanation, hit: Hit | None = None, hybrid_weight: float | None = None,
-              display: Mapping[str, str] | None = None) -> list[str]:
+              display: Mapping[str, str] | None = None, ranked: RankedList | None = None) -> list[str]:
     """The "Why" card in plain words (current UI language), one sentence per line.
 
-    ``display`` maps stored terms (Snowball stems such as "secur") to readable words.
+    ``display`` maps stored terms (Snowball stems such as "secur") to readable words;
+    ``ranked`` (the causal list) lets a candidate that kept its rank say what held it there.
     """
     d_ = display or {}
 
@@ -246,6 +378,8 @@ def why_lines(expl: Explanation, hit: Hit | None = None, hybrid_weight: float | 
         lines.append(tr("why.moved_down", old=expl.baseline_rank, new=expl.new_rank, n=-d))
     else:
         lines.append(tr("why.stayed", old=expl.baseline_rank))
+        if ranked is not None:
+            lines.extend(hold_lines(expl, ranked))
     lines.append(tr("why.s_sim", v=fmt(expl.s_sim)))
     if expl.s_c is None:
         lines.append(tr("why.no_sc"))

@@ -27,11 +27,15 @@ from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.present import (
     COLOR_A,
     COLOR_B,
+    causal_off_text,
+    ce_label_text,
     cfrag_rows,
     citation_spans,
     explanation_for,
     fmt,
     rank_change,
+    tau_source_text,
+    variant_text,
     why_lines,
 )
 
@@ -166,16 +170,24 @@ class DecisionReport:
         parts: list[str] = []
         parts.append(f"<h1>{esc(tr('report.title'))}</h1>")
         parts.append(f"<p><b>{esc(tr('report.question'))}</b> {esc(self.question)}</p>")
-        sub = tr("col.causal_sub", variant=c.causal_variant, tau=fmt(c.tau, 3), source=c.tau_source,
+        sub = tr("col.causal_sub", variant=variant_text(c.causal_variant), tau=fmt(c.tau, 3),
+                 source=tau_source_text(c.tau_source,
+                                        self.settings.retrieval.tau_percentile if self.settings else None),
                  a=fmt(c.diagnostics.a_share, 2), empty=c.diagnostics.n_empty_b)
+        off = getattr(c, "causal_off", None)
+        if off is not None:
+            sub += " · " + causal_off_text(off)
         parts.append(f"<p class='meta'>{esc(tr('report.created', when=self._created()))} · {esc(sub)}</p>")
         parts.append(f"<p class='legend'><span class='chip A'>{esc(tr('legend.a'))}</span> "
                      f"<span class='chip B'>{esc(tr('legend.b'))}</span></p>")
         parts.append("<div class='cols'>")
         titles = {"baseline": "col.baseline", "causal": "col.causal", "cross_encoder": "col.cross_encoder"}
         for m, ranked in self._lists():
+            # the services' labels are English: each list's line in the report's language
+            meta = ce_label_text(ranked.label) if m == "cross_encoder" else \
+                variant_text(c.causal_variant) if m == "causal" else tr("score.s_sim")
             parts.append(f"<div class='col'><h2>{esc(tr(titles[m]))}</h2>"
-                         f"<p class='meta'>{esc(ranked.label)}</p>{self._table(m, ranked.hits)}</div>")
+                         f"<p class='meta'>{esc(meta)}</p>{self._table(m, ranked.hits)}</div>")
         if self.cfrag is not None:
             parts.append(f"<div class='col'><h2>{esc(tr('col.cfrag'))}</h2>{self._table('cfrag', self._cf_hits())}"
                          "</div>")
@@ -193,7 +205,7 @@ class DecisionReport:
                     chips.append((d.get(a.term, a.term), "A", f"← {d.get(a.absorbed_by, a.absorbed_by)} ({how})"))
                 for b in e.split.b_terms:
                     chips.append((d.get(b.term, b.term), "B", fmt(b.weight, 3)))
-            lines = "".join(f"<li>{esc(x)}</li>" for x in why_lines(e, h, None, d))
+            lines = "".join(f"<li>{esc(x)}</li>" for x in why_lines(e, h, None, d, c.causal))
             parts.append(f"<div class='why'><h3>{h.rank}. {esc(h.title)}</h3><div>{self._chips(chips)}</div>"
                          f"<ul>{lines}</ul></div>")
 

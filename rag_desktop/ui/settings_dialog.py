@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -109,6 +111,8 @@ class SettingsDialog(QDialog):
         self.base = settings
         self.editors: dict[tuple[str, str], Any] = {}
         self.labels: dict[tuple[str, str], QLabel] = {}
+        self.rows: dict[tuple[str, str], QWidget] = {}
+        self.forms: dict[tuple[str, str], QFormLayout] = {}
         self.tabs = QTabWidget()
         for tab_key, fields in TABS:
             page = QWidget()
@@ -118,9 +122,22 @@ class SettingsDialog(QDialog):
                 label = QLabel(tr(f"set.{f.section}.{f.key}"))
                 label.setToolTip(tr(f"set.{f.section}.{f.key}.tip"))
                 holder.setToolTip(tr(f"set.{f.section}.{f.key}.tip"))
-                form.addRow(label, holder)
+                # What the setting (and its symbol: τ, |K_q|, …) means, under it, not only on hover.
+                cell = QWidget()
+                cell_lay = QVBoxLayout(cell)
+                cell_lay.setContentsMargins(0, 0, 0, 4)
+                cell_lay.setSpacing(1)
+                cell_lay.addWidget(holder)
+                desc = QLabel(tr(f"set.{f.section}.{f.key}.tip"))
+                desc.setTextFormat(Qt.TextFormat.PlainText)
+                desc.setWordWrap(True)
+                desc.setStyleSheet("color: #666; font-size: small;")
+                cell_lay.addWidget(desc)
+                form.addRow(label, cell)
                 self.editors[(f.section, f.key)] = editor
                 self.labels[(f.section, f.key)] = label
+                self.rows[(f.section, f.key)] = cell
+                self.forms[(f.section, f.key)] = form
             if tab_key == "settings.tab.models":
                 self.doctor_btn = QPushButton(tr("settings.doctor"))
                 self.doctor_btn.clicked.connect(self.run_doctor)
@@ -128,7 +145,11 @@ class SettingsDialog(QDialog):
                 self.doctor_out.setTextFormat(Qt.TextFormat.PlainText)
                 self.doctor_out.setWordWrap(True)
                 form.addRow(self.doctor_btn, self.doctor_out)
-            self.tabs.addTab(page, tr(tab_key))
+            scroll = QScrollArea()  # a tab longer than the dialog scrolls instead of squeezing its rows
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(page)
+            self.tabs.addTab(scroll, tr(tab_key))
         self.error = QLabel()
         self.error.setTextFormat(Qt.TextFormat.PlainText)
         self.error.setWordWrap(True)
@@ -150,13 +171,27 @@ class SettingsDialog(QDialog):
         lay.addWidget(self.buttons)
         self._runner = TaskRunner(self, serial=True)
         self._result: Settings | None = None
-        self.resize(640, 560)
+        backend = self.editors[("models", "generator_backend")]
+        backend.currentIndexChanged.connect(lambda _i: self._show_backend_rows())
+        self._show_backend_rows()
+        self.resize(680, 620)
+
+    def _show_backend_rows(self) -> None:
+        """The server's address and model name only matter when the generator runs on a server."""
+        server = self.editors[("models", "generator_backend")].currentData() == "openai"
+        for key in ("openai_base_url", "openai_model"):
+            self.forms[("models", key)].setRowVisible(self.rows[("models", key)], server)
+
+    def row_visible(self, section: str, key: str) -> bool:
+        return not self.rows[(section, key)].isHidden()
 
     # -------------------------------------------------------------- editors
     def _editor(self, f: Field, value: Any) -> tuple[Any, QWidget]:
         if f.kind == "int":
             w = QSpinBox()
             w.setRange(int(f.lo), int(f.hi))
+            if (f.section, f.key) == ("models", "threads"):
+                w.setSpecialValueText(tr("settings.threads_auto"))  # 0 reads "automatic", not "0"
             w.setValue(int(value))
             return w, w
         if f.kind == "float":

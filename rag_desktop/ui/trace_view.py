@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, Qt
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtGui import QColor, QPainter, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.cfrag_types import CFTrace, CounterfactualCandidate
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.present import fmt
+from rag_desktop.ui.present import fmt, scorer_text
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 10
 BAR_Q = QColor("#0072B2")
@@ -61,6 +61,65 @@ class BarDelegate(QStyledItemDelegate):
         painter.restore()
 
 
+class DeltaBarDelegate(QStyledItemDelegate):
+    """Draws a signed value (VALUE_ROLE) as a bar from a zero line in the middle of the cell:
+    right and green when positive, left and red when negative, its length proportional to the
+    value (scaled to the largest |value| in the column, ``scale``), with the number."""
+
+    POS = QColor("#009E73")
+    NEG = QColor("#D55E00")
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.scale = 1.0
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        value = index.data(VALUE_ROLE)
+        rect: QRect = option.rect
+        painter.save()
+        mid = rect.left() + rect.width() // 2
+        painter.setPen(QColor("#999"))
+        painter.drawLine(mid, rect.top() + 2, mid, rect.bottom() - 2)
+        if value is not None and self.scale > 0:
+            half = rect.width() // 2 - 2
+            length = round(half * min(1.0, abs(float(value)) / self.scale))
+            c = QColor(self.POS if value > 0 else self.NEG)
+            c.setAlpha(150)
+            left = mid if value > 0 else mid - length
+            painter.fillRect(QRect(left, rect.top() + 4, length, rect.height() - 8), c)
+        painter.setPen(QColor("#111"))
+        # the number on the side the bar does not take
+        side = Qt.AlignmentFlag.AlignLeft if value is not None and value > 0 else Qt.AlignmentFlag.AlignRight
+        painter.drawText(rect.adjusted(4, 0, -4, 0), int(Qt.AlignmentFlag.AlignVCenter | side),
+                         signed(value) if value is not None else "—")
+        painter.restore()
+
+
+def signed(x: float | None, digits: int = 3) -> str:
+    """+0.002 / −0.002 / 0.000: the sign says which way a difference goes (never "-0.000")."""
+    text = fmt(x, digits)
+    if x is None or text in ("—", fmt(0.0, digits)):
+        return text
+    return ("+" + text) if x > 0 else text.replace("-", "−")
+
+
+def hyp_name(index: int) -> str:
+    """Hypotheses are H1, H2, … everywhere (table, decision, column notes)."""
+    return f"H{index + 1}"
+
+
+def passage_name(pool_id: int) -> str:
+    """Evidence passages are #1, #2, … everywhere."""
+    return f"#{pool_id + 1}"
+
+
+def _set_scale(table: QTableWidget, col: int, values: Sequence[float | None]) -> None:
+    d = table.itemDelegateForColumn(col)
+    if isinstance(d, DeltaBarDelegate):
+        d.scale = max((abs(v) for v in values if v is not None), default=0.0) or 1.0
+
+
 def _item(text: str, tooltip: str = "", value: float | None = None) -> QTableWidgetItem:
     it = QTableWidgetItem(text)  # plain text: counterfactuals and answers are model output
     it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
@@ -79,6 +138,35 @@ def _table(headers: int) -> QTableWidget:
     t.setWordWrap(True)
     t.horizontalHeader().setStretchLastSection(True)
     return t
+
+
+def _layout(table: QTableWidget, stretch: Sequence[int], fixed: Sequence[int] = ()) -> None:
+    """Text columns share the width, number columns fit their contents, and the table is as tall
+    as its rows: the trace tab scrolls as a whole instead of each table hiding rows."""
+    hh = table.horizontalHeader()
+    hh.setStretchLastSection(False)
+    for c in range(table.columnCount()):
+        mode = QHeaderView.ResizeMode.Stretch if c in stretch else QHeaderView.ResizeMode.ResizeToContents
+        if c in fixed:
+            mode = QHeaderView.ResizeMode.Fixed
+        hh.setSectionResizeMode(c, mode)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    _fit_rows(table)
+
+
+def _fit_rows(table: QTableWidget) -> None:
+    """Rows as tall as their wrapped text at the current column widths; the table as tall as its rows."""
+    table.resizeRowsToContents()
+    rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+    table.setFixedHeight(table.horizontalHeader().height() + rows + 2 * table.frameWidth() + 2)
+
+
+def _note() -> QLabel:
+    lab = QLabel()
+    lab.setTextFormat(Qt.TextFormat.PlainText)
+    lab.setWordWrap(True)
+    lab.setStyleSheet("color: #555;")
+    return lab
 
 
 def reject_reason(c: CounterfactualCandidate) -> str:
@@ -102,12 +190,15 @@ class TraceView(QScrollArea):
         self.summary.setWordWrap(True)
         self.cf_box = QGroupBox()
         self.cf_table = _table(6)
-        QVBoxLayout(self.cf_box).addWidget(self.cf_table)
+        self.cf_note = _note()
+        cf_lay = QVBoxLayout(self.cf_box)
+        cf_lay.addWidget(self.cf_note)
+        cf_lay.addWidget(self.cf_table)
         self.ev_box = QGroupBox()
         self.ev_table = _table(8)
         self.ev_table.setItemDelegateForColumn(3, BarDelegate(BAR_Q, parent=self.ev_table))
         self.ev_table.setItemDelegateForColumn(4, BarDelegate(BAR_CF, parent=self.ev_table))
-        self.ev_table.setItemDelegateForColumn(5, BarDelegate(QColor("#009E73"), -1.0, 1.0, self.ev_table))
+        self.ev_table.setItemDelegateForColumn(5, DeltaBarDelegate(self.ev_table))
         ev_lay = QVBoxLayout(self.ev_box)
         self.ev_note = QLabel()
         self.ev_note.setWordWrap(True)
@@ -123,8 +214,11 @@ class TraceView(QScrollArea):
         self.hy_table = _table(7)
         for col in (3, 4, 5):
             self.hy_table.setItemDelegateForColumn(col, BarDelegate(QColor("#E69F00"), parent=self.hy_table))
-        self.hy_table.setItemDelegateForColumn(4, BarDelegate(QColor("#009E73"), -1.0, 1.0, self.hy_table))
-        QVBoxLayout(self.hy_box).addWidget(self.hy_table)
+        self.hy_table.setItemDelegateForColumn(4, DeltaBarDelegate(self.hy_table))
+        self.hy_note = _note()
+        hy_lay = QVBoxLayout(self.hy_box)
+        hy_lay.addWidget(self.hy_note)
+        hy_lay.addWidget(self.hy_table)
         self.de_box = QGroupBox()
         self.de_label = QLabel()
         self.de_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -138,12 +232,20 @@ class TraceView(QScrollArea):
         lay.addStretch(1)
         self.trace: CFTrace | None = None
         self._empty_key = "trace.empty"
+        self._empty_args: dict[str, Any] = {}
         self.retranslate()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.trace is not None:  # wrapped cells change height with the width
+            for t in (self.cf_table, self.ev_table, self.hy_table):
+                _fit_rows(t)
+
     # -------------------------------------------------------------- content
-    def clear(self, key: str = "trace.empty") -> None:
+    def clear(self, key: str = "trace.empty", **args: Any) -> None:
         self.trace = None
         self._empty_key = key
+        self._empty_args = args
         self.retranslate()
 
     def set_trace(self, trace: CFTrace) -> None:
@@ -154,7 +256,7 @@ class TraceView(QScrollArea):
         self.summary.setText(tr("trace.summary", n=len(t.counterfactuals), rejected=len(t.rejected_counterfactuals),
                                 pool=len(t.evidence), kept=len(t.kept_evidence), k=t.spectral.k_used,
                                 m=len(t.hypotheses), lam=fmt(t.lam, 2),
-                                scorer=t.scorer + (tr("trace.substitute") if t.scorer_is_substitute else ""))
+                                scorer=scorer_text(t.scorer, t.scorer_is_substitute))
                              + ("\n" + "\n".join("⚠ " + w for w in t.warnings) if t.warnings else ""))
         cands: Sequence[CounterfactualCandidate] = (*t.counterfactuals, *t.rejected_counterfactuals)
         self.cf_table.setRowCount(len(cands))
@@ -165,14 +267,16 @@ class TraceView(QScrollArea):
                 _item(c.text, tr("trace.cf_tip", a=c.answer_q, b=c.answer_cf, f1=fmt(c.answer_f1, 2))),
                 _item(c.transformation),
                 _item(fmt(c.sim_sem), tr("trace.sim_tip")),
-                _item(fmt(c.info), tr("trace.info_tip", d=fmt(c.div_sem), a=fmt(c.div_ans), r=fmt(c.rel_dom))),
+                _item(tr("trace.info_cell", info=fmt(c.info), d=fmt(c.div_sem, 2), a=fmt(c.div_ans, 2),
+                         r=fmt(c.rel_dom, 2)),
+                      tr("trace.info_tip", d=fmt(c.div_sem), a=fmt(c.div_ans), r=fmt(c.rel_dom))),
                 _item(reject_reason(c)),
             ]
             for col, it in enumerate(cells):
                 if not c.kept:
                     it.setForeground(QColor("#888"))
                 self.cf_table.setItem(r, col, it)
-        self.cf_table.resizeRowsToContents()
+        _layout(self.cf_table, stretch=(1, 5))
 
         qnames = ["q", *(f"q'{i}" for i in range(1, len(t.queries)))]
         self.ev_table.setRowCount(len(t.evidence))
@@ -182,19 +286,20 @@ class TraceView(QScrollArea):
             by = ", ".join(qnames[i] if 0 <= i < len(qnames) else str(i) for i in e.retrieved_by)
             arg = qnames[e.argmax_cf] if 0 < e.argmax_cf < len(qnames) else "—"
             cells = [
-                _item(str(e.pool_id)),
+                _item(passage_name(e.pool_id)),
                 _item(f"{e.hit.title} — p. {e.hit.page}", " ".join(e.hit.text.split())[:1200]),
                 _item(by),
                 _item("", tr("trace.s_q_tip", raw=fmt(e.s_q_raw, 3)), e.s_q),
                 _item("", tr("trace.max_cf_tip", q=arg), e.max_s_cf),
                 _item("", tr("trace.margin_tip"), margin),
-                _item(tr(f"trace.status.{e.status}") + (f" → {e.duplicate_of}" if e.duplicate_of >= 0 else "")),
-                _item(str(e.cluster) if e.cluster >= 0 else "—"),
+                _item(tr(f"trace.status.{e.status}")
+                      + (f" → {passage_name(e.duplicate_of)}" if e.duplicate_of >= 0 else "")),
+                _item(f"C{e.cluster + 1}" if e.cluster >= 0 else "—"),
             ]
             for col, it in enumerate(cells):
                 self.ev_table.setItem(r, col, it)
-        self.ev_table.resizeColumnsToContents()
-        self.ev_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        _set_scale(self.ev_table, 5, [e.s_q - (e.max_s_cf or 0.0) for e in order])
+        _layout(self.ev_table, stretch=(1,), fixed=(3, 4, 5))
         for col in (3, 4, 5):
             self.ev_table.setColumnWidth(col, 120)
 
@@ -203,39 +308,49 @@ class TraceView(QScrollArea):
                     sigma=fmt(t.spectral.sigma, 2),
                     eig=", ".join(fmt(v, 3) for v in t.spectral.eigenvalues))]
         for cl in t.clusters:
-            lines.append(tr("trace.cluster", k=cl.cluster, n=len(cl.members),
-                            members="; ".join(f"#{m} {titles.get(m, '')}" for m in cl.members)))
+            lines.append(tr("trace.cluster", k=f"C{cl.cluster + 1}", n=len(cl.members),
+                            members="; ".join(f"{passage_name(m)} {titles.get(m, '')}" for m in cl.members)))
         for s in t.subsets:
-            lines.append(tr("trace.subset", j=s.index, members=", ".join(f"#{m}" for m in s.members),
+            lines.append(tr("trace.subset", j=f"E{s.index + 1}",
+                            members=", ".join(passage_name(m) for m in s.members),
                             w=", ".join(fmt(w, 2) for w in s.weights) or "—"))
         self.cl_label.setText("\n".join(lines))
 
         self.hy_table.setRowCount(len(t.hypotheses))
-        for r, h in enumerate(sorted(t.hypotheses, key=lambda h: h.rank)):
+        d = t.decision
+        chosen_ids = {d.chosen} if d.chosen >= 0 else set(d.synthesized_from)
+        hyps = sorted(t.hypotheses, key=lambda h: h.rank)
+        for r, h in enumerate(hyps):
+            rationale = h.rationale.strip() or tr("trace.no_rationale")
+            mark = "✔ " if h.index in chosen_ids else ""
             cells = [
-                _item(str(h.rank)),
-                _item(h.answer, h.rationale),
-                _item(h.rationale),
+                _item(mark + hyp_name(h.index), tr("trace.hyp_rank_tip", rank=h.rank)),
+                _item(h.answer.strip() or tr("trace.no_answer"), rationale),
+                _item(rationale),
                 _item("", tr("trace.coh_tip", a=fmt(h.sim_answer_evidence), r=fmt(h.query_relevance),
                              p=fmt(h.presence)), h.phi_coh),
                 _item("", tr("trace.causal_tip"), h.phi_causal),
                 _item("", tr("trace.psi_tip", lam=fmt(t.lam, 2)), h.psi),
-                _item(f"E{h.subset}"),
+                _item(f"E{h.subset + 1}"),
             ]
             for col, it in enumerate(cells):
+                if not h.rationale.strip() and col == 2:
+                    it.setForeground(QColor("#888"))
                 self.hy_table.setItem(r, col, it)
-        self.hy_table.resizeRowsToContents()
+        _set_scale(self.hy_table, 4, [h.phi_causal for h in hyps])
+        _layout(self.hy_table, stretch=(1, 2), fixed=(3, 4, 5))
+        for col in (3, 4, 5):
+            self.hy_table.setColumnWidth(col, 110)
 
-        d = t.decision
         kind = tr(f"trace.decision.{d.kind}")
-        chosen = tr("trace.chosen", j=d.chosen) if d.chosen >= 0 else \
-            tr("trace.synth_from", js=", ".join(str(j) for j in d.synthesized_from) or "—")
+        chosen = tr("trace.chosen", j=hyp_name(d.chosen)) if d.chosen >= 0 else \
+            tr("trace.synth_from", js=", ".join(hyp_name(j) for j in d.synthesized_from) or "—")
         self.de_label.setText("\n".join([
             tr("trace.decision_line", kind=kind, agr=fmt(d.agreement, 2), measure=d.agreement_measure,
                thr=fmt(d.threshold, 2)),
             chosen,
-            tr("trace.final", a=d.final_answer),
-            tr("trace.rationale", r=d.final_rationale),
+            tr("trace.final", a=d.final_answer.strip() or tr("trace.no_answer")),
+            tr("trace.rationale", r=d.final_rationale.strip() or tr("trace.no_rationale")),
         ]))
 
     def retranslate(self) -> None:
@@ -249,13 +364,15 @@ class TraceView(QScrollArea):
                                                  tr("trace.h.cluster")])
         self.cl_box.setTitle(tr("trace.clusters"))
         self.hy_box.setTitle(tr("trace.hypotheses"))
-        self.hy_table.setHorizontalHeaderLabels(["#", tr("trace.h.answer"), tr("trace.h.rationale"),
+        self.cf_note.setText(tr("trace.cf_note"))
+        self.hy_note.setText(tr("trace.hy_note", lam=fmt(self.trace.lam, 2) if self.trace is not None else "λ"))
+        self.hy_table.setHorizontalHeaderLabels([tr("trace.h.hyp"), tr("trace.h.answer"), tr("trace.h.rationale"),
                                                  "φ_coh", "φ_causal", "Ψ", tr("trace.h.subset")])
         self.de_box.setTitle(tr("trace.decision"))
         has = self.trace is not None
         for w in (self.summary, self.cf_box, self.ev_box, self.cl_box, self.hy_box, self.de_box):
             w.setVisible(has)
         self.empty.setVisible(not has)
-        self.empty.setText(tr(self._empty_key))
+        self.empty.setText(tr(self._empty_key, **self._empty_args))
         if self.trace is not None:
             self._fill(self.trace)

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.types import Hit
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.present import COLOR_A, COLOR_B, COLOR_REGION, SpanKind, highlight_spans
+from rag_desktop.ui.present import COLOR_A, COLOR_B, COLOR_REGION, SpanKind, WordSpan, highlight_spans
 from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 ZOOMS = (1.0, 1.25, 1.5, 2.0, 2.5)
@@ -93,6 +93,8 @@ class ViewerDialog(QDialog):
         self._runner_for = runner_for
         self.hit: Hit | None = None
         self.terms: list[tuple[str, SpanKind]] = []
+        # text → its words (RagService.word_spans, set by the window): whole-word marks
+        self.words_fn: Callable[[str], Sequence[WordSpan]] | None = None
         self.current_page = 1
         self.n_pages = 1
         self.mode = ""
@@ -210,12 +212,20 @@ class ViewerDialog(QDialog):
         zoom = float(self.zoom_box.currentData() or 1.5)
         marks = [Highlight(s, hex_to_rgb(COLOR_REGION), "region", 0.35)
                  for s in region_segments(hit.text)] if page == hit.page else []
-        marks += [Highlight(t, hex_to_rgb(COLOR_A if k == "A" else COLOR_B), k, 0.6) for t, k in self.terms]
+        words_fn, terms = self.words_fn, list(self.terms)
+        colors = {"A": hex_to_rgb(COLOR_A), "B": hex_to_rgb(COLOR_B)}
+        if words_fn is None:  # no tokenizer: MuPDF's substring search
+            marks += [Highlight(t, colors[k], k, 0.6) for t, k in terms if k in colors]
+
+        def line_marks(text: str) -> list[tuple[int, int, str]]:
+            assert words_fn is not None
+            return [(s, e, k) for s, e, k in highlight_spans(text, terms, words_fn(text) or None)]
 
         def job(ctx: TaskContext) -> Any:
             from rag_desktop.backends.pdf_render import render_page
 
-            return render_page(hit.path, page, marks, zoom)
+            return render_page(hit.path, page, marks, zoom, words=line_marks if words_fn is not None else None,
+                               word_colors=colors)
 
         self.pending += 1
         self._set_status("viewer.loading")
@@ -234,7 +244,7 @@ class ViewerDialog(QDialog):
         self.page_box.blockSignals(False)
         self.page_of.setText(f"/ {rp.n_pages}")
         self.found = dict(rp.found)
-        n_terms = sum(v for k, v in rp.found.items() if any(k == t for t, _ in self.terms))
+        n_terms = rp.word_marks or sum(v for k, v in rp.found.items() if any(k == t for t, _ in self.terms))
         self._set_status("viewer.page_status", page=rp.page, n=rp.n_pages, terms=n_terms)
         self.prev_btn.setEnabled(rp.page > 1)
         self.next_btn.setEnabled(rp.page < rp.n_pages)
@@ -244,19 +254,24 @@ class ViewerDialog(QDialog):
         assert self.hit is not None
         hit = self.hit
 
+        words_fn = self.words_fn
+
         def job(ctx: TaskContext) -> Any:
             from rag_desktop.backends.readers import read_document
 
             parsed = read_document(Path(hit.path), ctx.cancel)
-            return [p.text for p in parsed.pages]
+            pages = [p.text for p in parsed.pages]
+            # the words of the whole text, on the worker (segmenting a long document takes a moment)
+            return pages, (tuple(words_fn("\n\n".join(pages))) or None if words_fn is not None else None)
 
         self.pending += 1
         self._set_status("viewer.loading")
         self._runner_for().submit("read", job, on_result=self._on_text, on_error=self._on_error,
                                   on_finished=self._done)
 
-    def _on_text(self, pages: list[str]) -> None:
+    def _on_text(self, result: tuple[list[str], tuple[WordSpan, ...] | None]) -> None:
         assert self.hit is not None
+        pages, words = result
         full = "\n\n".join(pages)
         self.text.setPlainText(full)
         self.n_pages = len(pages) or 1
@@ -267,7 +282,7 @@ class ViewerDialog(QDialog):
         region = find_region(full, self.hit.text)
         if region is not None:
             sels.append(self._selection(doc, region[0], region[1], COLOR_REGION, 0x60))
-        spans = highlight_spans(full, self.terms)
+        spans = highlight_spans(full, self.terms, words)
         for s, e, kind in spans:
             sels.append(self._selection(doc, s, e, COLOR_A if kind == "A" else COLOR_B, 0xFF))
         self.text.setExtraSelections(sels)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from rag_desktop.core.types import Explanation, Hit
+from rag_desktop.core.types import Explanation, Hit, RankedList
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.present import why_lines
 
@@ -32,6 +32,13 @@ class WhyCard(QFrame):
         scroll = QScrollArea()  # the card can be longer than the space the splitter gives it
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.body_scroll = scroll
+        scroll.setStyleSheet("QScrollArea, QWidget#qt_scrollarea_viewport, QLabel { background: transparent; }")
+        vp = scroll.viewport()
+        if vp is not None:
+            vp.setAutoFillBackground(False)
+        self.body.setAutoFillBackground(False)
         scroll.setWidget(self.body)
         lay.addWidget(self.title)
         lay.addWidget(scroll, 1)
@@ -39,18 +46,21 @@ class WhyCard(QFrame):
         self._hit: Hit | None = None
         self._weight: float | None = None
         self._display: dict[str, str] = {}
+        self._ranked: RankedList | None = None
         self.retranslate()
 
     def set_explanation(self, expl: Explanation | None, hit: Hit | None, hybrid_weight: float | None = None,
-                        display: dict[str, str] | None = None) -> None:
+                        display: dict[str, str] | None = None, ranked: RankedList | None = None) -> None:
+        """``ranked`` is the causal list: its other candidates' scores explain a rank that held."""
         self._expl, self._hit, self._weight = expl, hit, hybrid_weight
         self._display = display or {}
+        self._ranked = ranked
         self.retranslate()
 
     def lines(self) -> list[str]:
         if self._expl is None:
             return []
-        return why_lines(self._expl, self._hit, self._weight, self._display)
+        return why_lines(self._expl, self._hit, self._weight, self._display, self._ranked)
 
     def retranslate(self) -> None:
         if self._expl is None:

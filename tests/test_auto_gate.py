@@ -63,8 +63,8 @@ class ScriptedModel:
         pass
 
     def reply(self, prompt: str) -> str:
-        if prompt.startswith("Question:"):
-            q = prompt.split("\n", 1)[0][len("Question: "):].lower()
+        if _is_judge(prompt):
+            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
             title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
             answering = any(TEXTS[n].startswith(title) for n in ANSWERS)
             shared = set(re.findall(r"[a-z]+", q)) & set(re.findall(r"[a-z]+", title.lower())) - {"a", "the"}
@@ -84,7 +84,11 @@ class ScriptedModel:
 
 
 def _probe_calls(model: ScriptedModel) -> int:
-    return sum(1 for c in model.calls if not c.startswith("Question:"))
+    return sum(1 for c in model.calls if not _is_judge(c))
+
+
+def _is_judge(prompt: str) -> bool:
+    return "\nQuestion: " in prompt and "\nDocument: " in prompt
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +165,7 @@ def test_run_decides_from_pooled_judgements_and_stores_how(svc: RagService) -> N
     assert auto_gate.needs_calibration(svc.library.catalog) is None
     # The probes were written from titles and headings only, never from a document's body.
     for c in model.calls:
-        if not c.startswith("Question:"):
+        if not _is_judge(c):
             assert "Squeeze the lever" not in c and "Feed the starter" not in c
 
 
@@ -324,3 +328,26 @@ def test_progress_of_an_idle_library(svc: RagService) -> None:
     assert auto_gate.progress(svc.library.catalog) == {"status": "idle", "done": 0, "total": 0}
     assert isinstance(Progress("calibrate", 0, 1), Progress)
     assert np.isfinite(auto_gate.change_fraction([], []))
+
+
+def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from rag_desktop.cli import main
+
+    folder = str(svc.library.folder)
+    gate = calibrate([0.5] * 12, [1.0] * 12, [0.8] * 12, metric="MRR@10").to_dict()
+    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    svc.library.catalog.set_json("gate", gate)
+    svc.close()
+    assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["causal_variant"] == "causal" and out["causal"]["method"] == "causal"
+    v = out["verdict"]
+    assert v["shown"] == "causal" and v["reason"] == "gate" and v["decision"] == "causal"
+    assert v["n_probes"] == 12 and v["reliability"] == 1.0 and v["labels"] == auto_gate.LABELS
+    assert v["text"].startswith("Re-ranking helps on this library (12 probes, 100% reliable)")
+    assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json",
+                 "--ranking", "baseline"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"]["reason"] == "override" and out["causal"]["method"] == "gated_off"

@@ -78,13 +78,16 @@ LABELS = "llm-judged pool (title-worded probes)"  # the labelling method stored 
 @dataclass(frozen=True)
 class AutoGateConfig:
     # The cost is the local model's prompt tokens: n_probes × (1 + |pool|) calls of ~100–250 tokens,
-    # |pool| ≈ 2·pool (docs/evaluation.md §1.2 measures it). Paper §4.6 uses n = 30 labelled probes;
+    # |pool| ≤ 3·pool (docs/evaluation.md §1.2 measures it). Paper §4.6 uses n = 30 labelled probes;
     # 12 is the smallest count above MIN_PROBES_FOR_RELIABILITY with room for a probe the judge
-    # finds nothing for, and keeps a background run to minutes on a free 2-core laptop.
+    # finds nothing for.
     n_probes: int = 12
-    pool: int = 2  # top-2 of each ranking are judged: MRR@10 is decided by where the first relevant sits
+    # The first document of each ranking is judged (2–3 documents a probe): MRR@10 then says which
+    # ranking puts an answering document first, and where the others put it — the question the gate
+    # asks. Deeper pools cost one model call per extra document.
+    pool: int = 1
     seed: int = 0
-    judge_chars: int = 400  # of the best-matching chunk shown to the judge
+    judge_chars: int = 300  # of the best-matching chunk shown to the judge
     headings: int = 4  # short heading-like lines of the first chunk shown beside the title
 
 
@@ -95,14 +98,14 @@ _PROBE_PROMPT = {
     "zh": "下面是一份文档的标题和部分小标题：\n\n{heads}\n\n"
     "写出一个想查找这份文档内容的人会在搜索框里输入的简短问题（不超过25个字），使用标题里的词语。只回复问题本身。",
 }
+# Instruction and question first, the document last: the documents of one probe share the prompt's
+# prefix, which llama.cpp keeps in its KV cache, so each further document costs only its own tokens.
 _JUDGE_PROMPT = {
-    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\n"
-    "Does this document contain the information that answers the question? A document that only "
-    "mentions the topic, or repeats the question's words without giving the answer, does not count. "
-    "Reply with one word: yes or no.",
-    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n"
-    "这份文档是否包含回答这个问题所需的信息？只提到主题、或只重复问题中的词语而没有给出答案的文档不算。"
-    "只回复一个字：是 或 否。",
+    "en": "Does the document below contain the information that answers the question? A document that only "
+    "mentions the topic, or repeats the question's words without giving the answer, does not count.\n\n"
+    "Question: {q}\n\nDocument: {title}\n{text}\n\nReply with one word: yes or no.",
+    "zh": "下面的文档是否包含回答这个问题所需的信息？只提到主题、或只重复问题中的词语而没有给出答案的文档不算。\n\n"
+    "问题：{q}\n\n文档：{title}\n{text}\n\n只回复一个字：是 或 否。",
 }
 
 

@@ -351,3 +351,28 @@ def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: py
                  "--ranking", "baseline"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"]["reason"] == "override" and out["causal"]["method"] == "gated_off"
+
+
+def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagService) -> None:
+    cat = svc.library.catalog
+    asked = ["how do I check a bicycle brake", "what temperature for green tea", "how do I check a bicycle brake"]
+    for q in asked:
+        svc.compare(q)
+    n, recent = auto_gate._question_log(cat)
+    assert n == 3 and recent == ["what temperature for green tea", "how do I check a bicycle brake"]
+    model = ScriptedModel()
+    _run(svc, model)  # 5 probes: the 2 most recent questions (5 // 2) and 3 from titles
+    st = auto_gate.load_state(cat)
+    assert st is not None
+    assert st["plan"][:2] == recent and all(isinstance(e, int) for e in st["plan"][2:])
+    assert [p["source"] for p in st["probes"]] == ["asked", "asked", "title", "title", "title"]
+    assert [p["question"] for p in st["probes"][:2]] == recent
+    assert _probe_calls(model) == 3  # the model writes only the title probes
+    gate = cat.get_json("gate")
+    assert gate["n_asked"] == 2 and gate["questions_logged"] == 3
+    assert auto_gate.needs_calibration(cat) is None
+    for i in range(auto_gate.RECALIBRATE_QUESTIONS - 1):
+        auto_gate.log_question(cat, f"question {i}")
+    assert auto_gate.needs_calibration(cat) is None
+    auto_gate.log_question(cat, "one more question")
+    assert auto_gate.needs_calibration(cat) == "20 new questions since the last calibration"

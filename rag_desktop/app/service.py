@@ -221,6 +221,9 @@ class RagService:
         if not query:
             raise ValueError("the question is empty")
         verdict = self.verdict(ranking)
+        from rag_desktop.app import auto_gate
+
+        auto_gate.log_question(self.library.catalog, query)  # future probes of the calibration gate
         r = self.retriever()
         t0 = time.perf_counter()
         ctx = r.context(query, level, k)  # type: ignore[arg-type]

@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_library(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--reembed", action="store_true", help="drop all vectors and embed again (new embedder)")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="do not start the automatic gate calibration in the background afterwards")
 
     p = sub.add_parser("compare", help="baseline vs causal rerank (vs cross-encoder) for one question")
     p.add_argument("question")
@@ -41,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=["chunk", "doc"], default=None)
     p.add_argument("--k", type=int, default=None)
     p.add_argument("--cfrag", action="store_true", help="also run CF-RAG (uses the generator)")
+    p.add_argument("--ranking", choices=["baseline", "causal", "hybrid"], default=None,
+                   help="what the causal column shows for this question (default: the setting or the gate)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("answer", help="answer a question from a library, streaming, with sources")
@@ -67,8 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="decide per library whether the causal reranker helps (§4.6)")
     _add_library(p)
-    p.add_argument("--probes", type=int, default=30)
-    p.add_argument("--auto-label", action="store_true", help="let the local model write and label the probes")
+    p.add_argument("--probes", type=int, default=None, help="number of probes (default: 30; 12 with --auto)")
+    p.add_argument("--auto-label", action="store_true",
+                   help="(the old automatic gate) the local model writes one question per passage; "
+                        "that passage is its answer")
+    p.add_argument("--auto", action="store_true",
+                   help="the automatic gate: title-worded probes, relevance judged by the local model over "
+                        "the pooled rankings; resumes an interrupted run (what runs in the background after ingest)")
+    p.add_argument("--cancel", action="store_true", help="ask a running automatic calibration of this library to stop")
     p.add_argument(
         "--probes-file",
         type=Path,

@@ -613,3 +613,123 @@ def test_real_e5_inputs_agree_with_reference() -> None:
     # e5's scale: at the paper's τ every term is absorbed; the calibrated τ is higher.
     assert tau > 0.8
     assert rerank(q, q_ts, hs, cands, CausalConfig(tau=0.6)).diagnostics.empty_b_fraction == 1.0
+
+
+# --------------------------------------------------------------------------- s_c on the library's scale (issue 13)
+
+
+def ref_s_c_variant(q, kq, kd, tau, semantic, score, term_mean, doc_mean, idf):
+    """The ScoreVariant formulas written out one at a time, in plain Python.
+
+    paper: Eq. 4–5. centred: cos(q − μ_T, Σ w (E(t) − μ_T) / Σ w). idf: weights λ·idf(t).
+    contrast: s_c − (1/|D|) Σ_{d'} cos(E(d'), v_B) with the unit E(d') whose mean is μ_D,
+    i.e. s_c − μ_D · v_B / |v_B|.
+    """
+    _, B = ref_split(kq, kd, tau, semantic)
+    if not B:
+        return None
+    dim = len(q)
+    use_idf = score in ("idf", "centred_idf")
+    centred = score in ("centred", "centred_idf")
+    ws = [w * (idf(t) if use_idf else 1.0) for t, w, _ in B]
+    vecs = [[e[i] - (term_mean[i] if centred else 0.0) for i in range(dim)] for _, _, e in B]
+    total = sum(ws)
+    v_b = [sum(w * v[i] for w, v in zip(ws, vecs, strict=True)) / total for i in range(dim)]
+    qq = [q[i] - (term_mean[i] if centred else 0.0) for i in range(dim)]
+    if all(abs(x) == 0 for x in v_b):
+        return 0.0
+    s = ref_cos(qq, v_b)
+    if score == "contrast":
+        norm = math.sqrt(sum(x * x for x in v_b))
+        s -= sum(doc_mean[i] * v_b[i] for i in range(dim)) / norm
+    return s
+
+
+def _stats_for(problem, seed):
+    from rag_desktop.core.causal import LibraryStats
+
+    q = problem[0]
+    dim = len(q)
+    rng = np.random.default_rng(seed)
+    term_mean = rng.normal(size=dim) * 0.5
+    docs = rng.normal(size=(5, dim))
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    doc_mean = docs.mean(axis=0)
+    idf_table = {t: 1.0 + (sum(map(ord, t)) % 7) / 3.0 for t in VOCAB}
+    return LibraryStats(term_mean, doc_mean, idf=lambda t: idf_table[t]), docs
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    problems(),
+    st.sampled_from(["semantic", "exact"]),
+    st.sampled_from(["paper", "centred", "idf", "contrast", "centred_idf"]),
+    st.integers(0, 1000),
+)
+def test_score_variants_agree_with_reference(problem, absorption, score, seed) -> None:
+    q, q_ts, cands, tau, _ = problem
+    assume(_far_from_tau(q_ts, cands, tau))
+    stats, docs = _stats_for(problem, seed)
+    # The centred query must not vanish (causal_scores refuses q = μ_T).
+    assume(np.linalg.norm(np.asarray(q) - stats.term_mean) > 1e-6)
+    arrays = causal_scores(q, q_ts, cands, tau=tau, absorption=absorption, score=score, stats=stats)
+    kq = as_ref(q_ts, False)
+    tm, dm = stats.term_mean.tolist(), stats.doc_mean.tolist()
+    assert stats.idf is not None
+    for j, c in enumerate(cands):
+        kd = as_ref(c, True)
+        expect = ref_s_c_variant(list(q), kq, kd, tau, absorption == "semantic", score, tm, dm, stats.idf)
+        assert bool(arrays.empty_b[j]) == (expect is None)
+        if expect is not None:
+            assert arrays.s_c[j] == pytest.approx(expect, abs=1e-6)
+            if score == "contrast":
+                # The documented meaning: s_c minus the mean over the library's documents of cos(E(d'), v_B).
+                _, B = ref_split(kq, kd, tau, absorption == "semantic")
+                tot = sum(w for _, w, _ in B)
+                vb = [sum(w * e[i] for _, w, e in B) / tot for i in range(len(q))]
+                if any(abs(x) > 0 for x in vb):
+                    mean_sc = sum(ref_cos(list(d), vb) for d in docs) / len(docs)
+                    assert arrays.s_c[j] == pytest.approx(ref_cos(list(q), vb) - mean_sc, abs=1e-6)
+
+
+def test_score_variant_split_is_the_same_and_needs_stats() -> None:
+    from rag_desktop.core.causal import LibraryStats
+
+    q, q_ts, cands = _stuffing_example()
+    with pytest.raises(ValueError, match="LibraryStats"):
+        causal_scores(q, q_ts, cands, tau=0.6, score="centred")
+    with pytest.raises(ValueError, match="idf"):
+        causal_scores(q, q_ts, cands, tau=0.6, score="idf", stats=LibraryStats(np.zeros(6), np.zeros(6)))
+    stats = LibraryStats(np.full(6, 0.1), np.full(6, 0.05), idf=lambda t: 2.0)
+    base = causal_scores(q, q_ts, cands, tau=0.6)
+    for score in ("centred", "idf", "contrast", "centred_idf"):
+        other = causal_scores(q, q_ts, cands, tau=0.6, score=score, stats=stats)  # type: ignore[arg-type]
+        assert other.absorbed.tolist() == base.absorbed.tolist()
+        assert other.empty_b.tolist() == base.empty_b.tolist()
+        np.testing.assert_allclose(other.a_share, base.a_share)
+    # A constant idf does not move the centroid: "idf" equals "paper" then.
+    np.testing.assert_allclose(causal_scores(q, q_ts, cands, tau=0.6, score="idf", stats=stats).s_c, base.s_c)
+    assert CausalConfig(method="hybrid", score="centred").name == "hybrid@centred"
+    with pytest.raises(ValueError, match="score"):
+        CausalConfig(score="whitened")  # type: ignore[arg-type]
+
+
+def test_centring_separates_what_anisotropy_hides() -> None:
+    """Every vector shares a large common direction (e5's anisotropy): raw s_c barely separates
+    the answer's B from a generic B, the centred one does."""
+    rng = np.random.default_rng(3)
+    dim = 16
+    common = np.zeros(dim)
+    common[0] = 4.0
+    answer_dir = rng.normal(size=dim)
+    answer_dir[0] = 0
+    q = common + answer_dir
+    q_ts = TermSet.empty(dim)
+    target = termset(["x", "y"], [1, 1], [common + answer_dir + 0.3 * rng.normal(size=dim), common + answer_dir])
+    generic = termset(["g", "h"], [1, 1], [common + rng.normal(size=dim), common + rng.normal(size=dim)])
+    from rag_desktop.core.causal import LibraryStats
+
+    stats = LibraryStats(common, np.zeros(dim))
+    raw = causal_scores(q, q_ts, [target, generic], tau=0.99)
+    cen = causal_scores(q, q_ts, [target, generic], tau=0.99, score="centred", stats=stats)
+    assert cen.s_c[0] - cen.s_c[1] > 2 * (raw.s_c[0] - raw.s_c[1])

@@ -154,7 +154,10 @@ def test_typed_probes_labelled_with_clicks_show_delta_and_reliability_and_apply(
     assert wiz.apply_btn.isVisible() and wiz.apply_btn.isEnabled()
     qtbot.mouseClick(wiz.apply_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not wiz.isVisible() and not win.runner.busy, timeout=30000)
-    assert svc.library.catalog.get_json("gate") == d.to_dict()
+    stored = svc.library.catalog.get_json("gate")
+    # The decision, plus how its probes were labelled and when (issue 13: the column heading says so).
+    assert {k: stored[k] for k in d.to_dict()} == d.to_dict()
+    assert stored["labels"] == "typed or wizard" and stored["calibrated_at"]
     assert load_settings(sfile).retrieval.default_method == "gated"
     assert win.settings.retrieval.default_method == "gated"
     assert svc.settings.retrieval.default_method == "gated"

@@ -315,7 +315,12 @@ class FakeService:
         self.settings = settings
         self.updated.append(settings)
 
-    def ingest(self, folders: Sequence[Path], cancel: CancelToken | None = None) -> Iterator[Any]:
+    def start_auto_calibration(self, force: bool = False) -> int | None:
+        self.calibrations_started = getattr(self, "calibrations_started", 0) + 1
+        return None
+
+    def ingest(self, folders: Sequence[Path], cancel: CancelToken | None = None,
+               calibrate_after: bool = False) -> Iterator[Any]:
         from rag_desktop.app.library import IngestReport
         from rag_desktop.core.types import Document, FileProblem
 
@@ -345,7 +350,9 @@ class FakeService:
     def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]:
         yield from ()
 
-    def compare(self, query: str, level: str | None = None, k: int | None = None) -> Any:
+    def compare(self, query: str, level: str | None = None, k: int | None = None,
+                ranking: str | None = None) -> Any:
+        self.last_ranking = ranking
         if self.compare_error is not None:
             raise self.compare_error
         return make_comparison(query)

@@ -230,18 +230,59 @@ def gated_settings(settings: Settings) -> Settings:
     return settings.replace("retrieval", default_method="gated")
 
 
-def store_decision(svc: RagService, decision: GateDecision) -> None:
+def store_decision(svc: RagService, decision: GateDecision, labels: str = "typed or wizard") -> None:
+    """Store the decision with how its probes were labelled and when (the causal column says so)."""
+    from datetime import UTC, datetime
+
+    record = decision.to_dict()
+    record.update(labels=labels, calibrated_at=datetime.now(UTC).isoformat(timespec="seconds"))
     with svc.library.catalog.transaction():
-        svc.library.catalog.set_json("gate", decision.to_dict())
+        svc.library.catalog.set_json("gate", record)
+
+
+def run_auto(args: argparse.Namespace, svc: RagService) -> int:
+    """``calibrate --auto`` (also the background process after an ingest) and ``--cancel``."""
+    from rag_desktop.app import auto_gate
+    from rag_desktop.core.types import Cancelled
+
+    try:
+        if args.cancel:
+            auto_gate.request_cancel(svc.library.catalog)
+            print(f"cancel requested: {auto_gate.progress(svc.library.catalog)}")
+            return 0
+        cfg = auto_gate.AutoGateConfig() if args.probes is None else auto_gate.AutoGateConfig(n_probes=args.probes)
+        decision: GateDecision | None = None
+        try:
+            for ev in auto_gate.run_auto_gate(svc, config=cfg):
+                if isinstance(ev, GateDecision):
+                    decision = ev
+                elif sys.stderr.isatty() and not args.json:
+                    sys.stderr.write(f"\r{ev.message} ({ev.current}/{ev.total})   ")
+        except Cancelled:
+            print("rag-desktop calibrate: cancelled; run it again to resume", file=sys.stderr)
+            return 130
+        assert decision is not None
+        gate = svc.library.catalog.get_json("gate")
+        state = auto_gate.load_state(svc.library.catalog) or {}
+    finally:
+        svc.close()
+    if args.json:
+        print(json.dumps({"decision": gate, "probes": [p["question"] for p in state.get("probes", [])],
+                          "seconds": state.get("seconds")}, ensure_ascii=False, indent=2))
+    else:
+        print(f"decision: {auto_gate.describe(gate)} in {state.get('seconds')} s")
+    return 0
 
 
 def run_calibrate(args: argparse.Namespace, svc: RagService) -> int:
+    if getattr(args, "auto", False) or getattr(args, "cancel", False):
+        return run_auto(args, svc)
     try:
         probes: list[Probe] = []
         if getattr(args, "probes_file", None):
             probes = load_typed_probes(svc, args.probes_file)
         elif args.auto_label:
-            for ev in generate_probes(svc, args.probes, seed=0):
+            for ev in generate_probes(svc, args.probes or 30, seed=0):
                 if isinstance(ev, Probe):
                     probes.append(ev)
                 elif sys.stderr.isatty() and not args.json:
@@ -257,7 +298,8 @@ def run_calibrate(args: argparse.Namespace, svc: RagService) -> int:
             print("rag-desktop calibrate: no usable probes", file=sys.stderr)
             return 1
         decision = score_probes(svc, probes)
-        store_decision(svc, decision)
+        store_decision(svc, decision, "passage-written probes, source passage as answer" if args.auto_label and
+                       not getattr(args, "probes_file", None) else "typed")
     finally:
         svc.close()
     if args.json:

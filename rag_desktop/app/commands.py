@@ -110,7 +110,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     bar = ProgressBar()  # stderr only: also with --json
     report: IngestReport | None = None
     try:
-        for ev in svc.ingest(args.folders, reembed=args.reembed):
+        for ev in svc.ingest(args.folders, reembed=args.reembed, calibrate_after=not args.no_calibrate):
             if isinstance(ev, Progress):
                 bar.update(ev)
             else:
@@ -150,7 +150,7 @@ def _ranking_lines(r: RankedList, width: int = 60) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     svc = _service(args)
     try:
-        cmp = svc.compare(args.question, level=args.level, k=args.k)
+        cmp = svc.compare(args.question, level=args.level, k=args.k, ranking=args.ranking)
         if args.cfrag:
             cmp = type(cmp)(**{**cmp.__dict__, "cfrag": svc.cfrag(args.question)})
     finally:
@@ -171,6 +171,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"\nτ = {cmp.tau:.3f} ({cmp.tau_source}); A-share {cmp.diagnostics.a_share}; "
         f"empty B in {cmp.diagnostics.n_empty_b} of {cmp.diagnostics.window}"
     )
+    print(f"causal column: {cmp.verdict.get('text', '')}")
     for w in cmp.causal.warnings:
         print(f"warning: {terminal_safe(w)}")
     if cmp.cfrag is not None:

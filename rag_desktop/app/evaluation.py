@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from rag_desktop.app.config import load_settings
-from rag_desktop.app.retrieval import VARIANTS
+from rag_desktop.app.retrieval import variant_names
 from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
 from rag_desktop.core.gate import GateDecision, calibrate
 from rag_desktop.core.types import Progress, RankedList
 
-ALL_METHODS = ("baseline", "cross_encoder", *VARIANTS)
+ALL_METHODS = ("baseline", "cross_encoder", *variant_names())
 
 
 class DataError(ValueError):

@@ -50,6 +50,10 @@ except ImportError:  # pragma: no cover - Windows: no advisory lock (see Library
 log = logging.getLogger(__name__)
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
+# Catalog meta keys that hold values measured with the library's encoder; a re-embed drops them.
+# ("gate", "gate_auto": the calibration gate's decisions and the background calibration's state;
+# "score_means": μ_T / μ_D of app.retrieval.Retriever.score_means.)
+ENCODER_SCALE_KEYS = ("embedder", "dim", "tau_auto", "cos_baseline", "gate", "gate_auto", "score_means")
 CATALOG_FILE = "catalog.sqlite"
 
 
@@ -557,7 +561,10 @@ class Library:
             db.execute("DELETE FROM documents")
             db.execute("DELETE FROM term_vectors")
             db.execute("DELETE FROM keywords")
-            db.execute("DELETE FROM meta WHERE key IN ('embedder', 'dim', 'tau')")
+            # Everything measured on the old encoder's scale goes with its vectors (issue 11: the
+            # key 'tau' was never written, τ is 'tau_auto'; the cached cos_baseline and the stored
+            # gate decision survived a re-embed with another encoder).
+            db.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(ENCODER_SCALE_KEYS))})", ENCODER_SCALE_KEYS)
         for name in INDEX_FILES.values():
             (self.folder / name).unlink(missing_ok=True)
         self._indexes.clear()
@@ -702,6 +709,7 @@ class Library:
             needed.update(k.term for k in kws)
         missing = sorted(needed - self.catalog.known_terms())
         del needed
+        learn_surfaces(self.catalog, tokenizer, missing)
         surfaces = [tokenizer.surface_form(t) for t in missing]
         vecs = embedder.embed_terms(surfaces) if (missing and embedder is not None) else None
         with self.catalog.transaction():
@@ -731,6 +739,25 @@ class Library:
 
 
 _KEYWORD_BATCH = 2000  # keyword sets per INSERT batch in refresh_keywords
+
+
+def learn_surfaces(catalog: Catalog, tokenizer: Tokenizer, terms: Sequence[str], per_term: int = 1) -> None:
+    """Let ``tokenizer`` see the words behind stemmed ``terms`` it has not met in this session.
+
+    E(t) must embed the word ("series"), not its Snowball stem ("seri"): the tokenizer knows a
+    stem's surface only from text it tokenized itself, and a term that enters a keyword set at a
+    later refresh comes from a file ingested in an earlier session (issue 13). Re-tokenizing one
+    stored chunk that holds the term teaches it; terms whose surface is already known cost nothing.
+    """
+    unknown = [t for t in terms if tokenizer.surface_form(t) == t and t.isascii() and t.isalpha()]
+    if not unknown:
+        return
+    chunk_ids: set[int] = set()
+    for t in unknown:
+        rows = catalog.db.execute("SELECT chunk_id FROM chunk_terms WHERE term=? LIMIT ?", (t, per_term))
+        chunk_ids.update(r[0] for r in rows)
+    for c in catalog.chunks(sorted(chunk_ids)).values():
+        tokenizer.tokenize(c.text, c.lang)
 
 
 def tfidf_from_counts(

@@ -17,20 +17,48 @@ import numpy.typing as npt
 
 from rag_desktop.app.library import Library
 from rag_desktop.core import keywords as kw
-from rag_desktop.core.causal import Absorption, CausalConfig, CausalDiagnostics, EmptyBRule, Method, TermSet, rerank
+from rag_desktop.core.causal import (
+    SCORE_VARIANTS,
+    Absorption,
+    CausalConfig,
+    CausalDiagnostics,
+    EmptyBRule,
+    LibraryStats,
+    Method,
+    ScoreVariant,
+    TermSet,
+    rerank,
+)
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Hit, Keyword, Level, RankedList
 
 # The rerank variants the eval command and the UI know, as (method, absorption, empty-B rule).
-VARIANTS: dict[str, tuple[Method, Absorption, EmptyBRule]] = {
-    "causal_exact": ("causal", "exact", "demote"),
-    "causal": ("causal", "semantic", "demote"),
+# A rule of None is the setting retrieval.empty_b_rule (issue 11: the Settings dialog offers it,
+# and a hard-coded "demote" here made that control do nothing); "causal_fb" is the paper's
+# §4.5 ablation and always falls back.
+VARIANTS: dict[str, tuple[Method, Absorption, EmptyBRule | None]] = {
+    "causal_exact": ("causal", "exact", None),
+    "causal": ("causal", "semantic", None),
     "causal_fb": ("causal", "semantic", "fallback"),
-    "hybrid": ("hybrid", "semantic", "demote"),
-    "hybrid_exact": ("hybrid", "exact", "demote"),
+    "hybrid": ("hybrid", "semantic", None),
+    "hybrid_exact": ("hybrid", "exact", None),
 }
+
+
+def variant_names() -> tuple[str, ...]:
+    """Every name ``Retriever.rerank`` accepts: a VARIANTS key, optionally ``@score`` (a ScoreVariant)."""
+    return (*VARIANTS, *(f"{v}@{s}" for v in VARIANTS for s in SCORE_VARIANTS))
+
+
+def parse_variant(name: str) -> tuple[Method, Absorption, EmptyBRule | None, ScoreVariant | None]:
+    """``"hybrid@centred"`` → (hybrid, semantic, rule from settings, centred); no ``@``: score from settings."""
+    base, _, score = name.partition("@")
+    if base not in VARIANTS or (score and score not in SCORE_VARIANTS):
+        raise ValueError(f"unknown re-ranking {name!r}; choose from {', '.join(variant_names())}")
+    method, absorption, rule = VARIANTS[base]
+    return method, absorption, rule, (score or None)
 
 
 @dataclass(frozen=True)
@@ -49,6 +77,8 @@ class QueryContext:
 
 
 K_D_CACHE_UNITS = 1024  # candidates' K_d kept in memory per Retriever (see Retriever.__init__)
+SCORE_MEANS_KEY = "score_means"  # catalog meta key of Retriever.score_means
+SCORE_MEAN_TERMS = 5000
 
 
 class Retriever:
@@ -65,6 +95,7 @@ class Retriever:
         # Bounded (least recently used out): a K_d set with its vectors is ~46 kB at 384-d, so
         # the cache stays under ~50 MB however long the session.
         self._k_d: OrderedDict[tuple[str, int], TermSet] = OrderedDict()
+        self._means: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
         self._kfilter = kw.build_filter(settings.retrieval.keyword_variant, tokenizer)
         words = library.catalog.get_json("user_words") or []
         if words:
@@ -73,6 +104,7 @@ class Retriever:
     def invalidate(self) -> None:
         self._idf.clear()
         self._k_d.clear()
+        self._means = None
 
     def idf(self, unit: str) -> kw.IdfTable:
         if unit not in self._idf:
@@ -206,17 +238,61 @@ class Retriever:
         return QueryContext(query, lvl, qv, qterms, base, tuple(cands), tau, source, t)
 
     def rerank(self, ctx: QueryContext, variant: str) -> tuple[RankedList, CausalDiagnostics]:
-        method, absorption, rule = VARIANTS[variant]
+        method, absorption, rule, score = parse_variant(variant)
+        r = self.settings.retrieval
+        sv: ScoreVariant = score or r.score_variant
         cfg = CausalConfig(
             tau=ctx.tau,
             absorption=absorption,
-            empty_b_rule=rule,
-            hybrid_weight=self.settings.retrieval.hybrid_weight,
+            empty_b_rule=rule or r.empty_b_rule,
+            hybrid_weight=r.hybrid_weight,
             k=len(ctx.baseline.hits) or 1,
             method=method,
+            score=sv,
         )
-        out = rerank(ctx.query_vec, ctx.query_terms, ctx.baseline.hits, ctx.candidate_terms, cfg)
+        stats = None if sv == "paper" else self.library_stats(ctx.level)
+        out = rerank(ctx.query_vec, ctx.query_terms, ctx.baseline.hits, ctx.candidate_terms, cfg, stats)
         return out.ranked, out.diagnostics
+
+    def score_means(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(μ_T, μ_D): the mean term vector and the mean unit document vector of this library.
+
+        μ_T from up to ``SCORE_MEAN_TERMS`` stored term vectors (seeded sample: a mean of
+        thousands of rows moves by ~1e-3 per coordinate between samples), μ_D from every
+        document vector. Cached in the catalog under ``score_means``, keyed by the library state
+        the keyword refresh leaves (embedder, counts, τ_auto): computed once after an ingest, and
+        dropped by ``ingest --reembed`` with the other encoder-scale caches.
+        """
+        if self._means is not None:
+            return self._means
+        cat = self.library.catalog
+        key = [cat.get_meta("embedder"), cat.count("documents"), cat.count("chunks"), cat.get_meta("tau_auto")]
+        cached = cat.get_json(SCORE_MEANS_KEY)
+        dim = self.embedder.dim
+        if cached and cached.get("key") == key and len(cached.get("term_mean", ())) == dim:
+            self._means = (np.asarray(cached["term_mean"], dtype=np.float64), np.asarray(cached["doc_mean"]))
+            return self._means
+        terms = cat.sample_term_vectors(SCORE_MEAN_TERMS, seed=0).astype(np.float64)
+        term_mean = terms.mean(axis=0) if terms.size else np.zeros(dim)
+        total = np.zeros(dim)
+        n = 0
+        for _, v in cat.iter_vectors("doc"):
+            v64 = v.astype(np.float64)
+            total += v64 / max(float(np.linalg.norm(v64)), 1e-12)
+            n += 1
+        doc_mean = total / n if n else np.zeros(dim)
+        with cat.transaction():
+            cat.set_json(SCORE_MEANS_KEY, {"key": key, "term_mean": term_mean.tolist(), "doc_mean": doc_mean.tolist()})
+        self._means = (term_mean, doc_mean)
+        return self._means
+
+    def library_stats(self, level: Level) -> LibraryStats:
+        """μ_T, μ_D and the IDF of ``level``'s keyword unit (core.causal.ScoreVariant)."""
+        unit = "c" if level == "chunk" else "d"
+        term_mean, doc_mean = self.score_means()
+        table = self.idf(unit)
+        prior = self.tokenizer.prior_idf
+        return LibraryStats(term_mean, doc_mean, idf=lambda t: table.idf(t, prior))
 
     def cross_encode(self, ctx: QueryContext, scorer: CrossEncoder) -> RankedList:
         hits = list(ctx.baseline.hits)

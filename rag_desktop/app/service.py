@@ -95,13 +95,61 @@ class Comparison:
     gate: dict[str, Any] | None
     timings: dict[str, float] = field(default_factory=dict)
     cfrag: CFResult | None = None
-    # Set when the causal column shows the baseline order: chosen, or the gate's decision.
+    verdict: dict[str, Any] = field(default_factory=dict)  # Verdict.to_json(): what the column shows, and why
+    # Set when the causal column shows the baseline order: chosen, or the gate's decision
+    # (derived from the verdict; the UI words it in its own language).
     causal_off: CausalOff | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = to_jsonable(dataclasses.replace(self, cfrag=None))
         out["cfrag"] = None if self.cfrag is None else to_jsonable(self.cfrag)
         return out
+
+
+OVERRIDES = ("baseline", "causal", "hybrid")  # what a person may ask the causal column to show for one question
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Which ranking the causal column shows (``shown``: baseline, causal or hybrid) and why.
+
+    ``reason``: ``"gate"`` (the stored calibration decided), ``"not_calibrated"`` (gated, no
+    decision yet: the hybrid is shown), ``"calibrating"`` (same, a calibration is running),
+    ``"setting"`` (retrieval.default_method names a ranking), ``"override"`` (this question).
+    """
+
+    shown: str
+    reason: str
+    gate: dict[str, Any] | None
+
+    def label(self) -> str:
+        g = self.gate or {}
+        if self.reason == "gate":
+            n, rel = int(g.get("n_probes", 0)), float(g.get("reliability", 0.0))
+            if self.shown == "baseline":
+                return (f"Re-ranking would hurt on this library ({n} probes, {rel:.0%} reliable): "
+                        "baseline order shown; causal scores kept for inspection")
+            return f"Re-ranking helps on this library ({n} probes, {rel:.0%} reliable): {self.shown} shown"
+        if self.reason in ("not_calibrated", "calibrating"):
+            return "Hybrid shown: not calibrated yet" + (" (calibrating…)" if self.reason == "calibrating" else "")
+        if self.reason == "override":
+            return f"{self.shown} chosen for this question"
+        return f"{self.shown} (retrieval.default_method)"
+
+    def to_json(self) -> dict[str, Any]:
+        g = self.gate or {}
+        return {
+            "shown": self.shown,
+            "reason": self.reason,
+            "decision": g.get("decision"),
+            "reliability": g.get("reliability"),
+            "n_probes": g.get("n_probes"),
+            "labels": g.get("labels", "typed or wizard" if g else None),
+            "calibrated_at": g.get("calibrated_at"),
+            "delta_causal": g.get("delta_causal"),
+            "delta_hybrid": g.get("delta_hybrid"),
+            "text": self.label(),
+        }
 
 
 class RagService:
@@ -147,12 +195,36 @@ class RagService:
 
     # ------------------------------------------------------------------ library
     def ingest(
-        self, folders: Sequence[Path], cancel: CancelToken | None = None, reembed: bool = False
+        self,
+        folders: Sequence[Path],
+        cancel: CancelToken | None = None,
+        reembed: bool = False,
+        calibrate_after: bool = False,
     ) -> Iterator[Progress | IngestReport]:
+        """``calibrate_after`` (the CLI's ingest and the app's Add folder): when the library changed
+        enough, start the automatic gate calibration in the background (app.auto_gate)."""
         emb = self.runtime.embedder()
         tok = self.runtime.tokenizer()
-        yield from self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed)
+        report: IngestReport | None = None
+        for ev in self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed):
+            if isinstance(ev, IngestReport):
+                report = ev
+            yield ev
         self._retriever = None
+        if calibrate_after and report is not None and not report.cancelled:
+            self.start_auto_calibration()
+
+    def start_auto_calibration(self, force: bool = False) -> int | None:
+        """Start the background calibration if the library needs one (app.auto_gate); its pid or None."""
+        from rag_desktop.app import auto_gate
+
+        if self.settings.retrieval.default_method != "gated" and not force:
+            return None  # the column does not follow the gate: no need to spend the CPU
+        try:
+            return auto_gate.start_background(self.library.folder, self.library.catalog, force=force)
+        except OSError as exc:  # never let the calibration break an ingest
+            log.warning("could not start the background calibration: %s", exc)
+            return None
 
     def retriever(self) -> Retriever:
         if self._retriever is None:
@@ -164,34 +236,55 @@ class RagService:
     # ------------------------------------------------------------------ rankings
     def causal_variant(self) -> str:
         """Which re-ranking fills the causal column: the setting, or the gate's decision."""
-        m = self.settings.retrieval.default_method
-        if m == "gated":
-            gate = self.library.catalog.get_json("gate")
-            decision = (gate or {}).get("decision", "neither")
-            return {"causal": "causal", "hybrid": "hybrid"}.get(decision, "baseline")
-        return m
+        return self.verdict().shown
 
-    def compare(self, query: str, level: str | None = None, k: int | None = None) -> Comparison:
+    def verdict(self, override: str | None = None) -> Verdict:
+        """Which ranking the causal column shows and why (the setting, the gate, or ``override``)."""
+        gate = self.library.catalog.get_json("gate")
+        m = self.settings.retrieval.default_method
+        if override is not None:
+            if override not in OVERRIDES:
+                raise ValueError(f"unknown ranking {override!r}; choose from {', '.join(OVERRIDES)}")
+            return Verdict(override, "override", gate)
+        if m != "gated":
+            return Verdict(m, "setting", gate)
+        if not gate:
+            from rag_desktop.app import auto_gate
+
+            running = auto_gate.progress(self.library.catalog)["status"] == "running"
+            return Verdict("hybrid", "calibrating" if running else "not_calibrated", None)
+        decision = gate.get("decision", "neither")
+        return Verdict({"causal": "causal", "hybrid": "hybrid"}.get(decision, "baseline"), "gate", gate)
+
+    def compare(
+        self, query: str, level: str | None = None, k: int | None = None, ranking: str | None = None
+    ) -> Comparison:
+        """``ranking`` (baseline, causal, hybrid) overrides the setting and the gate for this question."""
         query = query.strip()
         if not query:
             raise ValueError("the question is empty")
+        verdict = self.verdict(ranking)
+        from rag_desktop.app import auto_gate
+
+        auto_gate.log_question(self.library.catalog, query)  # future probes of the calibration gate
         r = self.retriever()
         t0 = time.perf_counter()
         ctx = r.context(query, level, k)  # type: ignore[arg-type]
         t1 = time.perf_counter()
-        variant = self.causal_variant()
+        variant = verdict.shown
         ranked, diag = r.rerank(ctx, "hybrid" if variant == "baseline" else variant)
-        gate = self.library.catalog.get_json("gate")
-        off = causal_off_reason(self.settings.retrieval.default_method, gate) if variant == "baseline" else None
+        off: CausalOff | None = None
+        if variant == "baseline":  # the verdict says why: the gate's decision, or a choice
+            off = (causal_off_reason("gated", verdict.gate) if verdict.reason == "gate"
+                   else CausalOff(CausalOffCode.CHOSEN))
         gated = off is not None and off.code == CausalOffCode.GATE
         if variant == "baseline":  # chosen, or the gate said neither re-ranking helps: the baseline order
             ranked = dataclasses.replace(
                 ctx.baseline,
                 method="gated_off" if gated else "baseline",
                 explanations=ranked.explanations,
-                # English for the CLI; the UI words ``causal_off`` in its own language.
-                label="Causal rerank switched off by the calibration gate" if gated
-                else "Baseline order (chosen in the settings)",
+                # English for the CLI; the UI words ``causal_off`` / ``verdict`` in its own language.
+                label=verdict.label(),
             )
         t2 = time.perf_counter()
         ce = r.cross_encode(ctx, self.runtime.scorer()) if self.runtime.has_cross_encoder() else None
@@ -208,8 +301,9 @@ class RagService:
             ctx.tau,
             ctx.tau_source,
             variant,
-            gate,
+            verdict.gate,
             timings,
+            verdict=verdict.to_json(),
             causal_off=off,
         )
 

@@ -81,7 +81,7 @@ Choices where the paper is silent (all tested in tests/test_causal.py)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -94,6 +94,19 @@ F64 = npt.NDArray[np.float64]
 Absorption = Literal["semantic", "exact"]
 EmptyBRule = Literal["demote", "fallback"]
 Method = Literal["causal", "hybrid"]
+# How s_c is read off B (Eq. 4–5). "paper" is the exact formula; the others are remedies for an
+# encoder whose cosines are compressed and anisotropic (multilingual-e5 puts every term pair
+# between ~0.8 and ~0.93, and all v_B near the common direction of its embeddings, issue 13):
+#   "centred"     cos(E(q) − μ_T, v_B − μ_T): term and query vectors centred on the library's
+#                 mean term vector μ_T (Eq. 4 is linear, so centring the E(t) centres v_B);
+#   "idf"         v_B weighted by λ_t · idf(t): generic terms, which pull v_B towards μ_T, count less;
+#   "contrast"    s_c(d) − s̄_c(d), s̄_c(d) = mean over the library's documents d' of
+#                 cos(E(d'), v_B(d)) = μ_D · v̂_B(d) (μ_D: mean unit document vector): how much
+#                 closer B is to this query than to a typical text of the library;
+#   "centred_idf" both of the first two.
+# The A/B split (Eq. 3, τ) is the same for every variant, so the chips do not move.
+ScoreVariant = Literal["paper", "centred", "idf", "contrast", "centred_idf"]
+SCORE_VARIANTS: tuple[ScoreVariant, ...] = ("paper", "centred", "idf", "contrast", "centred_idf")
 
 # A warning is raised when B(d) is empty for more than this share of the window
 # (issue 4: with e5 at τ = 0.6 every B was empty and the order silently became the baseline's).
@@ -160,6 +173,26 @@ class TermSet:
         return cls((), np.zeros((0, dim)))
 
 
+@dataclass(frozen=True, eq=False)
+class LibraryStats:
+    """The library's own scale, for the non-paper score variants (see ``ScoreVariant``).
+
+    ``term_mean`` = μ_T, the mean of the library's term embeddings E(t); ``doc_mean`` = μ_D,
+    the mean of its unit document vectors; ``idf(t)`` the library IDF of a term (K_d's unit).
+    """
+
+    term_mean: F64
+    doc_mean: F64
+    idf: Callable[[str], float] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("term_mean", "doc_mean"):
+            v = np.asarray(getattr(self, name), dtype=np.float64).reshape(-1)
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"LibraryStats.{name} contains NaN or infinity")
+            object.__setattr__(self, name, v)
+
+
 @dataclass(frozen=True)
 class CausalConfig:
     tau: float = 0.6  # paper 000 §3.4 (BGE-M3 scale; prefer calibrate_tau)
@@ -168,6 +201,7 @@ class CausalConfig:
     hybrid_weight: float = 0.5  # paper §4.4: ½ s̃_sim + ½ s̃_c
     k: int = 20  # paper §4.5: re-rank the baseline top-20
     method: Method = "hybrid"
+    score: ScoreVariant = "paper"
 
     def __post_init__(self) -> None:
         if not (-1.0 <= self.tau <= 1.0):
@@ -186,6 +220,8 @@ class CausalConfig:
             raise ValueError(f"CausalConfig.k must be >= 1, got {self.k}")
         if self.method not in ("causal", "hybrid"):
             raise ValueError(f"CausalConfig.method must be 'causal' or 'hybrid', got {self.method!r}")
+        if self.score not in SCORE_VARIANTS:
+            raise ValueError(f"CausalConfig.score must be one of {SCORE_VARIANTS}, got {self.score!r}")
 
     @property
     def name(self) -> str:
@@ -193,7 +229,7 @@ class CausalConfig:
         suffix = ("_exact" if self.absorption == "exact" else "") + (
             "_fb" if self.empty_b_rule == "fallback" else ""
         )
-        return self.method + suffix
+        return self.method + suffix + ("" if self.score == "paper" else f"@{self.score}")
 
 
 # --------------------------------------------------------------------------- Eq. 3–5
@@ -228,8 +264,14 @@ def causal_scores(
     *,
     tau: float,
     absorption: Absorption = "semantic",
+    score: ScoreVariant = "paper",
+    stats: LibraryStats | None = None,
 ) -> CausalArrays:
-    """Vectorised A(d), B(d) (Eq. 3), v_B (Eq. 4) and s_c (Eq. 5) for every candidate."""
+    """Vectorised A(d), B(d) (Eq. 3), v_B (Eq. 4) and s_c (Eq. 5) for every candidate.
+
+    ``score`` other than ``"paper"`` reads s_c on the library's scale (``ScoreVariant``) and
+    needs ``stats`` (``"idf"`` needs ``stats.idf``).
+    """
     q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(q)) or np.linalg.norm(q) == 0:
         raise ValueError("causal_scores: query_vec must be finite and non-zero")
@@ -241,6 +283,17 @@ def causal_scores(
             raise ValueError(f"causal_scores: {name} has dim {ts.dim}, query_vec has {h}")
     if absorption not in ("semantic", "exact"):
         raise ValueError(f"causal_scores: absorption must be 'semantic' or 'exact', got {absorption!r}")
+    if score not in SCORE_VARIANTS:
+        raise ValueError(f"causal_scores: score must be one of {SCORE_VARIANTS}, got {score!r}")
+    centred = score in ("centred", "centred_idf")
+    use_idf = score in ("idf", "centred_idf")
+    if score != "paper":
+        if stats is None:
+            raise ValueError(f"causal_scores: score {score!r} needs the library's LibraryStats")
+        if stats.term_mean.shape[0] != h or stats.doc_mean.shape[0] != h:
+            raise ValueError(f"causal_scores: LibraryStats has dim {stats.term_mean.shape[0]}, query_vec has {h}")
+        if use_idf and stats.idf is None:
+            raise ValueError(f"causal_scores: score {score!r} needs LibraryStats.idf")
 
     n = len(candidate_terms)
     sizes = [len(c.keywords) for c in candidate_terms]
@@ -295,19 +348,42 @@ def causal_scores(
     empty_b = ~(den > 0)
 
     # Eq. 4: v_B = Σ_{t∈B} λ_t E(t) / Σ_{t∈B} λ_t — per candidate, same reason as above.
+    # "idf": the weights are λ_t · idf(t) (idf ≥ 1 in the library's smoothed table, so B stays B).
+    w_v, den_v = w_b, den
+    if use_idf:
+        assert stats is not None and stats.idf is not None
+        idf_fn = stats.idf
+        idf = np.fromiter((idf_fn(t) for c in present for t in c.terms), dtype=np.float64, count=T)
+        if not (np.isfinite(idf).all() and (idf > 0).all()):
+            raise ValueError("causal_scores: LibraryStats.idf must be finite and > 0 for every term")
+        w_v = w_b * idf
+        den_v = np.bincount(segment, weights=w_v, minlength=n)
     v_b = np.zeros((n, h))
     off = 0
     for j, size in enumerate(sizes):
         if size and not empty_b[j]:
-            v_b[j] = w_b[off : off + size] @ candidate_terms[j].vectors
+            v_b[j] = w_v[off : off + size] @ candidate_terms[j].vectors
         off += size
-    v_b /= np.where(empty_b, 1.0, den)[:, None]
+    v_b /= np.where(empty_b, 1.0, den_v)[:, None]
+    if centred:
+        # Eq. 4 is a weighted mean, so Σ λ (E(t) − μ_T) / Σ λ = v_B − μ_T; E(q) is centred on μ_T too.
+        assert stats is not None
+        v_b = np.where(empty_b[:, None], 0.0, v_b - stats.term_mean[None, :])
+        q = q - stats.term_mean
+        q_norm = float(np.sqrt(q @ q))
+        if q_norm == 0:
+            raise ValueError("causal_scores: the query vector equals the library's mean term vector")
     # Eq. 5: s_c = cos(E(q), v_B); a zero v_B (terms cancelling exactly) counts as orthogonal.
     v_norm = np.sqrt(np.einsum("ij,ij->i", v_b, v_b))
     dots = v_b @ q
     s_c = np.full(n, np.nan)
     ok = ~empty_b
-    s_c[ok] = np.where(v_norm[ok] == 0, 0.0, dots[ok] / np.where(v_norm[ok] == 0, 1.0, v_norm[ok] * q_norm))
+    safe = np.where(v_norm[ok] == 0, 1.0, v_norm[ok])
+    s_c[ok] = np.where(v_norm[ok] == 0, 0.0, dots[ok] / (safe * q_norm))
+    if score == "contrast":
+        # s_c(d) − mean_{d'} cos(E(d'), v_B(d)) = s_c(d) − μ_D · v̂_B(d) (unit E(d'), see ScoreVariant).
+        assert stats is not None
+        s_c[ok] -= np.where(v_norm[ok] == 0, 0.0, (v_b[ok] @ stats.doc_mean) / safe)
 
     return CausalArrays(
         s_c=s_c,
@@ -388,6 +464,7 @@ def rerank(
     hits: Sequence[Hit],
     candidate_terms: Sequence[TermSet | None],
     config: CausalConfig | None = None,
+    stats: LibraryStats | None = None,
 ) -> CausalRerank:
     """Re-rank the baseline window by s_c or the hybrid; see the module docstring."""
     cfg = config or CausalConfig()
@@ -403,7 +480,9 @@ def rerank(
             raise ValueError(f"rerank: candidate_terms[{j}] is None but hit {j + 1} is inside the window")
         cands.append(c)
 
-    arrays = causal_scores(query_vec, query_terms, cands, tau=cfg.tau, absorption=cfg.absorption)
+    arrays = causal_scores(
+        query_vec, query_terms, cands, tau=cfg.tau, absorption=cfg.absorption, score=cfg.score, stats=stats
+    )
     s_sim = np.array([h.s_sim for h in hits[:window]], dtype=np.float64)
     if not np.all(np.isfinite(s_sim)):
         raise ValueError("rerank: a hit in the window has a non-finite s_sim")
@@ -466,7 +545,7 @@ def rerank(
     diag = _diagnostics(arrays, cfg, window, len(query_terms.keywords))
     label = (
         f"{'Causal rerank' if cfg.method == 'causal' else 'Hybrid rerank'} "
-        f"({cfg.absorption}, τ={cfg.tau:.2f}, empty B: {cfg.empty_b_rule})"
+        f"({cfg.absorption}, τ={cfg.tau:.2f}, empty B: {cfg.empty_b_rule}, s_c: {cfg.score})"
     )
     ranked = RankedList(
         method=cfg.name,

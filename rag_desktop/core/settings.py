@@ -59,7 +59,12 @@ class RetrievalSettings:
     hybrid_weight: float = 0.5  # w of w·minmax(s_sim) + (1−w)·minmax(s_c)
     keyword_variant: Literal["plain", "improved"] = "improved"
     empty_b_rule: Literal["demote", "fallback"] = "demote"
-    default_method: Literal["baseline", "causal", "hybrid", "gated"] = "hybrid"
+    # How s_c is read off B (core.causal.ScoreVariant): "paper" = Eq. 4–5 exactly; "centred",
+    # "idf", "contrast", "centred_idf" put it on the encoder's own scale (docs/evaluation.md §1).
+    score_variant: Literal["paper", "centred", "idf", "contrast", "centred_idf"] = "paper"
+    # "gated": the causal column follows the library's calibration gate (app.auto_gate calibrates
+    # it in the background after an ingest); the hybrid, labelled "not calibrated yet", until then.
+    default_method: Literal["baseline", "causal", "hybrid", "gated"] = "gated"
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,8 @@ def _check(s: Settings) -> None:
     _need(0.0 <= r.hybrid_weight <= 1.0, "retrieval.hybrid_weight", "must be in [0, 1]")
     _need(r.keyword_variant in ("plain", "improved"), "retrieval.keyword_variant", "'plain' or 'improved'")
     _need(r.empty_b_rule in ("demote", "fallback"), "retrieval.empty_b_rule", "'demote' or 'fallback'")
+    _need(r.score_variant in ("paper", "centred", "idf", "contrast", "centred_idf"), "retrieval.score_variant",
+          "one of paper, centred, idf, contrast, centred_idf")
     _need(r.default_method in ("baseline", "causal", "hybrid", "gated"), "retrieval.default_method",
           "one of baseline, causal, hybrid, gated")
     _need(c.n_counterfactuals >= 1, "cfrag.n_counterfactuals", "must be >= 1")

@@ -50,8 +50,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY
 from rag_desktop.core.types import Hit
-from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.i18n import has_tr, tr
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import (
     COLOR_A,
@@ -78,6 +79,30 @@ HOVER_BG = QColor("#ECEFF4")
 UP = QColor("#1B7F3B")
 DOWN = QColor("#B3261E")
 NEW = QColor("#6A3FB5")
+
+
+def verdict_text(verdict: dict[str, Any] | None) -> str:
+    """app.service.Verdict.to_json() in words and numbers, in the UI language ("" for none)."""
+    if not verdict:
+        return ""
+    reason, shown = verdict.get("reason"), str(verdict.get("shown", ""))
+    name = tr(f"verdict.name.{shown}") if has_tr(f"verdict.name.{shown}") else shown
+    if reason == "gate":
+        n = int(verdict.get("n_probes") or 0)
+        rel = round(100 * float(verdict.get("reliability") or 0.0))
+        text = tr("verdict.hurts" if shown == "baseline" else "verdict.helps", n=n, rel=rel, shown=name)
+        if n < MIN_PROBES_FOR_RELIABILITY:
+            text += tr("verdict.few")
+        return text
+    if reason in ("not_calibrated", "calibrating", "override", "setting"):
+        return tr(f"verdict.{reason}", shown=name)
+    return ""
+
+
+def heading_text(title_key: str, verdict: dict[str, Any] | None) -> str:
+    """A column's heading: its title, and for the causal column the verdict on a second line."""
+    text = verdict_text(verdict)
+    return tr(title_key) + (f"\n{text}" if text else "")
 
 
 @dataclass(frozen=True)
@@ -484,6 +509,7 @@ class ResultColumn(QWidget):
         self._placeholder_key = "col.placeholder"
         self._placeholder_args: dict[str, Any] = {}
         self._subtitle = ""
+        self._verdict: dict[str, Any] | None = None  # the causal column's "why this order" (set_verdict)
         sm = self.view.selectionModel()
         sm.currentRowChanged.connect(self._on_current)
         self.view.entered.connect(self._on_entered)
@@ -533,8 +559,14 @@ class ResultColumn(QWidget):
     def hits(self) -> list[Hit]:
         return [r.hit for r in self.model.rows]
 
+    def set_verdict(self, verdict: dict[str, Any] | None) -> None:
+        """State in the heading which ranking this column shows and why (RagService.verdict)."""
+        self._verdict = verdict
+        self.header.setWordWrap(True)  # the verdict is a sentence; it must not widen the column
+        self.header.setText(heading_text(self.title_key, verdict))
+
     def retranslate(self) -> None:
-        self.header.setText(tr(self.title_key))
+        self.header.setText(heading_text(self.title_key, self._verdict))
         self.placeholder.setText(tr(self._placeholder_key, **self._placeholder_args))
         self.model.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, 5)
 

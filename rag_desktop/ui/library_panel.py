@@ -145,6 +145,14 @@ class LibraryPanel(QWidget):
         lay.addWidget(self.tree, 1)
         lay.addWidget(self.progress_label)
         lay.addLayout(prog)
+        # The background calibration of the causal column (app.auto_gate.progress), polled by the window.
+        self.calib_label = QLabel()
+        self.calib_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.calib_label.setWordWrap(True)
+        self.calib_label.setStyleSheet("color: #555;")
+        self.calib_label.setVisible(False)
+        self._calib: dict[str, object] = {}
+        lay.addWidget(self.calib_label)
         self.add_btn.clicked.connect(self.add_folder)
         self.rescan_btn.clicked.connect(self.rescan)
         self.cancel_btn.clicked.connect(self.cancel)
@@ -254,6 +262,16 @@ class LibraryPanel(QWidget):
             text += " · " + tr("lib.eta", eta=eta)
         self.progress_label.setText(text)
 
+    def show_calibration(self, info: dict[str, object]) -> None:
+        """``info`` from app.auto_gate.progress: status (idle, running, interrupted, cancelled, failed, done)."""
+        self._calib = dict(info)
+        status = str(info.get("status", "idle"))
+        key = f"lib.calib.{status}"
+        self.calib_label.setVisible(status != "idle" and has_tr(key))
+        if has_tr(key):
+            self.calib_label.setText(tr(key, done=info.get("done", 0), total=info.get("total", 0),
+                                        error=info.get("error", "")))
+
     # -------------------------------------------------------------- listing
     def set_listing(self, listing: Listing | None) -> None:
         """Show ``listing``; None empties the tree (a library is being opened)."""
@@ -357,6 +375,8 @@ class LibraryPanel(QWidget):
             self.doc_activated.emit(doc_id)
 
     def retranslate(self) -> None:
+        if self._calib:
+            self.show_calibration(self._calib)
         self.libs_label.setText(tr("lib.libraries"))
         self.new_lib_btn.setText(tr("lib.new"))
         self.new_lib_btn.setToolTip(tr("lib.new_tip"))

@@ -219,6 +219,25 @@ class MainWindow(QMainWindow):
             self.show_error(UserError("ui_state", tr("startup.bad_state", detail=problem), "", problem))
         self._init_libraries()
         self.refresh_library()
+        # The causal column's background calibration (app.auto_gate): progress in the library panel.
+        self._calib_timer = QTimer(self)
+        self._calib_timer.timeout.connect(self.poll_calibration)
+        self._calib_timer.start(3000)
+        self.poll_calibration()
+
+    def poll_calibration(self) -> None:
+        """Show the background calibration's progress; restart one a crash interrupted."""
+        from rag_desktop.app import auto_gate
+
+        if self.switching:
+            return
+        try:
+            info = auto_gate.progress(self.service.library.catalog)
+        except Exception:  # a library being closed or switched: try again at the next tick
+            return
+        self.library_panel.show_calibration(info)
+        if info["status"] == "interrupted" and not self.ingesting:
+            self.service.start_auto_calibration()
 
     # ================================================================== layout
     def _build(self) -> None:
@@ -250,6 +269,10 @@ class MainWindow(QMainWindow):
         self.level_box.addItem("", "doc")
         self.level_box.addItem("", "chunk")
         self.level_box.setCurrentIndex(0 if self.settings.retrieval.level == "doc" else 1)
+        # Per question: what the causal column shows (None: the setting / the calibration gate).
+        self.override_box = QComboBox()
+        for data in (None, "baseline", "causal", "hybrid"):
+            self.override_box.addItem("", data)
         self.auto_answer = QCheckBox()
         self.stop_btn = QPushButton()
         self.stop_btn.clicked.connect(self.cancel)
@@ -259,6 +282,7 @@ class MainWindow(QMainWindow):
         qbar.addWidget(self.query_label)
         qbar.addWidget(self.query, 1)
         qbar.addWidget(self.level_box)
+        qbar.addWidget(self.override_box)
         qbar.addWidget(self.auto_answer)
         qbar.addWidget(self.ask_btn)
         qbar.addWidget(self.stop_btn)
@@ -401,6 +425,9 @@ class MainWindow(QMainWindow):
         self.level_box.setItemText(0, tr("level.doc"))
         self.level_box.setItemText(1, tr("level.chunk"))
         self.level_box.setToolTip(tr("level.tip"))
+        for i, key in enumerate(("auto", "baseline", "causal", "hybrid")):
+            self.override_box.setItemText(i, tr(f"override.{key}"))
+        self.override_box.setToolTip(tr("override.tip"))
         self.auto_answer.setText(tr("query.auto_answer"))
         self.auto_answer.setToolTip(tr("query.auto_answer_tip"))
         self.tabs.setTabText(0, tr("tab.compare"))
@@ -495,7 +522,7 @@ class MainWindow(QMainWindow):
 
         def job(ctx: TaskContext) -> Iterator[object]:
             render_pool.wait()  # no page render may be using PyMuPDF while we read PDFs
-            yield from self.service.ingest(folders, ctx.cancel)
+            yield from self.service.ingest(folders, ctx.cancel, calibrate_after=True)
 
         def finished() -> None:
             self.ingesting = False
@@ -762,10 +789,11 @@ class MainWindow(QMainWindow):
         self.chips.set_split(None)
         self.why.set_explanation(None, None)
         level = self.level_box.currentData()
+        ranking = self.override_box.currentData()
         svc = self.service
 
         def job(ctx: TaskContext) -> CompareResult:
-            comp = svc.compare(q, level=level)
+            comp = svc.compare(q, level=level, ranking=ranking)
             ctx.cancel.raise_if_set()
             # readable words for stemmed terms
             surfaces = {t: s for t, s in svc.surfaces(sorted(comparison_terms(comp))).items() if s}
@@ -847,6 +875,7 @@ class MainWindow(QMainWindow):
             sub.append(causal_off_text(off))
         sub += ["⚠ " + w for w in (*d.warnings, *c.causal.warnings)]
         self.columns["causal"].set_rows(rows, "\n".join(sub))
+        self.columns["causal"].set_verdict(c.verdict)
         self.chart.set_data(base, c.causal, tr("chart.causal"))
         ce = c.cross_encoder
         self.stacks["cross_encoder"].setVisible(ce is not None)

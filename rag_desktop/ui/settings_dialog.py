@@ -71,6 +71,7 @@ TABS: tuple[tuple[str, tuple[Field, ...]], ...] = (
         Field("retrieval", "default_method", "choice", choices=("hybrid", "causal", "gated", "baseline")),
         Field("retrieval", "keyword_variant", "choice", choices=("improved", "plain")),
         Field("retrieval", "empty_b_rule", "choice", choices=("demote", "fallback")),
+        Field("retrieval", "score_variant", "choice", choices=("paper", "centred", "idf", "contrast", "centred_idf")),
         Field("retrieval", "query_keywords", "int", 1, 100),
         Field("retrieval", "doc_keywords", "int", 1, 100),
     )),

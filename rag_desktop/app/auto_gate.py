@@ -1,0 +1,461 @@
+"""The automatic calibration gate (issue 13): paper 000 §4.6 without a person labelling.
+
+Why not "a question written from one passage, that passage is the answer": such a question
+is answered by its passage in its own words, so the baseline puts it first and the probes never
+exercise the regime the re-ranker exists for (documents that repeat the question's words without
+answering it). Measured: on a poisoned fact-checking set that gate said "neither, 100 %
+reliable" while the labelled queries gain +0.21 MRR@10 with the hybrid.
+
+What this module does instead, per probe (all steps seeded, so a run is reproducible):
+
+1. **Probes phrased as people ask.** First the person's own questions to this library (the
+   ``question_log`` that ``RagService.compare`` keeps; the most recent, up to half the probes);
+   the rest from sampled documents: the local model sees only a document's *title and headings*
+   (never its body) and writes the short question a person would type, in those words. People
+   name a topic by its title words, and those are exactly the words a keyword-stuffed document
+   repeats, so the probe meets the stuffing where it exists.
+2. **Relevance judged over the pool.** The probe is ranked by baseline, causal and hybrid; the
+   union of each ranking's top ``pool`` documents (TREC-style pooling) is shown to the local
+   model, one document at a time (title + the start of its best-matching chunk), with the
+   question "does it contain the answer — not just the topic?". The documents it accepts are
+   the probe's relevant set; the sampled document is *not* assumed relevant. A probe with no
+   accepted document says nothing and is left out.
+3. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
+   then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through
+   ``app.calibration.score_labels`` — the same code the wizard and ``calibrate`` use.
+
+Runs as a background process after an ingest that changed the library (``start_background``;
+``RagService.ingest(calibrate_after=True)`` from the CLI and the app), at low priority, so it
+never blocks questions: the catalog is WAL-mode SQLite and the run writes one small row per
+probe. Progress, the plan and every finished probe are stored in the catalog (meta key
+``gate_auto``), so a crash or a kill resumes where it stopped, and a cancel request
+(``request_cancel``) is honoured between two model calls.
+
+When to re-calibrate (``needs_calibration``): never calibrated; the encoder changed (a
+re-embed drops the decision); at least ``RECALIBRATE_FRACTION`` of the documents were
+added, removed or changed since the decision (by content hash); or ``RECALIBRATE_QUESTIONS``
+new questions were asked since (they become probes). Our choice: a fifth of a library is
+enough new material to move its regime, and fewer changes are within what a dozen probes can
+resolve anyway; twenty new questions would replace most of the question half of the probes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rag_desktop.app.calibration import (
+    METHODS,
+    TOP,
+    CandidateDoc,
+    Probe,
+    ProbeCandidates,
+    score_labels,
+)
+from rag_desktop.app.catalog import Catalog
+from rag_desktop.core.gate import GateDecision
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.protocols import Generator
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Progress
+
+log = logging.getLogger(__name__)
+
+AUTO_KEY = "gate_auto"  # catalog meta: the background calibration's plan, progress and finished probes
+GATE_KEY = "gate"  # catalog meta: the stored decision (GateDecision fields + how it was made)
+RECALIBRATE_FRACTION = 0.2
+RECALIBRATE_QUESTIONS = 20
+QUESTION_LOG_KEY = "question_log"  # catalog meta: {"n": questions ever logged, "recent": [distinct, newest last]}
+QUESTION_LOG_MAX = 200
+STATE_VERSION = 1
+NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
+LABELS = "llm-judged pool (title-worded probes)"  # the labelling method stored with an automatic decision
+
+
+@dataclass(frozen=True)
+class AutoGateConfig:
+    # The cost is the local model's prompt tokens: n_probes × (1 + |pool|) calls of ~100–250 tokens,
+    # |pool| ≤ 3·pool (docs/evaluation.md §1.2 measures it). Paper §4.6 uses n = 30 labelled probes;
+    # 12 is the smallest count above MIN_PROBES_FOR_RELIABILITY with room for a probe the judge
+    # finds nothing for.
+    n_probes: int = 12
+    # The first document of each ranking is judged (2–3 documents a probe): MRR@10 then says which
+    # ranking puts an answering document first, and where the others put it — the question the gate
+    # asks. Deeper pools cost one model call per extra document.
+    pool: int = 1
+    seed: int = 0
+    judge_chars: int = 300  # of the best-matching chunk shown to the judge
+    headings: int = 4  # short heading-like lines of the first chunk shown beside the title
+
+
+_PROBE_PROMPT = {
+    "en": "Here are the title and some headings of a document:\n\n{heads}\n\n"
+    "Write one short question (at most 12 words) that a person looking for what this document "
+    "covers would type into a search box, using the words of the title. Reply with the question only.",
+    "zh": "下面是一份文档的标题和部分小标题：\n\n{heads}\n\n"
+    "写出一个想查找这份文档内容的人会在搜索框里输入的简短问题（不超过25个字），使用标题里的词语。只回复问题本身。",
+}
+# Instruction and question first, the document last: the documents of one probe share the prompt's
+# prefix, which llama.cpp keeps in its KV cache, so each further document costs only its own tokens.
+_JUDGE_PROMPT = {
+    "en": "Does the document below contain the information that answers the question? A document that only "
+    "mentions the topic, or repeats the question's words without giving the answer, does not count.\n\n"
+    "Question: {q}\n\nDocument: {title}\n{text}\n\nReply with one word: yes or no.",
+    "zh": "下面的文档是否包含回答这个问题所需的信息？只提到主题、或只重复问题中的词语而没有给出答案的文档不算。\n\n"
+    "问题：{q}\n\n文档：{title}\n{text}\n\n只回复一个字：是 或 否。",
+}
+
+
+# --------------------------------------------------------------------------- when to calibrate
+
+
+def fingerprint(catalog: Catalog) -> list[str]:
+    """The library's documents by content: sorted 16-hex prefixes of their sha256."""
+    return sorted(d.sha256[:16] for d in catalog.documents())
+
+
+def change_fraction(old: Sequence[str], new: Sequence[str]) -> float:
+    """Share of documents added, removed or changed: |old △ new| / max(|old|, |new|)."""
+    a, b = set(old), set(new)
+    if not a and not b:
+        return 0.0
+    return len(a ^ b) / max(len(a), len(b))
+
+
+def log_question(catalog: Catalog, question: str) -> None:
+    """Remember a question asked of this library (RagService.compare): future probes, and a reason to re-calibrate."""
+    q = " ".join(question.split())
+    if not q:
+        return
+    log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
+    recent = [x for x in log_.get("recent", []) if x != q] + [q]
+    with catalog.transaction():
+        catalog.set_json(QUESTION_LOG_KEY, {"n": int(log_.get("n", 0)) + 1, "recent": recent[-QUESTION_LOG_MAX:]})
+
+
+def _question_log(catalog: Catalog) -> tuple[int, list[str]]:
+    log_ = catalog.get_json(QUESTION_LOG_KEY) or {}
+    return int(log_.get("n", 0)), [str(x) for x in log_.get("recent", [])]
+
+
+def needs_calibration(catalog: Catalog) -> str | None:
+    """Why this library needs a (re-)calibration, or None (module docstring)."""
+    if catalog.count("documents") == 0:
+        return None
+    gate = catalog.get_json(GATE_KEY)
+    if not gate:
+        return "never calibrated"
+    old = gate.get("fingerprint")
+    if old is None:
+        return None  # a decision from the wizard or typed probes: the user's own labels, kept
+    frac = change_fraction(old, fingerprint(catalog))
+    if frac >= RECALIBRATE_FRACTION:
+        return f"{frac:.0%} of the documents changed since the last calibration"
+    new_q = _question_log(catalog)[0] - int(gate.get("questions_logged", 0))
+    if new_q >= RECALIBRATE_QUESTIONS:
+        return f"{new_q} new questions since the last calibration"
+    return None
+
+
+# --------------------------------------------------------------------------- state
+
+
+def load_state(catalog: Catalog) -> dict[str, Any] | None:
+    st = catalog.get_json(AUTO_KEY)
+    return st if isinstance(st, dict) and st.get("version") == STATE_VERSION else None
+
+
+def _save_state(catalog: Catalog, state: dict[str, Any]) -> None:
+    state["updated"] = time.time()
+    with catalog.transaction():
+        catalog.set_json(AUTO_KEY, state)
+
+
+def request_cancel(catalog: Catalog) -> None:
+    """Ask a running calibration (in this or another process) to stop after its current model call."""
+    st = load_state(catalog)
+    if st is not None and st.get("status") == "running":
+        st["cancel"] = True
+        _save_state(catalog, st)
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def progress(catalog: Catalog) -> dict[str, Any]:
+    """What the library panel shows: status (idle, running, done, cancelled, failed), done/total."""
+    st = load_state(catalog)
+    if st is None:
+        return {"status": "idle", "done": 0, "total": 0}
+    status = st.get("status", "idle")
+    if status == "running" and not _pid_alive(st.get("pid")):
+        status = "interrupted"  # a crash or a kill: the next start resumes
+    return {
+        "status": status,
+        "done": len(st.get("probes", [])),
+        "total": len(st.get("plan", [])),
+        "error": st.get("error", ""),
+    }
+
+
+# --------------------------------------------------------------------------- the work
+
+
+def _heading_lines(text: str, title: str, n: int) -> list[str]:
+    """Short, heading-like lines from the start of a document (no sentence punctuation at the end)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        s = " ".join(line.split())
+        if not (3 <= len(s) <= 60) or s == title or s[-1] in ".。!?！？;；:：,，":
+            continue
+        if s not in out:
+            out.append(s)
+        if len(out) >= n:
+            break
+    return out
+
+
+def make_plan(catalog: Catalog, n: int, seed: int) -> list[int | str]:
+    """The probes: the person's most recent questions (str, up to half), then documents (doc id)
+    whose titles the model turns into questions — a seeded sample, by content hash so it is stable."""
+    asked = _question_log(catalog)[1][-(n // 2):] if n >= 2 else []
+    docs = sorted(catalog.documents(), key=lambda d: d.sha256)
+    rng = random.Random(seed)
+    return [*asked, *(d.doc_id for d in rng.sample(docs, k=min(n - len(asked), len(docs))))]
+
+
+def _complete(gen: Generator, prompt: str, max_tokens: int, seed: int, cancel: CancelToken | None) -> str:
+    return "".join(
+        e.text
+        for e in gen.stream([ChatMessage("user", prompt)], max_tokens=max_tokens, temperature=0.0, seed=seed,
+                            cancel=cancel)
+        if e.kind == GenEventKind.TOKEN
+    ).strip()
+
+
+def clean_question(text: str) -> str:
+    """The model's reply as one question: first non-empty line, quotes and labels removed."""
+    for line in text.splitlines():
+        s = line.strip().strip('"“”「」').strip()
+        for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
+            if s.startswith(prefix):
+                s = s[len(prefix):].strip()
+        if s:
+            return s
+    return ""
+
+
+def parse_judgement(text: str) -> bool:
+    """yes/是 → True; anything else (no, 否, a refusal, nothing) → False."""
+    s = text.strip().lower().lstrip("*\"'“「 ")
+    return s.startswith("yes") or s.startswith("是") or s.startswith("包含")
+
+
+def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
+                cancel: CancelToken | None = None) -> str:
+    lang = "zh" if detect_lang(title + " " + " ".join(heads)) == "zh" else "en"
+    lines = "\n".join([title, *heads])
+    q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
+    return q or title  # a silent model: the title is what a person would type
+
+
+def judge(gen: Generator, question: str, hit: Hit, chars: int, seed: int, cancel: CancelToken | None = None) -> bool:
+    lang = "zh" if detect_lang(question) == "zh" else "en"
+    prompt = _JUDGE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
+    return parse_judgement(_complete(gen, prompt, 3, seed, cancel))
+
+
+CancelCheck = Callable[[], bool]
+
+
+def run_auto_gate(
+    svc: Any,
+    generator: Generator | None = None,
+    config: AutoGateConfig | None = None,
+    cancel: CancelToken | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Iterator[Progress | GateDecision]:
+    """Write, rank and judge the probes (resuming a stored run), then decide and store the gate.
+
+    ``svc`` is the library's RagService. Yields Progress per probe and finally the GateDecision.
+    Raises Cancelled when ``cancel`` is set or a cancel was requested through the catalog; the
+    state stays resumable either way.
+    """
+    cfg = config or AutoGateConfig()
+    cat: Catalog = svc.library.catalog
+    fp = fingerprint(cat)
+    st = load_state(cat)
+    resumable = (
+        st is not None
+        and st.get("fingerprint") == fp
+        and st.get("config") == cfg.__dict__
+        and st.get("status") in ("running", "cancelled", "failed")
+    )
+    if not resumable:
+        st = {
+            "version": STATE_VERSION,
+            "fingerprint": fp,
+            "config": dict(cfg.__dict__),
+            "plan": make_plan(cat, cfg.n_probes, cfg.seed),
+            "probes": [],
+            "started": clock(),
+        }
+    assert st is not None
+    st.update(status="running", pid=os.getpid(), cancel=False, error="")
+    _save_state(cat, st)
+    t0 = time.monotonic()
+    gen = generator or svc.runtime.generator()
+    r = svc.retriever()
+
+    def check() -> None:
+        if cancel is not None and cancel.is_set:
+            raise Cancelled()
+        now = load_state(cat)
+        if now is not None and now.get("cancel"):
+            raise Cancelled()
+
+    try:
+        plan: list[int | str] = st["plan"]
+        for i in range(len(st["probes"]), len(plan)):
+            check()
+            entry = plan[i]
+            yield Progress("calibrate", i, len(plan), f"probe {i + 1} of {len(plan)}")
+            if isinstance(entry, str):  # the person's own question
+                question, source = entry, "asked"
+            else:
+                doc = cat.document(entry)
+                if doc is None:  # removed meanwhile: the fingerprint check makes this rare
+                    st["probes"].append({"question": "", "rankings": {}, "relevant": [], "doc": entry})
+                    _save_state(cat, st)
+                    continue
+                chunks = cat.chunks_of(doc.doc_id)
+                heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
+                question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
+            ctx = r.context(question, "doc")
+            ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
+                      "hybrid": r.rerank(ctx, "hybrid")[0]}
+            hits: dict[int, Hit] = {}
+            for m in METHODS:
+                for h in ranked[m].hits[: cfg.pool]:
+                    hits.setdefault(h.doc_id, h)
+            relevant = []
+            for j, (did, h) in enumerate(hits.items()):
+                check()
+                if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
+                    relevant.append(did)
+            st["probes"].append({
+                "question": question,
+                "source": source,
+                "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
+                "relevant": relevant,
+                "judged": list(hits),
+            })
+            _save_state(cat, st)
+        decision = decide_from_state(st, cfg.seed)
+    except Cancelled:
+        st["status"] = "cancelled"
+        _save_state(cat, st)
+        raise
+    except Exception as exc:
+        st["status"] = "failed"
+        st["error"] = f"{type(exc).__name__}: {exc}"
+        _save_state(cat, st)
+        raise
+    st["status"] = "done"
+    st["seconds"] = round(st.get("seconds", 0.0) + time.monotonic() - t0, 1)
+    record = decision.to_dict()
+    record.update(
+        labels=LABELS,
+        calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
+        fingerprint=fp,
+        n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
+        n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"]),
+        n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
+        questions_logged=_question_log(cat)[0],
+    )
+    with cat.transaction():
+        cat.set_json(GATE_KEY, record)
+        st["updated"] = clock()
+        cat.set_json(AUTO_KEY, st)
+    yield Progress("calibrate", len(st["plan"]), len(st["plan"]), "done")
+    yield decision
+
+
+def decide_from_state(st: dict[str, Any], seed: int = 0) -> GateDecision:
+    """The §4.6 gate over the stored probes (those with at least one judged-relevant document)."""
+    items: list[ProbeCandidates] = []
+    labels: list[frozenset[int]] = []
+    for p in st["probes"]:
+        if not p.get("rankings"):
+            continue
+        rankings = tuple((m, tuple(p["rankings"].get(m, []))) for m in METHODS)
+        cands = tuple(CandidateDoc(d, "", "", ()) for d in p.get("judged", []))
+        items.append(ProbeCandidates(Probe(p["question"], frozenset(), "generated"), rankings, cands))
+        labels.append(frozenset(p["relevant"]))
+    if not any(labels):
+        raise ValueError(
+            "automatic calibration: the local model judged no document relevant to any probe; "
+            "calibrate with your own questions instead (Calibrate… in the app, or calibrate --probes-file)"
+        )
+    return score_labels(items, labels, seed=seed).decision
+
+
+# --------------------------------------------------------------------------- background process
+
+
+def start_background(library_dir: Path, catalog: Catalog, force: bool = False) -> int | None:
+    """Start ``rag-desktop calibrate --auto`` for this library as a detached low-priority process.
+
+    Returns its pid, or None when nothing needs doing or a live run is already on it.
+    ``force``: calibrate even if ``needs_calibration`` says no (an interrupted run resumes anyway).
+    """
+    if os.environ.get(NO_BACKGROUND_ENV) == "1":
+        return None
+    st = load_state(catalog)
+    if st is not None and st.get("status") == "running" and _pid_alive(st.get("pid")):
+        return None
+    interrupted = st is not None and st.get("status") == "running"
+    if not (force or interrupted or needs_calibration(catalog)):
+        return None
+    cmd = [sys.executable, "-m", "rag_desktop", "calibrate", "--auto", "--library", str(library_dir)]
+    log_path = library_dir / "calibration.log"
+    with log_path.open("ab") as logf:
+        proc = subprocess.Popen(  # our own interpreter and module, no shell
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=logf,
+            start_new_session=True,  # survives the terminal / the app closing; Ctrl-C is not forwarded
+            preexec_fn=(lambda: os.nice(10)) if hasattr(os, "nice") else None,
+        )
+    return proc.pid
+
+
+def describe(gate: dict[str, Any] | None) -> str:
+    """One line for logs and the CLI."""
+    if not gate:
+        return "not calibrated yet"
+    return (f"{gate.get('decision')} ({gate.get('n_probes')} probes, {float(gate.get('reliability', 0)):.0%} "
+            f"reliable, labels: {gate.get('labels', 'typed or wizard')})")
+
+
+def dumps_state(catalog: Catalog) -> str:
+    return json.dumps(load_state(catalog) or {}, ensure_ascii=False)

@@ -1,0 +1,81 @@
+"""The automatic gate against the decision from labelled queries (issue 13, docs/evaluation.md §1.2).
+
+    PYTHONPATH=. python scripts/gate_agreement.py tests/data/diagnostic tests/data/qa_clean ... \
+        [--probes 24] [--old] --json /tmp/gate_agreement.json
+
+Per BEIR-format set: ingest the corpus into a fresh library (the real pipeline, as ``eval`` does);
+the *labelled* decision is ``eval``'s gate (the set's queries and qrels as probes, MRR@10);
+the *automatic* decision is ``app.auto_gate.run_auto_gate`` with the local model (wall time
+measured); with ``--old`` also the passage-written ``calibrate --auto-label`` gate for contrast.
+Results are written after every set, so an interrupted run keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rag_desktop.app import auto_gate
+from rag_desktop.app.calibration import Probe, generate_probes, score_probes
+from rag_desktop.app.config import load_settings
+from rag_desktop.app.evaluation import gate_on_queries, load_beir, rank_all, write_corpus_files
+from rag_desktop.app.service import RagService
+from rag_desktop.core.gate import GateDecision
+
+
+def _row(d: GateDecision) -> dict[str, Any]:
+    return {"decision": d.decision, "reliability": d.reliability, "n_probes": d.n_probes,
+            "delta_causal": d.delta_causal, "delta_hybrid": d.delta_hybrid, "mean_baseline": d.mean_baseline}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sets", nargs="+", type=Path)
+    ap.add_argument("--probes", type=int, default=auto_gate.AutoGateConfig().n_probes)
+    ap.add_argument("--old", action="store_true", help="also the passage-written auto-label gate")
+    ap.add_argument("--json", type=Path, required=True)
+    args = ap.parse_args()
+    settings = load_settings()
+    results: dict[str, Any] = {}
+    for folder in args.sets:
+        data = load_beir(folder)
+        with tempfile.TemporaryDirectory(prefix="rag-gate-") as tmp:
+            mapping = write_corpus_files(data, Path(tmp) / "corpus")
+            svc = RagService(Path(tmp) / "library", settings)
+            try:
+                list(svc.ingest([Path(tmp) / "corpus"]))
+                runs, _ = rank_all(svc, data, ["baseline", "causal", "hybrid"], 20, "doc", mapping)
+                labelled = gate_on_queries(runs, data)
+                t0 = time.monotonic()
+                auto = [ev for ev in auto_gate.run_auto_gate(svc, config=auto_gate.AutoGateConfig(n_probes=args.probes))
+                        if isinstance(ev, GateDecision)][-1]
+                auto_s = time.monotonic() - t0
+                st = auto_gate.load_state(svc.library.catalog) or {}
+                row: dict[str, Any] = {
+                    "labelled": None if labelled is None else _row(labelled),
+                    "auto": _row(auto) | {"seconds": round(auto_s, 1),
+                                          "n_judged": sum(len(p.get("judged", [])) for p in st.get("probes", [])),
+                                          "n_unlabelled": sum(1 for p in st.get("probes", []) if not p["relevant"]),
+                                          "probes": [p["question"] for p in st.get("probes", [])]},
+                }
+                if args.old:
+                    t0 = time.monotonic()
+                    probes = [ev for ev in generate_probes(svc, args.probes, seed=0) if isinstance(ev, Probe)]
+                    old = score_probes(svc, probes)
+                    row["old_auto_label"] = _row(old) | {"seconds": round(time.monotonic() - t0, 1)}
+            finally:
+                svc.close()
+        row["agrees"] = labelled is not None and auto.decision == labelled.decision
+        results[folder.name] = row
+        print(folder.name, json.dumps({k: v for k, v in row.items() if k != "auto"}), "auto:",
+              json.dumps({k: v for k, v in row["auto"].items() if k != "probes"}), flush=True)
+        args.json.write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

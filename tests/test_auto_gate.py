@@ -1,0 +1,378 @@
+"""The automatic calibration gate (issue 13): probes, judging, resume, cancel, re-calibration, verdict.
+
+The retrieval (e5, jieba, FAISS), the pooling and the gate math are real; only the local model is a
+scripted collaborator (it writes the probe from the title it is shown and judges by a fixed rule).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_desktop.app import auto_gate
+from rag_desktop.app.calibration import TOP, score_labels
+from rag_desktop.app.library import IngestReport
+from rag_desktop.app.service import RagService
+from rag_desktop.core import metrics
+from rag_desktop.core.gate import calibrate
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind, Progress
+from tests.library_helpers import ingest_texts
+
+TEXTS = {
+    "guide.txt": "Checking a bicycle brake\n\nSqueeze the lever: the pads must meet the rim before the lever "
+    "touches the bar. Replace pads thinner than 1 mm and re-centre the caliper with the barrel adjuster.",
+    "notice.txt": "Bicycle brake workshop: checking a bicycle brake\n\nOur bicycle brake workshop is about "
+    "checking a bicycle brake. Bring your bicycle; bicycle brake questions welcome at the bicycle brake day.",
+    "bread.txt": "Baking sourdough bread\n\nFeed the starter the night before, mix flour and water, rest an "
+    "hour, add salt, fold four times, shape, proof overnight in the fridge and bake at 250 degrees.",
+    "bread_club.txt": "Sourdough bread club news\n\nThe sourdough bread club meets monthly to talk about "
+    "sourdough bread, baking sourdough bread and more sourdough bread.",
+    "tea.txt": "Brewing green tea\n\nUse water at 75 to 80 degrees, two grams of leaves per cup, and steep "
+    "for two minutes; hotter water makes the tea bitter.",
+    "tide.txt": "Reading a tide table\n\nHigh and low water are listed with their heights; the rule of "
+    "twelfths estimates the height between them.",
+}
+ANSWERS = {"guide.txt", "bread.txt", "tea.txt", "tide.txt"}  # what the scripted judge accepts
+
+
+class ScriptedModel:
+    """The local model as a collaborator: probe = the shown title as a question; judge: yes for the
+    answering documents (recognised by their first words) whose topic shares a word with the question."""
+
+    identity = "scripted"
+    n_ctx = 4096
+
+    def __init__(self, fail_after: int | None = None, on_call: object = None) -> None:
+        self.calls: list[str] = []
+        self.fail_after = fail_after
+        self.on_call = on_call
+
+    def load(self) -> None:
+        pass
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def close(self) -> None:
+        pass
+
+    def reply(self, prompt: str) -> str:
+        if _is_judge(prompt):
+            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
+            title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
+            answering = any(TEXTS[n].startswith(title) for n in ANSWERS)
+            shared = set(re.findall(r"[a-z]+", q)) & set(re.findall(r"[a-z]+", title.lower())) - {"a", "the"}
+            return "yes" if answering and shared else "no"
+        heads = prompt.split("\n\n")[1].splitlines()
+        return f"Question: how does {heads[0].lower()} work?"
+
+    def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float, seed: int,
+               cancel: CancelToken | None = None, stop: Sequence[str] = ()) -> Iterator[GenEvent]:
+        self.calls.append(messages[-1].content)
+        if self.fail_after is not None and len(self.calls) > self.fail_after:
+            raise RuntimeError("the model process died")
+        if callable(self.on_call):
+            self.on_call(len(self.calls))
+        yield GenEvent(GenEventKind.TOKEN, self.reply(messages[-1].content))
+        yield GenEvent(GenEventKind.DONE, finish_reason="stop")
+
+
+def _probe_calls(model: ScriptedModel) -> int:
+    return sum(1 for c in model.calls if not _is_judge(c))
+
+
+def _is_judge(prompt: str) -> bool:
+    return "\nQuestion: " in prompt and "\nDocument: " in prompt
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("autogate")
+    svc = ingest_texts(root, TEXTS, Settings().replace("retrieval", default_method="gated"))
+    svc.close()
+    return root
+
+
+@pytest.fixture()
+def svc(built: Path, tmp_path: Path) -> Iterator[RagService]:
+    shutil.copytree(built / "library", tmp_path / "library")
+    s = RagService(tmp_path / "library", Settings().replace("retrieval", default_method="gated"))
+    yield s
+    s.close()
+
+
+CFG = auto_gate.AutoGateConfig(n_probes=5, pool=3)
+
+
+def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = None) -> list[object]:
+    return list(auto_gate.run_auto_gate(svc, generator=model, config=CFG, cancel=cancel))
+
+
+# --------------------------------------------------------------------------- judging logic
+
+
+def test_parse_judgement_and_clean_question() -> None:
+    assert auto_gate.parse_judgement("Yes.") and auto_gate.parse_judgement("是")
+    assert auto_gate.parse_judgement("**yes**")
+    assert not auto_gate.parse_judgement("No") and not auto_gate.parse_judgement("否")
+    assert not auto_gate.parse_judgement("") and not auto_gate.parse_judgement("I cannot tell")
+    assert auto_gate.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
+    assert auto_gate.clean_question("问题：如何评估？") == "如何评估？"
+
+
+def test_heading_lines_keep_short_title_like_lines() -> None:
+    text = "Report 2025\n\n## Scope\nThis sentence ends with a period.\nMethods and data\n" + "x" * 80
+    assert auto_gate._heading_lines(text, "Report 2025", 3) == ["## Scope", "Methods and data"]
+
+
+# --------------------------------------------------------------------------- a full run
+
+
+def test_run_decides_from_pooled_judgements_and_stores_how(svc: RagService) -> None:
+    model = ScriptedModel()
+    events = _run(svc, model)
+    decision = events[-1]
+    assert isinstance(decision, auto_gate.GateDecision)
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None and st["status"] == "done" and len(st["probes"]) == 5
+    # The judge saw exactly the pooled top-3 of the three rankings, never a document outside it.
+    r = svc.retriever()
+    for p in st["probes"]:
+        ctx = r.context(p["question"], "doc")
+        pool: list[int] = []
+        for ranked in (ctx.baseline, r.rerank(ctx, "causal")[0], r.rerank(ctx, "hybrid")[0]):
+            pool += [h.doc_id for h in ranked.hits[:3] if h.doc_id not in pool]
+        assert p["judged"] == pool
+        assert set(p["relevant"]) <= set(pool)
+        assert p["rankings"]["baseline"] == [h.doc_id for h in ctx.baseline.hits[:TOP]]
+    # The decision is the §4.6 gate on MRR@10 of the judged labels, recomputed here by hand.
+    scored = [p for p in st["probes"] if p["relevant"]]
+    per = {m: [metrics.reciprocal_rank_at_k(p["rankings"][m], {d: 1.0 for d in p["relevant"]}, 10) for p in scored]
+           for m in ("baseline", "causal", "hybrid")}
+    expect = calibrate(per["baseline"], per["causal"], per["hybrid"], metric="MRR@10", seed=0)
+    assert decision == expect
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["decision"] == expect.decision and gate["n_probes"] == len(scored)
+    assert gate["labels"] == auto_gate.LABELS and gate["calibrated_at"]
+    assert gate["fingerprint"] == auto_gate.fingerprint(svc.library.catalog)
+    assert gate["n_unlabelled"] == 5 - len(scored)
+    assert auto_gate.needs_calibration(svc.library.catalog) is None
+    # The probes were written from titles and headings only, never from a document's body.
+    for c in model.calls:
+        if not _is_judge(c):
+            assert "Squeeze the lever" not in c and "Feed the starter" not in c
+
+
+def test_score_labels_agrees_with_stored_state(svc: RagService) -> None:
+    _run(svc, ScriptedModel())
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None
+    d1 = auto_gate.decide_from_state(st)
+    items = []
+    from rag_desktop.app.calibration import Probe, ProbeCandidates
+
+    for p in st["probes"]:
+        rankings = tuple((m, tuple(p["rankings"][m])) for m in ("baseline", "causal", "hybrid"))
+        items.append(ProbeCandidates(Probe(p["question"], frozenset(p["relevant"]), "generated"), rankings, ()))
+    assert score_labels(items).decision == d1
+
+
+# --------------------------------------------------------------------------- crash, cancel, resume
+
+
+def test_crash_midway_resumes_where_it_stopped(svc: RagService, built: Path, tmp_path: Path) -> None:
+    crashing = ScriptedModel(fail_after=9)
+    with pytest.raises(RuntimeError, match="died"):
+        _run(svc, crashing)
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None and st["status"] == "failed" and "died" in st["error"]
+    done = len(st["probes"])
+    assert 0 < done < 5
+    assert svc.library.catalog.get_json("gate") is None  # no half decision
+    resumed = ScriptedModel()
+    decision = _run(svc, resumed)[-1]
+    assert _probe_calls(resumed) == 5 - done  # the finished probes were not written again
+    # Same decision as a run that never crashed.
+    shutil.copytree(built / "library", tmp_path / "fresh")
+    fresh = RagService(tmp_path / "fresh", Settings())
+    try:
+        assert _run(fresh, ScriptedModel())[-1] == decision
+    finally:
+        fresh.close()
+
+
+def test_a_killed_run_shows_as_interrupted_and_is_restarted(svc: RagService, monkeypatch: pytest.MonkeyPatch) -> None:
+    cat = svc.library.catalog
+    with pytest.raises(RuntimeError):
+        _run(svc, ScriptedModel(fail_after=3))
+    st = auto_gate.load_state(cat)
+    assert st is not None
+    st.update(status="running", pid=2**22 + 12345)  # a process that no longer exists (kill -9)
+    auto_gate._save_state(cat, st)
+    assert auto_gate.progress(cat)["status"] == "interrupted"
+    started: list[list[str]] = []
+
+    class FakePopen:  # the OS process launcher is the collaborator here
+        def __init__(self, cmd: list[str], **kw: object) -> None:
+            started.append(cmd)
+            self.pid = 4242
+
+    monkeypatch.setattr(auto_gate.subprocess, "Popen", FakePopen)
+    monkeypatch.delenv(auto_gate.NO_BACKGROUND_ENV, raising=False)
+    assert auto_gate.start_background(svc.library.folder, cat) == 4242
+    assert started and started[0][-3:] == ["--auto", "--library", str(svc.library.folder)]
+
+
+def test_cancel_by_token_and_through_the_catalog(svc: RagService) -> None:
+    token = CancelToken()
+    model = ScriptedModel(on_call=lambda n: token.set() if n == 4 else None)
+    with pytest.raises(Cancelled):
+        _run(svc, model, cancel=token)
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None and st["status"] == "cancelled"
+    # Another process asks through the catalog (a second connection, as `calibrate --cancel` does).
+    from rag_desktop.app.catalog import Catalog
+
+    other = Catalog(svc.library.folder / "catalog.sqlite")
+
+    def ask(n: int) -> None:
+        if n == 2:
+            st2 = auto_gate.load_state(other)
+            assert st2 is not None and st2["status"] == "running"
+            auto_gate.request_cancel(other)
+
+    try:
+        with pytest.raises(Cancelled):
+            _run(svc, ScriptedModel(on_call=ask))
+    finally:
+        other.close()
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None and st["status"] == "cancelled"
+    # And it resumes (the cancel flag is cleared by the next start).
+    decision = _run(svc, ScriptedModel())[-1]
+    assert isinstance(decision, auto_gate.GateDecision)
+
+
+# --------------------------------------------------------------------------- when to re-calibrate
+
+
+def test_recalibration_after_enough_change(svc: RagService, tmp_path: Path) -> None:
+    cat = svc.library.catalog
+    assert auto_gate.needs_calibration(cat) == "never calibrated"
+    _run(svc, ScriptedModel())
+    assert auto_gate.needs_calibration(cat) is None
+    extra = tmp_path / "more"
+    extra.mkdir()
+    (extra / "a.txt").write_text("Knots for sailing\n\nThe bowline makes a fixed loop.", encoding="utf-8")
+    list(svc.ingest([extra]))
+    assert auto_gate.change_fraction(cat.get_json("gate")["fingerprint"], auto_gate.fingerprint(cat)) == 1 / 7
+    assert auto_gate.needs_calibration(cat) is None  # one new document in seven: below a fifth
+    (extra / "b.txt").write_text("Pruning roses\n\nCut above an outward bud in late winter.", encoding="utf-8")
+    list(svc.ingest([extra]))
+    assert auto_gate.needs_calibration(cat) == "25% of the documents changed since the last calibration"
+    # A wizard decision (the user's own labels, no fingerprint) is never replaced automatically.
+    cat.set_json("gate", {k: v for k, v in cat.get_json("gate").items() if k != "fingerprint"})
+    assert auto_gate.needs_calibration(cat) is None
+
+
+def test_ingest_hook_starts_background_only_when_asked(svc: RagService, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[bool] = []
+    monkeypatch.setattr(auto_gate, "start_background", lambda folder, cat, force=False: calls.append(force) or 7)
+    extra = tmp_path / "more"
+    extra.mkdir()
+    (extra / "a.txt").write_text("Knots for sailing\n\nThe bowline makes a fixed loop.", encoding="utf-8")
+    last = list(svc.ingest([extra]))[-1]
+    assert isinstance(last, IngestReport) and calls == []
+    (extra / "b.txt").write_text("Pruning roses\n\nCut above an outward bud in late winter.", encoding="utf-8")
+    list(svc.ingest([extra], calibrate_after=True))
+    assert calls == [False]
+
+
+# --------------------------------------------------------------------------- the verdict
+
+
+def test_verdict_until_and_after_calibration(svc: RagService) -> None:
+    q = "how do I check a bicycle brake"
+    c = svc.compare(q)
+    assert c.verdict["shown"] == "hybrid" and c.verdict["reason"] == "not_calibrated"
+    assert "not calibrated yet" in c.verdict["text"]
+    assert c.causal_variant == "hybrid"
+    cat = svc.library.catalog
+    gate = calibrate([1.0] * 12, [0.5] * 12, [0.5] * 12, metric="MRR@10").to_dict()
+    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    cat.set_json("gate", gate)
+    c = svc.compare(q)
+    assert c.verdict["shown"] == "baseline" and c.verdict["decision"] == "neither"
+    assert c.verdict["n_probes"] == 12 and c.verdict["reliability"] == 1.0
+    assert c.verdict["text"].startswith("Re-ranking would hurt on this library (12 probes, 100% reliable)")
+    assert c.causal.method == "gated_off"
+    assert [h.unit_id for h in c.causal.hits] == [h.unit_id for h in c.baseline.hits]
+    assert any(e.split is not None for e in c.causal.explanations)  # the chips stay inspectable
+    # The person overrides it for one question.
+    o = svc.compare(q, ranking="causal")
+    assert o.verdict["shown"] == "causal" and o.verdict["reason"] == "override" and o.causal.method == "causal"
+    with pytest.raises(ValueError, match="unknown ranking"):
+        svc.compare(q, ranking="cfrag")
+    js = c.to_json()
+    assert js["verdict"]["shown"] == "baseline"
+
+
+def test_progress_of_an_idle_library(svc: RagService) -> None:
+    assert auto_gate.progress(svc.library.catalog) == {"status": "idle", "done": 0, "total": 0}
+    assert isinstance(Progress("calibrate", 0, 1), Progress)
+    assert np.isfinite(auto_gate.change_fraction([], []))
+
+
+def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from rag_desktop.cli import main
+
+    folder = str(svc.library.folder)
+    gate = calibrate([0.5] * 12, [1.0] * 12, [0.8] * 12, metric="MRR@10").to_dict()
+    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    svc.library.catalog.set_json("gate", gate)
+    svc.close()
+    assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["causal_variant"] == "causal" and out["causal"]["method"] == "causal"
+    v = out["verdict"]
+    assert v["shown"] == "causal" and v["reason"] == "gate" and v["decision"] == "causal"
+    assert v["n_probes"] == 12 and v["reliability"] == 1.0 and v["labels"] == auto_gate.LABELS
+    assert v["text"].startswith("Re-ranking helps on this library (12 probes, 100% reliable)")
+    assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json",
+                 "--ranking", "baseline"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"]["reason"] == "override" and out["causal"]["method"] == "gated_off"
+
+
+def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagService) -> None:
+    cat = svc.library.catalog
+    asked = ["how do I check a bicycle brake", "what temperature for green tea", "how do I check a bicycle brake"]
+    for q in asked:
+        svc.compare(q)
+    n, recent = auto_gate._question_log(cat)
+    assert n == 3 and recent == ["what temperature for green tea", "how do I check a bicycle brake"]
+    model = ScriptedModel()
+    _run(svc, model)  # 5 probes: the 2 most recent questions (5 // 2) and 3 from titles
+    st = auto_gate.load_state(cat)
+    assert st is not None
+    assert st["plan"][:2] == recent and all(isinstance(e, int) for e in st["plan"][2:])
+    assert [p["source"] for p in st["probes"]] == ["asked", "asked", "title", "title", "title"]
+    assert [p["question"] for p in st["probes"][:2]] == recent
+    assert _probe_calls(model) == 3  # the model writes only the title probes
+    gate = cat.get_json("gate")
+    assert gate["n_asked"] == 2 and gate["questions_logged"] == 3
+    assert auto_gate.needs_calibration(cat) is None
+    for i in range(auto_gate.RECALIBRATE_QUESTIONS - 1):
+        auto_gate.log_question(cat, f"question {i}")
+    assert auto_gate.needs_calibration(cat) is None
+    auto_gate.log_question(cat, "one more question")
+    assert auto_gate.needs_calibration(cat) == "20 new questions since the last calibration"

@@ -1,0 +1,57 @@
+"""The causal column's heading states the verdict (issue 13), in both languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_desktop.app.service import Verdict
+from rag_desktop.ui import i18n
+from rag_desktop.ui.columns import ResultColumn, heading_text, verdict_text
+
+
+def _gate(decision: str, n: int = 30, rel: float = 0.97) -> dict[str, object]:
+    return {"decision": decision, "n_probes": n, "reliability": rel, "labels": "llm-judged pool"}
+
+
+def test_verdict_text_in_words_and_numbers() -> None:
+    with i18n.using("en"):
+        helps = verdict_text(Verdict("hybrid", "gate", _gate("hybrid")).to_json())
+        assert helps == "Re-ranking helps on this library (30 probes, 97 % reliable): hybrid rerank shown"
+        hurts = verdict_text(Verdict("baseline", "gate", _gate("neither", 16, 1.0)).to_json())
+        assert hurts.startswith("Re-ranking would hurt on this library (16 probes, 100 % reliable)")
+        assert "causal scores kept for inspection" in hurts
+        few = verdict_text(Verdict("causal", "gate", _gate("causal", 4, 1.0)).to_json())
+        assert few.endswith("too few probes to call it reliable")
+        not_yet = verdict_text(Verdict("hybrid", "not_calibrated", None).to_json())
+        assert not_yet == "hybrid rerank shown: not calibrated yet"
+        assert "calibrating" in verdict_text(Verdict("hybrid", "calibrating", None).to_json())
+        assert verdict_text(Verdict("causal", "override", None).to_json()) == "causal rerank chosen for this question"
+        assert verdict_text(None) == ""
+    with i18n.using("zh"):
+        assert verdict_text(Verdict("baseline", "gate", _gate("neither")).to_json()).startswith("重排序会降低")
+        assert "尚未校准" in verdict_text(Verdict("hybrid", "not_calibrated", None).to_json())
+
+
+@pytest.mark.parametrize("key", [f"verdict.{r}" for r in ("helps", "hurts", "few", "not_calibrated", "calibrating",
+                                                           "override", "setting")]
+                         + [f"verdict.name.{s}" for s in ("baseline", "causal", "hybrid")]
+                         + [f"lib.calib.{s}" for s in ("running", "interrupted", "cancelled", "failed", "done")]
+                         + [f"override.{s}" for s in ("auto", "baseline", "causal", "hybrid", "tip")])
+def test_keys_built_at_run_time_exist(key: str) -> None:
+    assert i18n.has_tr(key)
+
+
+def test_column_heading_follows_the_verdict_and_the_language(qtbot) -> None:  # type: ignore[no-untyped-def]
+    col = ResultColumn("causal", "col.causal")
+    qtbot.addWidget(col)
+    v = Verdict("baseline", "gate", _gate("neither")).to_json()
+    with i18n.using("en"):
+        col.set_verdict(v)
+        assert col.header.text() == heading_text("col.causal", v)
+        assert "Re-ranking would hurt" in col.header.text()
+    i18n.set_language("zh")
+    try:
+        col.retranslate()
+        assert "重排序会降低" in col.header.text()
+    finally:
+        i18n.set_language("en")

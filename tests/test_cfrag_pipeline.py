@@ -29,6 +29,7 @@ from rag_desktop.core.cfrag import (
     run_cfrag,
 )
 from rag_desktop.core.cfrag_types import CFResult, CFTrace, to_jsonable, trace_to_json
+from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.settings import CFRagSettings, SettingsError
 from rag_desktop.core.types import (
@@ -162,6 +163,7 @@ class ScriptedGenerator:
         self.counterfactuals = counterfactuals
         self.synthesis = synthesis
         self.calls: list[tuple[str, tuple[ChatMessage, ...], int, float]] = []
+        self.groups: list[list[str]] = []  # prompt kinds of each generate_many call
 
     def load(self) -> None: ...
 
@@ -210,6 +212,13 @@ class ScriptedGenerator:
                 break
             yield GenEvent(GenEventKind.TOKEN, piece, logprob=-0.5)
         yield GenEvent(GenEventKind.DONE, finish_reason="stop")
+
+    def generate_many(self, requests: Sequence[GenRequest], *, cancel: CancelToken | None = None,
+                      on_token: TokenSink | None = None) -> list[GenResult]:
+        kinds = {SYSTEM_COUNTERFACTUAL: "counterfactual", SYSTEM_CLOSED_BOOK: "closed_book",
+                 SYSTEM_SYNTHESIS: "synthesis"}
+        self.groups.append([kinds.get(r.messages[0].content, "hypothesis") for r in requests])
+        return generate_sequentially(self, requests, cancel=cancel, on_token=on_token)
 
     def kinds(self) -> list[str]:
         return [c[0] for c in self.calls]
@@ -290,7 +299,7 @@ def test_counterfactuals_are_validated_ranked_and_rejected_with_reasons() -> Non
     # closed-book call for L(·).
     assert gen.kinds()[:7] == ["counterfactual"] * 6 + ["closed_book"]
     calls = [c for c in gen.calls if c[0] == "counterfactual"]
-    assert [c[2] for c in calls] == [100 + i for i in range(6)]  # seed + 100 + i
+    assert [c[2] for c in calls] == [cfrag.derive_seed(0, "counterfactual", i) for i in range(6)]
     assert {c[3] for c in calls} == {CFTuning().counterfactual_temperature}
     for c, tau in zip(calls, ("role", "time", "entity", "category", "scope", "role"), strict=True):
         assert cfrag.TYPE_INSTRUCTIONS["en"][tau] in c[1][-1].content
@@ -422,7 +431,7 @@ def test_trace_is_json_serialisable_and_complete() -> None:
 
 
 def _without_timings(t: CFTrace) -> object:
-    return to_jsonable(replace(t, timings=()))
+    return to_jsonable(replace(t, timings=(), generation=tuple(replace(u, seconds=0.0) for u in t.generation)))
 
 
 def test_run_is_reproducible_with_a_seed() -> None:
@@ -711,3 +720,119 @@ def test_median_sigma_rule_is_recorded_in_the_trace() -> None:
     dists = [float(np.linalg.norm(vecs[i] - vecs[j])) for i in range(len(kept)) for j in range(i + 1, len(kept))]
     assert t.spectral.sigma == pytest.approx(float(np.median(dists)), rel=1e-6)
     assert run()[0].trace.spectral.sigma == SETTINGS.sigma
+
+
+def test_every_generator_call_gets_its_own_seed_even_with_many_hypotheses() -> None:
+    """Issue 11: seeds were ad-hoc offsets (seed+10+j, seed+20, seed+100+i), so the 11th
+    hypothesis reused the synthesis seed. They now come from SeedSequence(seed) children."""
+    many = replace(SETTINGS, n_hypotheses=11, agreement_threshold=1.0)
+    for seed in range(12):
+        res, gen, _, _ = run(many, seed=seed)
+        if res.trace.decision.kind == "synthesize":
+            break
+    else:
+        pytest.fail("no seed produced a synthesis with 11 hypotheses")
+    seeds = [c[2] for c in gen.calls]
+    assert gen.kinds().count("hypothesis") == 11 and gen.kinds().count("synthesis") == 1
+    assert len(set(seeds)) == len(seeds), sorted(seeds)
+    assert all(0 <= s < 2**31 for s in seeds)
+    assert [h.seed for h in res.trace.hypotheses] == [cfrag.derive_seed(seed, "hypothesis", j) for j in range(11)]
+    syn = next(c[2] for c in gen.calls if c[0] == "synthesis")
+    assert syn == cfrag.derive_seed(seed, "synthesis")
+    # The derivation is SeedSequence's spawn tree: child (role) → grandchild (index).
+    ss = np.random.SeedSequence(seed).spawn(len(cfrag.SEED_ROLES))[cfrag.SEED_ROLES.index("hypothesis")].spawn(3)[2]
+    assert cfrag.derive_seed(seed, "hypothesis", 2) == int(ss.generate_state(1, np.uint32)[0]) & 0x7FFFFFFF
+
+
+def test_independent_calls_are_decoded_as_groups() -> None:
+    for seed in range(12):
+        res, gen, _, _ = run(seed=seed)
+        if res.trace.decision.kind == "synthesize":
+            break
+    assert gen.groups == [["counterfactual"] * 6, ["closed_book"], ["hypothesis"] * 3, ["synthesis"]]
+    usage = res.trace.generation
+    assert [u.step for u in usage] == ["counterfactuals", "closed_book", "hypotheses", "synthesis"]
+    assert [u.calls for u in usage] == [6, 1, 3, 1]
+    assert all(u.prompt_tokens > 0 and u.completion_tokens > 0 and u.truncated == 0 for u in usage)
+    assert not res.trace.decision.truncated
+
+
+class BudgetGenerator(ScriptedGenerator):
+    """Replies as ScriptedGenerator but reports that every hypothesis hit its token budget."""
+
+    def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float, seed: int,
+               cancel: CancelToken | None = None, stop: Sequence[str] = ()) -> Iterator[GenEvent]:
+        events = list(super().stream(messages, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                     cancel=cancel, stop=stop))
+        if messages[0].content.startswith(SYSTEM_HYPOTHESIS):
+            yield GenEvent(GenEventKind.TOKEN, '{"answer": "Christian Bale. He plays Bruce Wayne, who is')
+            yield GenEvent(GenEventKind.DONE, finish_reason="length")
+            return
+        yield from events
+
+
+def test_an_answer_that_hits_the_budget_says_so() -> None:
+    res, _, _, _ = run(replace(SETTINGS, agreement_threshold=0.0), gen=BudgetGenerator())
+    t = res.trace
+    assert all(h.finish_reason == "length" for h in t.hypotheses)
+    assert t.decision.truncated and t.decision.kind == "select"
+    assert any("used all of its" in w and "budget" in w for w in t.warnings)
+    assert res.answer.text == "Christian Bale."  # cut back to its last complete sentence
+    assert t.generation[2].truncated == 3
+
+
+def test_trim_to_sentence() -> None:
+    assert cfrag.trim_to_sentence("Paris. It is the capital of") == "Paris."
+    assert cfrag.trim_to_sentence("标准为每晚500元。超出部分") == "标准为每晚500元。"
+    assert cfrag.trim_to_sentence("no sentence end here") == "no sentence end here"
+    assert cfrag.trim_to_sentence("Complete.") == "Complete."
+
+
+class SharedContextGenerator(ScriptedGenerator):
+    """A backend whose generate_many shares one small context among its sequences."""
+
+    batch_shares_context = True
+    n_ctx = 1900  # 3 × (384 answer + 64 margin + ~100 prompt) leaves ~85 evidence tokens each
+
+
+def test_a_small_shared_context_shrinks_evidence_per_hypothesis_and_says_so() -> None:
+    wide, gen_w, _, _ = run(gen=ScriptedGenerator())
+    narrow, gen_n, _, _ = run(gen=SharedContextGenerator(), tuning=CFTuning(min_evidence_tokens=40))
+    assert wide.trace.evidence_budget > narrow.trace.evidence_budget >= 40
+    assert any("too small for 3 hypotheses" in w for w in narrow.trace.warnings)
+    assert not any("too small" in w for w in wide.trace.warnings)
+    hyp_w = [c[1][-1].content for c in gen_w.calls if c[0] == "hypothesis"]
+    hyp_n = [c[1][-1].content for c in gen_n.calls if c[0] == "hypothesis"]
+    assert sum(map(len, hyp_n)) < sum(map(len, hyp_w))
+
+
+def test_evidence_rows_show_the_chosen_evidence_first_in_prompt_order() -> None:
+    res, _, _, _ = run(replace(SETTINGS, agreement_threshold=0.0))
+    t = res.trace
+    rows = cfrag.evidence_rows(t)
+    chosen = next(h for h in t.hypotheses if h.index == t.decision.chosen)
+    members = next(sub.members for sub in t.subsets if sub.index == chosen.subset)
+    groups = [r.group for r in rows]
+    assert [r.evidence.pool_id for r in rows if r.group == "chosen"] == list(members)
+    assert [r.slot for r in rows if r.group == "chosen"] == list(range(1, len(members) + 1))
+    assert groups == sorted(groups, key=["chosen", "kept", "filtered"].index)  # the three groups in order
+    kept = [r.evidence.s_q for r in rows if r.group == "kept"]
+    assert kept == sorted(kept, reverse=True)
+    assert {r.evidence.status for r in rows if r.group == "filtered"} <= {"duplicate", "low_quality", "below_cut"}
+    assert len(rows) == len(t.evidence)  # nothing is hidden: filtered passages are marked, not dropped
+    assert all(r.margin == pytest.approx(r.evidence.s_q - r.evidence.max_s_cf) for r in rows)
+
+
+def test_margin_summary_says_when_counterfactuals_cannot_separate_anything() -> None:
+    res, _, _, _ = run()
+    t = res.trace
+    m = cfrag.margin_summary(t)
+    assert m.separates and m.spread > m.noise >= cfrag.MARGIN_NOISE_FLOOR  # villain/director q' do separate
+    # The demo's failure: a kept q' that paraphrases q scores every passage like q (Δ ≈ 0 ± 0.004).
+    para = replace(t.counterfactuals[0], sim_sem=0.997)
+    flat = tuple(replace(e, s_cf=(e.s_q + 0.002 * (-1) ** e.pool_id,), max_s_cf=e.s_q + 0.002 * (-1) ** e.pool_id)
+                 for e in t.evidence)
+    m2 = cfrag.margin_summary(replace(t, counterfactuals=(para,), evidence=flat))
+    assert not m2.separates and m2.spread == pytest.approx(0.004)
+    assert "cannot separate" in m2.reason and "paraphrase" in m2.reason
+    assert not cfrag.margin_summary(replace(t, counterfactuals=())).separates

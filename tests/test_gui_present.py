@@ -57,16 +57,18 @@ def test_rank_change_across_levels_uses_the_document_and_new_when_absent() -> No
     assert rank_change(base, stranger).text == "新"
 
 
-def test_cfrag_rows_put_the_winners_evidence_first_then_by_causal_margin() -> None:
+def test_cfrag_rows_show_what_cfrag_used_first_then_kept_then_filtered() -> None:
     res = make_cf_result()
     rows = cfrag_rows(res.trace)
-    # kept pool ids 0..3; the chosen hypothesis used subset 0 = {0, 2}; margins 0.3, 0.1, 0.2, -0.1
-    assert [r.evidence.pool_id for r in rows] == [0, 2, 1, 3]
-    assert [r.used_by_chosen for r in rows] == [True, True, False, False]
-    assert [r.rank for r in rows] == [1, 2, 3, 4]
+    # kept pool ids 0..3 (s_q 0.8, 0.7, 0.6, 0.5); the chosen hypothesis used subset 0 = (0, 2) in
+    # that prompt order; then the other kept ones by s(q,e); the duplicate 4 last, marked.
+    assert [r.evidence.pool_id for r in rows] == [0, 2, 1, 3, 4]
+    assert [r.group for r in rows] == ["chosen", "chosen", "kept", "kept", "filtered"]
+    assert [r.used_by_chosen for r in rows] == [True, True, False, False, False]
+    assert [r.rank for r in rows] == [1, 2, 3, 4, 5]
     assert rows[0].margin == pytest.approx(0.3)
-    assert all(r.evidence.status == "kept" for r in rows)  # the duplicate is not a row
-    assert [h.rank for h in cfrag_hits(res.trace)] == [1, 2, 3, 4]
+    assert rows[-1].evidence.status == "duplicate"
+    assert [h.rank for h in cfrag_hits(res.trace)] == [1, 2, 3, 4, 5]
 
 
 def reference_spans(text: str, terms: list[tuple[str, str]]) -> set[tuple[int, int, str]]:

@@ -418,3 +418,153 @@ def test_http_backend_token_estimate_errs_high_against_qwen_tokenizer(qwen: Llam
     for text in texts:
         real = qwen.count_tokens(text)
         assert real <= estimate_tokens(text) <= 2 * real, text[:40]
+
+
+# --------------------------------------------------------------------------- generate_many (batched)
+
+from rag_desktop.core.generation import GenRequest, generate_sequentially  # noqa: E402
+
+SHARED_SYSTEM = ChatMessage("system", "You are a careful assistant. Answer in one or two sentences, plainly, "
+                                      "without lists, and do not repeat the question.")
+BATCH_QUESTIONS = ["What is the capital of France?", "Why is the sky blue?", "Name three fruits.",
+                   "What do bees make?", "How many legs does a spider have?"]
+
+
+def batch_requests(temperature: float, max_tokens: int = 40) -> list[GenRequest]:
+    return [GenRequest((SHARED_SYSTEM, ChatMessage("user", q)), max_tokens=max_tokens, temperature=temperature,
+                       seed=11 + 7 * i) for i, q in enumerate(BATCH_QUESTIONS)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_generate_many_batched_equals_one_at_a_time(smol: LlamaCppGenerator, temperature: float) -> None:
+    reqs = batch_requests(temperature)
+    batched = smol.generate_many(reqs)
+    stats = smol.last_batch
+    assert stats.requests == 5 and stats.waves == 1
+    assert stats.shared_prefix_tokens > 20  # the system prompt and the template's opening were read once
+    assert stats.evaluated_tokens < stats.prompt_tokens
+    # decode calls: a handful of prefill chunks plus one per generated step, not one per token per sequence
+    assert stats.decode_calls <= 2 + max(r.completion_tokens for r in batched) + 1
+    alone = [smol.generate_many([r])[0] for r in reqs]
+    assert [r.text for r in batched] == [r.text for r in alone]
+    assert [r.finish_reason for r in batched] == [r.finish_reason for r in alone]
+    assert all(r.text.strip() for r in batched)
+    assert len({r.text for r in batched}) == 5  # five different questions, five different answers
+
+
+@pytest.mark.slow
+def test_generate_many_matches_stream_and_the_sequential_fallback(smol: LlamaCppGenerator) -> None:
+    reqs = batch_requests(0.0)[:3]
+    batched = smol.generate_many(reqs)
+    streamed = [smol.generate(list(r.messages), max_tokens=r.max_tokens, temperature=0.0, seed=r.seed)
+                for r in reqs]
+    fallback = generate_sequentially(smol, reqs)
+    assert [r.text for r in batched] == streamed == [r.text for r in fallback]
+    # Seeded sampling: the same seed gives the same text, another seed another text.
+    a = smol.generate_many(batch_requests(0.9, 48))
+    b = smol.generate_many(list(reversed(batch_requests(0.9, 48))))
+    assert [r.text for r in a] == [r.text for r in reversed(b)]
+    other = [GenRequest(r.messages, r.max_tokens, r.temperature, r.seed + 1) for r in batch_requests(0.9, 48)]
+    assert [r.text for r in smol.generate_many(other)] != [r.text for r in a]
+
+
+@pytest.mark.slow
+def test_generate_many_stop_strings_max_tokens_and_length_flag(smol: LlamaCppGenerator) -> None:
+    count = [ChatMessage("user", "Count from 1 to 30, separated by commas.")]
+    reqs = [GenRequest(tuple(count), max_tokens=60, temperature=0.0, seed=1, stop=("5.",)),
+            GenRequest(tuple(count), max_tokens=5, temperature=0.0, seed=1),
+            GenRequest(tuple(STORY), max_tokens=12, temperature=0.0, seed=1)]
+    stopped, short, story = smol.generate_many(reqs)
+    # SmolLM2 counts as "1. 1\n2. 2\n…": the stop string ends the text before its first occurrence.
+    assert stopped.finish_reason == "stop" and "5." not in stopped.text and stopped.text.rstrip().endswith("4. 4")
+    assert short.finish_reason == "length" and short.truncated and short.completion_tokens == 5
+    assert story.finish_reason == "length" and story.completion_tokens == 12
+    assert smol.generate_many([reqs[1]])[0].text == short.text
+
+
+@pytest.mark.slow
+def test_generate_many_keeps_the_shared_prefix_for_the_next_call(smol: LlamaCppGenerator) -> None:
+    reqs = batch_requests(0.0)
+    first = smol.generate_many(reqs[:2])
+    again = smol.generate_many(reqs[2:4])  # same system prompt: its KV is still in seq 0
+    assert smol.last_batch.reused_prefix_tokens >= smol.last_batch.shared_prefix_tokens > 20
+    assert smol.last_batch.evaluated_tokens == smol.last_batch.prompt_tokens - 2 * smol.last_batch.shared_prefix_tokens
+    fresh = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx, keep_prefix=False)
+    try:
+        assert [r.text for r in fresh.generate_many(reqs[2:4])] == [r.text for r in again]
+        assert fresh.last_batch.reused_prefix_tokens == 0
+        assert [r.text for r in fresh.generate_many(reqs[:2])] == [r.text for r in first]
+    finally:
+        fresh.close()
+
+
+@pytest.mark.slow
+def test_generate_many_runs_in_waves_when_the_context_is_small() -> None:
+    gen = LlamaCppGenerator(smollm2(), n_ctx=2048, check_memory=False)
+    try:
+        reqs = [GenRequest((SHARED_SYSTEM, ChatMessage("user", q)), max_tokens=600, temperature=0.0, seed=1)
+                for q in BATCH_QUESTIONS[:4]]
+        out = gen.generate_many(reqs)
+        assert gen.last_batch.waves >= 2  # 4 × 600 answer tokens cannot share 2048 cells
+        assert [r.text for r in out] == [gen.generate_many([r])[0].text for r in reqs]
+    finally:
+        gen.close()
+
+
+@pytest.mark.slow
+def test_generate_many_cancel_stops_every_sequence_within_a_second(smol: LlamaCppGenerator) -> None:
+    token = CancelToken()
+    set_at = [0.0]
+    seen: set[int] = set()
+
+    def on_token(i: int, _text: str) -> None:
+        seen.add(i)
+        if len(seen) == 4 and not set_at[0]:  # every sequence is decoding: cancel half a second later
+            set_at[0] = time.monotonic() + 0.5
+            threading.Timer(0.5, token.set).start()
+
+    reqs = [GenRequest(tuple(STORY), max_tokens=3000, temperature=0.8, seed=i) for i in range(4)]
+    out = smol.generate_many(reqs, cancel=token, on_token=on_token)
+    latency = time.monotonic() - set_at[0]
+    assert [r.finish_reason for r in out] == ["cancelled"] * 4
+    assert all(r.text for r in out) and latency < 1.0
+    # The context is usable afterwards and gives the same results as before.
+    reqs2 = batch_requests(0.0)[:2]
+    assert [r.text for r in smol.generate_many(reqs2)] == [smol.generate_many([r])[0].text for r in reqs2]
+
+
+@pytest.mark.slow
+def test_generate_many_cancel_during_long_prefill(smol: LlamaCppGenerator) -> None:
+    filler = " ".join(f"Note {i}: apples, pears and plums were counted in crate {i}." for i in range(300))
+    reqs = [GenRequest((ChatMessage("user", f"{filler}\nQuestion {i}: summarise the notes."),), max_tokens=50,
+                       temperature=0.0, seed=1) for i in range(2)]
+    token = CancelToken()
+    threading.Timer(0.3, token.set).start()
+    t0 = time.monotonic()
+    out = smol.generate_many(reqs, cancel=token)
+    assert [r.finish_reason for r in out] == ["cancelled", "cancelled"]
+    assert time.monotonic() - t0 - 0.3 < 1.0
+    assert smol.generate_many([batch_requests(0.0)[0]])[0].text
+
+
+@pytest.mark.slow
+def test_generate_many_too_long_prompt_is_a_clear_error() -> None:
+    gen = LlamaCppGenerator(smollm2(), n_ctx=2048, check_memory=False)
+    try:
+        long = " ".join(["word"] * 4000)
+        with pytest.raises(ValueError, match=r"exceed context window of 2048"):
+            gen.generate_many([GenRequest((ChatMessage("user", long),), 10, 0.0, 1)])
+    finally:
+        gen.close()
+
+
+@pytest.mark.slow
+def test_qwen_generate_many_batched_equals_one_at_a_time(qwen: LlamaCppGenerator) -> None:
+    reqs = [GenRequest((ChatMessage("system", "用一句话回答。"), ChatMessage("user", q)), max_tokens=32,
+                       temperature=t, seed=5 + i)
+            for i, (q, t) in enumerate([("中国的首都是哪里？", 0.0), ("水的化学式是什么？", 0.0),
+                                         ("太阳从哪边升起？", 0.7), ("一年有几个月？", 0.7)])]
+    batched = qwen.generate_many(reqs)
+    assert [r.text for r in batched] == [qwen.generate_many([r])[0].text for r in reqs]
+    assert "北京" in batched[0].text

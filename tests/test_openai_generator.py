@@ -364,3 +364,28 @@ def test_real_server_rejects_prompt_beyond_its_context(real_server: str) -> None
     with pytest.raises(GeneratorError, match=r"closed the stream without sending anything.*--n_ctx"):
         list(gen.stream(huge, max_tokens=8, temperature=0, seed=1))
 
+
+
+@pytest.mark.slow
+def test_real_server_generate_many_sends_requests_concurrently(real_server: str) -> None:
+    from rag_desktop.core.generation import GenRequest
+
+    gen = OpenAIGenerator(real_server, model="smollm2", timeout=120)
+    questions = ["What is the capital of France?", "Name three fruits.", "What do bees make?"]
+    reqs = [GenRequest((ChatMessage("user", q),), max_tokens=24, temperature=0.0, seed=i)
+            for i, q in enumerate(questions)]
+    pieces: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    out = gen.generate_many(reqs, on_token=lambda i, t: pieces[i].append(t))
+    alone = [gen.generate(list(r.messages), max_tokens=24, temperature=0.0, seed=r.seed) for r in reqs]
+    assert [r.text for r in out] == alone
+    assert ["".join(pieces[i]) for i in range(3)] == alone
+    assert all(r.finish_reason in ("stop", "length") and r.text for r in out)
+    # Cancel stops every request within a second and leaves the server usable.
+    cancel = CancelToken()
+    threading.Timer(1.0, cancel.set).start()
+    t0 = time.monotonic()
+    long = [GenRequest(tuple(STORY), max_tokens=2000, temperature=0.7, seed=i) for i in range(3)]
+    res = gen.generate_many(long, cancel=cancel)
+    assert [r.finish_reason for r in res] == ["cancelled"] * 3
+    assert time.monotonic() - t0 - 1.0 < 1.0
+    assert gen.generate(HELLO, max_tokens=8, temperature=0, seed=1)

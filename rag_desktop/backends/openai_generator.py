@@ -20,6 +20,11 @@ Behaviour a caller can rely on:
   :func:`estimate_tokens`, a deliberately high estimate so that prompts stay inside n_ctx.
 * ``n_ctx``: the configured value, lowered to what the server reports (vLLM's
   ``max_model_len`` in ``/v1/models``, llama.cpp server's ``/props``) when it reports one.
+* ``generate_many`` sends the requests concurrently, one connection and thread each (at
+  most ``max_parallel`` at a time), so a server with parallel slots (llama.cpp server
+  ``--parallel N``, vLLM) decodes them together; each request carries its own seed, and
+  the results are what :meth:`OpenAIGenerator.stream` gives for it alone. A server without
+  slots queues them — no slower than sending them one after another.
 * Thinking text (``<think>…</think>`` in the content) is removed as for the local
   backend; a ``reasoning_content`` field (vLLM's reasoning parser) is ignored. For models
   whose name contains "qwen3" the "/no_think" switch is added unless ``thinking=True``.
@@ -36,8 +41,10 @@ import socket
 import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
 
@@ -92,6 +99,7 @@ class OpenAIGenerator:
         n_ctx: int = 8192,
         api_key: str = "",
         thinking: bool = False,
+        max_parallel: int = 8,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -105,6 +113,7 @@ class OpenAIGenerator:
         self.timeout = float(timeout)
         self.api_key = api_key
         self.thinking = thinking
+        self.max_parallel = max(1, int(max_parallel))
         self._scheme = parts.scheme
         self._host = parts.hostname
         self._port = parts.port
@@ -429,6 +438,44 @@ class OpenAIGenerator:
             yield GenEvent(GenEventKind.TOKEN, rest)
         self.last_thinking = "".join(think.thinking)
         yield GenEvent(GenEventKind.DONE, finish_reason=finish or "stop")
+
+    def generate_many(
+        self,
+        requests: Sequence[GenRequest],
+        *,
+        cancel: CancelToken | None = None,
+        on_token: TokenSink | None = None,
+    ) -> list[GenResult]:
+        """The requests concurrently, each as :meth:`stream` would run it (see the module doc).
+
+        A failure of any request is raised once all have ended (the first one, in request
+        order); ``on_token`` is called from the worker threads, serialised by a lock.
+        """
+        reqs = list(requests)
+        if len(reqs) <= 1 or self.max_parallel == 1:
+            return generate_sequentially(self, reqs, cancel=cancel, on_token=on_token)
+        lock = threading.Lock()
+
+        def sink(offset: int) -> TokenSink | None:
+            if on_token is None:
+                return None
+
+            def put(_i: int, text: str) -> None:
+                with lock:
+                    on_token(offset, text)
+            return put
+
+        def one(i: int) -> GenResult:
+            return generate_sequentially(self, [reqs[i]], cancel=cancel, on_token=sink(i))[0]
+
+        with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(reqs)),
+                                thread_name_prefix="openai-generate-many") as pool:
+            futures = [pool.submit(one, i) for i in range(len(reqs))]
+            errors = [f.exception() for f in futures]
+        for err in errors:
+            if err is not None:
+                raise err
+        return [f.result() for f in futures]
 
     def _whole_response(self, url: str, raw: bytes, think: ThinkFilter) -> Iterator[GenEvent]:
         sample = raw.decode("utf-8", errors="replace")

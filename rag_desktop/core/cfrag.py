@@ -50,14 +50,18 @@ from rag_desktop.core.cfrag_types import (
     CounterfactualCandidate,
     DecisionKind,
     DecisionTrace,
+    EvidenceRow,
     EvidenceStatus,
     EvidenceTrace,
+    GenerationUsage,
     HypothesisTrace,
+    MarginSummary,
     ParseMethod,
     SpectralTrace,
     StepTiming,
     SubsetTrace,
 )
+from rag_desktop.core.generation import GenRequest, GenResult, generate_many
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.qa_metrics import answer_tokens, is_cjk, normalize_answer, token_f1
 from rag_desktop.core.settings import CFRagSettings, SettingsError
@@ -100,8 +104,8 @@ class CFTuning:
     * ``score_scale`` — how raw s(q, e) is mapped to [0, 1] (see :func:`resolve_score_scale`).
     * ``quality_ref_chars`` — content characters at which Q(e)'s length factor reaches 1.
     * ``counterfactual_prompt`` — "per_type" (default): one short call per transformation
-      τ_i, each writing one line (:func:`counterfactual_type_messages`), seeded
-      ``seed + 100 + i`` and sampled at ``counterfactual_temperature`` for diversity;
+      τ_i, each writing one line (:func:`counterfactual_type_messages`), each with its own
+      seed (:func:`derive_seed`) and sampled at ``counterfactual_temperature`` for diversity;
       "batch": one call writing all ``n_candidates`` lines (:func:`counterfactual_messages`).
     * temperatures / token limits of the generator calls; k-means restarts.
     * ``synthesis_top`` — the paper's "top-3" for synthesis.
@@ -125,8 +129,12 @@ class CFTuning:
     max_tokens_counterfactuals: int = 320
     max_tokens_counterfactual_line: int = 48
     max_tokens_closed_book: int = 192
-    max_tokens_hypothesis: int = 256
-    max_tokens_synthesis: int = 320
+    # A hypothesis is a JSON object with an answer and one to three sentences of rationale;
+    # at 256 tokens the 0.5B model's longer replies were cut inside the answer string
+    # (issue 14: "…cross-encoders are too"), so the budgets leave room for that.
+    max_tokens_hypothesis: int = 384
+    max_tokens_synthesis: int = 448
+    min_evidence_tokens: int = 256  # evidence per hypothesis is never shrunk below this (see _evidence_budget)
     kmeans_n_init: int = 8
     kmeans_max_iter: int = 100
     synthesis_top: int = 3
@@ -147,6 +155,32 @@ class CFTuning:
 
 
 DEFAULT_TUNING = CFTuning()
+
+
+# =========================================================================== seeds
+
+# Every random choice of a run derives from ``seed`` through numpy's SeedSequence spawn
+# tree: child r of SeedSequence(seed) (r = the role's index below) and, for calls that
+# come in a group, its grandchild i. Streams of different roles or indices are
+# independent by construction — the ad-hoc offsets used before (seed + 10 + j for
+# hypotheses, seed + 20 for the synthesis) collided from the 11th hypothesis on
+# (issue 11). The order is fixed: children 0 and 1 were already the clustering and
+# sampling streams, so those results do not change.
+SEED_ROLES = ("clustering", "sampling", "counterfactual", "closed_book", "hypothesis", "synthesis")
+
+
+def derive_seed(seed: int, role: str, index: int = 0) -> int:
+    """The generator seed of call ``index`` of ``role``: the first 32-bit word of
+    SeedSequence(seed).spawn(...)[role].spawn(...)[index] (= ``SeedSequence(seed,
+    spawn_key=(role, index))``), masked to 31 bits — llama.cpp reads 0xFFFFFFFF as "pick a
+    random seed", and servers may parse seeds as signed 32-bit integers."""
+    ss = np.random.SeedSequence(seed, spawn_key=(SEED_ROLES.index(role), index))
+    return int(ss.generate_state(1, np.uint32)[0]) & 0x7FFFFFFF
+
+
+def stream_rng(seed: int, role: str) -> np.random.Generator:
+    """The numpy generator of ``role`` ("clustering", "sampling"): child ``role`` of SeedSequence(seed)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(SEED_ROLES.index(role),)))
 
 
 # =========================================================================== generation
@@ -186,6 +220,36 @@ def generate_text(
         cancel.raise_if_set()
     mean_lp = float(np.mean(logprobs)) if logprobs else None
     return Generated("".join(parts), finish, mean_lp)
+
+
+UsageSink = Callable[[GenerationUsage], None]
+
+
+def generate_group(
+    generator: Generator,
+    step: str,
+    requests: Sequence[GenRequest],
+    *,
+    cancel: CancelToken | None = None,
+    usage: UsageSink | None = None,
+) -> list[Generated]:
+    """Independent calls decoded together (:func:`rag_desktop.core.generation.generate_many`).
+
+    A batching backend decodes them in one batch and reads their shared prefix once;
+    others run them one after another with the same results for the same seeds. The
+    cost of the group goes to ``usage``; a cancel raises :class:`Cancelled` afterwards.
+    """
+    t0 = time.perf_counter()
+    results: list[GenResult] = generate_many(generator, requests, cancel=cancel)
+    if usage is not None:
+        usage(GenerationUsage(
+            step=step, calls=len(results), prompt_tokens=sum(r.prompt_tokens for r in results),
+            cached_tokens=sum(r.cached_tokens for r in results),
+            completion_tokens=sum(r.completion_tokens for r in results),
+            seconds=time.perf_counter() - t0, truncated=sum(r.truncated for r in results)))
+    if cancel is not None:
+        cancel.raise_if_set()
+    return [Generated(r.text, r.finish_reason, r.mean_logprob) for r in results]
 
 
 def _has_cjk(text: str) -> bool:
@@ -675,6 +739,7 @@ def explore_counterfactuals(
     seed: int,
     tuning: CFTuning = DEFAULT_TUNING,
     cancel: CancelToken | None = None,
+    usage: UsageSink | None = None,
 ) -> tuple[list[CounterfactualCandidate], list[CounterfactualCandidate], str, list[str]]:
     """Step 1 end to end: generate, answer closed-book, validate and rank the q'.
 
@@ -683,28 +748,30 @@ def explore_counterfactuals(
 
     Generation follows ``tuning.counterfactual_prompt``: "per_type" makes
     ``settings.n_candidates`` short calls cycling through the transformations (role,
-    time, entity, category, scope, role, …), each sampled with its own seed
-    (``seed + 100 + i``) at ``counterfactual_temperature``; "batch" makes one call for
-    all candidates. Either way the candidates then go through one closed-book call (the
-    L(·) proxy) and :func:`evaluate_counterfactuals`.
+    time, entity, category, scope, role, …), decoded together (:func:`generate_group`:
+    their shared system prompt and worked-example turns are read once by a batching
+    backend), each sampled with its own seed (``derive_seed(seed, "counterfactual", i)``)
+    at ``counterfactual_temperature``; "batch" makes one call for all candidates. Either
+    way the candidates then go through one closed-book call (the L(·) proxy, seed
+    ``derive_seed(seed, "closed_book")``) and :func:`evaluate_counterfactuals`.
     """
     s = settings
     warnings: list[str] = []
     cands: list[tuple[str, str]] = []
     if tuning.counterfactual_prompt == "batch":
-        gen = generate_text(generator, counterfactual_messages(query, s.n_candidates),
-                            max_tokens=tuning.max_tokens_counterfactuals,
-                            temperature=tuning.counterfactual_temperature, seed=seed, cancel=cancel)
+        [gen] = generate_group(generator, "counterfactuals", [GenRequest(
+            counterfactual_messages(query, s.n_candidates), tuning.max_tokens_counterfactuals,
+            tuning.counterfactual_temperature, derive_seed(seed, "counterfactual"))], cancel=cancel, usage=usage)
         raw = gen.text
         cands = parse_counterfactuals(gen.text)[: s.n_candidates]
     else:
         parts: list[str] = []
-        for i in range(s.n_candidates):
-            tau = TRANSFORMATIONS[i % len(TRANSFORMATIONS)]
-            g = generate_text(generator, counterfactual_type_messages(query, tau),
-                              max_tokens=tuning.max_tokens_counterfactual_line,
-                              temperature=tuning.counterfactual_temperature, seed=seed + 100 + i,
-                              cancel=cancel)
+        taus = [TRANSFORMATIONS[i % len(TRANSFORMATIONS)] for i in range(s.n_candidates)]
+        lines = generate_group(generator, "counterfactuals", [GenRequest(
+            counterfactual_type_messages(query, tau), tuning.max_tokens_counterfactual_line,
+            tuning.counterfactual_temperature, derive_seed(seed, "counterfactual", i))
+            for i, tau in enumerate(taus)], cancel=cancel, usage=usage)
+        for tau, g in zip(taus, lines, strict=True):
             parts.append(f"[{tau}] {g.text.strip()}")
             line = parse_counterfactual_line(g.text, query, [c[1] for c in cands])
             if line:
@@ -713,9 +780,9 @@ def explore_counterfactuals(
     if not cands:
         warnings.append("the generator wrote no usable counterfactual question; running without Q_cf")
         return [], [], raw, warnings
-    cb = generate_text(generator, closed_book_messages([query] + [c[1] for c in cands]),
-                       max_tokens=tuning.max_tokens_closed_book,
-                       temperature=tuning.closed_book_temperature, seed=seed + 1, cancel=cancel)
+    [cb] = generate_group(generator, "closed_book", [GenRequest(
+        closed_book_messages([query] + [c[1] for c in cands]), tuning.max_tokens_closed_book,
+        tuning.closed_book_temperature, derive_seed(seed, "closed_book"))], cancel=cancel, usage=usage)
     answers = parse_numbered_answers(cb.text, len(cands) + 1)
     qv = np.asarray(q_vec, dtype=np.float64)
     c_vecs = np.asarray(embedder.embed_queries([c[1] for c in cands]), dtype=np.float64)
@@ -1203,19 +1270,26 @@ _HYP_INSTRUCTIONS = (
 )
 
 
+def hypothesis_overhead(query: str, n_hits: int, generator: Generator) -> int:
+    """Prompt tokens of a hypothesis prompt other than the passages (system, question, headers)."""
+    system = f"{SYSTEM_HYPOTHESIS} {_HYP_INSTRUCTIONS}"
+    skeleton = f"Evidence:\n\n\nQuestion: {query}"
+    return generator.count_tokens(system + skeleton) + 8 * n_hits  # 8: a "[n] (title, p. x)" header
+
+
 def hypothesis_messages(
-    query: str, hits: Sequence[Hit], generator: Generator, max_tokens: int, margin: int
+    query: str, hits: Sequence[Hit], generator: Generator, max_tokens: int, margin: int,
+    budget: int | None = None,
 ) -> tuple[tuple[ChatMessage, ...], list[str]]:
     """The prompt of H(q, E_j) and the (possibly shortened) passage texts it used.
 
     As the paper asks: a direct answer, a rationale naming the key supporting evidence,
-    and an assessment of conflicting information.
+    and an assessment of conflicting information. ``budget`` caps the evidence tokens
+    (default: whatever one call leaves in n_ctx).
     """
     system = f"{SYSTEM_HYPOTHESIS} {_HYP_INSTRUCTIONS}"
-    skeleton = f"Evidence:\n\n\nQuestion: {query}"
-    budget = generator.n_ctx - max_tokens - margin - generator.count_tokens(system + skeleton)
-    budget -= 8 * len(hits)  # the "[n] (title, p. x)" headers
-    texts = fit_passages(generator, [h.text for h in hits], budget)
+    full = generator.n_ctx - max_tokens - margin - hypothesis_overhead(query, len(hits), generator)
+    texts = fit_passages(generator, [h.text for h in hits], full if budget is None else min(full, budget))
     user = f"Evidence:\n{_passage_block(hits, texts)}\n\nQuestion: {query}"
     return (ChatMessage("system", system), ChatMessage("user", user)), texts
 
@@ -1462,6 +1536,105 @@ def citations_for(text: str, sources: Sequence[Hit]) -> tuple[Citation, ...]:
     return tuple(out)
 
 
+def trim_to_sentence(text: str) -> str:
+    """A reply cut by its token budget, back to its last complete sentence (if it has one).
+
+    Only for text known to be cut (finish_reason "length"): "A. B is" → "A.". Without a
+    sentence end the text stays as it is (the trace flags it as truncated either way).
+    """
+    ends = [m.end() for m in re.finditer(r"[.!?。！？](?=\s|$)|[。！？]", text)]
+    cut = text[: ends[-1]].rstrip() if ends and ends[-1] < len(text.rstrip()) else text
+    return cut if cut.strip() else text
+
+
+def _evidence_budget(query: str, sizes: Sequence[int], generator: Generator,
+                     tuning: CFTuning) -> tuple[int, str]:
+    """Evidence tokens per hypothesis prompt, and a note when the context made it smaller.
+
+    One call may fill n_ctx. A backend whose ``generate_many`` decodes its sequences in
+    one shared context (``batch_shares_context``: the llama.cpp backend) holds the M
+    prompts and answers together only if each gets about 1/M of it:
+    (n_ctx − M·(answer + margin + overhead)) / M. The smaller of the two is used, but never
+    less than ``tuning.min_evidence_tokens`` — below that the backend decodes the
+    hypotheses in several waves instead (slower, same evidence).
+    """
+    m = len(sizes)
+    over = max(hypothesis_overhead(query, n, generator) for n in sizes)
+    full = generator.n_ctx - tuning.max_tokens_hypothesis - tuning.context_margin_tokens - over
+    if m < 2 or not bool(getattr(generator, "batch_shares_context", False)):
+        return full, ""
+    shared = (generator.n_ctx - m * (tuning.max_tokens_hypothesis + tuning.context_margin_tokens + over)) // m
+    if shared >= full:
+        return full, ""
+    budget = max(shared, min(full, tuning.min_evidence_tokens))
+    note = (f"the context (n_ctx = {generator.n_ctx}) is too small for {m} hypotheses with full evidence "
+            f"decoded together: evidence per hypothesis shrunk from {full} to {budget} tokens")
+    if budget > shared:
+        note += "; the hypotheses are decoded in more than one batch"
+    return budget, note
+
+
+# =========================================================================== what the column shows
+
+MARGIN_NOISE_FLOOR = 0.01  # normalised-score units; Δ differences below this are not read as signal
+PARAPHRASE_SIM = 0.98  # a kept q' this close to q (sim_sem) is a paraphrase: it cannot separate anything
+
+
+def evidence_rows(trace: CFTrace) -> list[EvidenceRow]:
+    """The evidence list of the CF-RAG column: what CF-RAG used first, Δ as an annotation.
+
+    Paper 002 produces an answer, not a ranking, so the list shows what the answer rests
+    on (issue 14, item 6): first the evidence of the chosen hypothesis in its prompt order
+    (for a synthesis, the evidence of the synthesised hypotheses in the synthesis prompt's
+    order), then the other kept evidence by s(q, e), then the filtered-out passages by
+    s(q, e), marked with their status. Ordering by Δ instead ranked noise first when every
+    Δ lay within ±0.004 (the demo's travel-expense question).
+    """
+    d = trace.decision
+    subsets = {sub.index: sub for sub in trace.subsets}
+    hyps = {h.index: h for h in trace.hypotheses}
+    ids = [d.chosen] if d.chosen >= 0 else list(d.synthesized_from)
+    chosen: list[int] = []
+    for hid in ids:
+        h = hyps.get(hid)
+        sub = subsets.get(h.subset) if h is not None else None
+        for p in sub.members if sub is not None else ():
+            if p not in chosen:
+                chosen.append(p)
+    by_id = {e.pool_id: e for e in trace.evidence}
+
+    def margin(e: EvidenceTrace) -> float | None:
+        return None if e.max_s_cf is None else e.s_q - e.max_s_cf
+
+    rows = [EvidenceRow(by_id[p], "chosen", n, margin(by_id[p])) for n, p in enumerate(chosen, start=1)
+            if p in by_id]
+    rest = sorted((e for e in trace.evidence if e.pool_id not in chosen), key=lambda e: (-e.s_q, e.pool_id))
+    rows += [EvidenceRow(e, "kept", 0, margin(e)) for e in rest if e.status == "kept"]
+    rows += [EvidenceRow(e, "filtered", 0, margin(e)) for e in rest if e.status != "kept"]
+    return rows
+
+
+def margin_summary(trace: CFTrace, floor: float = MARGIN_NOISE_FLOOR) -> MarginSummary:
+    """Can the counterfactual margins Δ separate the kept evidence at all? (see :class:`MarginSummary`)."""
+    kept = trace.kept_evidence
+    closest = max((c.sim_sem for c in trace.counterfactuals), default=0.0)
+    margins = [e.s_q - e.max_s_cf for e in kept if e.max_s_cf is not None]
+    s_q = [e.s_q for e in kept]
+    noise = max(floor, 0.1 * (max(s_q) - min(s_q))) if s_q else floor
+    if not trace.counterfactuals:
+        return MarginSummary(0.0, noise, False, closest, "no counterfactual question was kept, so there is no Δ")
+    if len(margins) < 2:
+        return MarginSummary(0.0, noise, False, closest, "fewer than two kept passages: nothing to separate")
+    spread = max(margins) - min(margins)
+    if spread > noise:
+        return MarginSummary(spread, noise, True, closest, "")
+    why = (f"every Δ lies within {spread:.3f} of the others, below the noise level {noise:.3f}: "
+           "the counterfactuals cannot separate this evidence")
+    if closest > PARAPHRASE_SIM:
+        why += f" (a kept counterfactual is a paraphrase of the question: sim {closest:.3f})"
+    return MarginSummary(spread, noise, False, closest, why)
+
+
 # =========================================================================== orchestrator
 
 
@@ -1539,6 +1712,7 @@ def run_cfrag(
         model.load()
     clock = _Clock()
     warnings: list[str] = []
+    usage: list[GenerationUsage] = []
     step_no = 0
 
     def begin(name: str, message: str = "") -> None:
@@ -1579,7 +1753,7 @@ def run_cfrag(
             centroid = (np.mean([vectors[_hit_key(h)] for h in hits_q], axis=0) if hits_q else None)
             kept_cf, rejected_cf, cf_raw, cf_warn = explore_counterfactuals(
                 query, q_vec=q_vec, context_centroid=centroid, embedder=embedder, generator=generator,
-                settings=s, seed=seed, tuning=tuning, cancel=cancel)
+                settings=s, seed=seed, tuning=tuning, cancel=cancel, usage=usage.append)
             warnings.extend(cf_warn)
     queries = [query] + [c.text for c in kept_cf]
 
@@ -1623,8 +1797,7 @@ def run_cfrag(
     # ---- Step 4: spectral clustering
     begin("clustering", "clustering the evidence")
     with clock.step("clustering"):
-        seeds = np.random.SeedSequence(seed).spawn(2)
-        rng_cluster, rng_sample = np.random.default_rng(seeds[0]), np.random.default_rng(seeds[1])
+        rng_cluster, rng_sample = stream_rng(seed, "clustering"), stream_rng(seed, "sampling")
         sigma = s.sigma
         if s.use_division and kept_ids:
             if tuning.sigma_rule == "median":
@@ -1652,15 +1825,22 @@ def run_cfrag(
     # ---- Step 5b: hypotheses
     begin("hypotheses", f"generating {len(subsets)} hypotheses")
     gens: list[tuple[Generated, int, str, str, ParseMethod]] = []
+    evidence_budget = -1
     with clock.step("hypotheses"):
+        if subset_pids:
+            evidence_budget, shrink_note = _evidence_budget(query, [len(p) for p in subset_pids], generator, tuning)
+            if shrink_note:
+                warnings.append(shrink_note)
+        requests = []
         for j, pids in enumerate(subset_pids):
-            msgs, _ = hypothesis_messages(query, [pool[p] for p in pids], generator,
-                                          tuning.max_tokens_hypothesis, tuning.context_margin_tokens)
-            hseed = seed + 10 + j
-            g = generate_text(generator, msgs, max_tokens=tuning.max_tokens_hypothesis,
-                              temperature=tuning.hypothesis_temperature, seed=hseed, cancel=cancel)
+            msgs, _ = hypothesis_messages(query, [pool[p] for p in pids], generator, tuning.max_tokens_hypothesis,
+                                          tuning.context_margin_tokens, budget=evidence_budget)
+            requests.append(GenRequest(msgs, tuning.max_tokens_hypothesis, tuning.hypothesis_temperature,
+                                       derive_seed(seed, "hypothesis", j)))
+        for req, g in zip(requests, generate_group(generator, "hypotheses", requests, cancel=cancel,
+                                                   usage=usage.append), strict=True):
             ans, rat, how = parse_hypothesis(g.text)
-            gens.append((g, hseed, ans, rat, how))
+            gens.append((g, req.seed, ans, rat, how))
 
     # ---- Step 6: arbitration
     begin("arbitration", "scoring the hypotheses")
@@ -1683,6 +1863,7 @@ def run_cfrag(
                 index=j, subset=j, answer=ans, rationale=rat, parse=how, raw_text=g.text, seed=hseed,
                 sim_answer_evidence=sim_ae, query_relevance=rel_q, presence=pres, phi_coh=coh,
                 phi_causal=causal, psi=psi(coh, causal, s.lam), mean_logprob=g.mean_logprob, rank=0,
+                finish_reason=g.finish_reason,
             ))
         order = sorted(range(len(unranked)), key=lambda j: (-unranked[j].psi, j))
         hyps = [dataclasses.replace(h, rank=order.index(h.index) + 1) for h in unranked]
@@ -1694,6 +1875,7 @@ def run_cfrag(
         kind: DecisionKind
         synth_from: tuple[int, ...] = ()
         synth_raw = ""
+        synth_finish = ""
         chosen = -1
         final_ans, final_rat = "", ""
         sources: list[Hit] = []
@@ -1715,9 +1897,10 @@ def run_cfrag(
             sources = [pool[p] for p in seen_p]
             msgs, _ = synthesis_messages(query, top, sources, queries[1:], generator,
                                          tuning.max_tokens_synthesis, tuning.context_margin_tokens)
-            g = generate_text(generator, msgs, max_tokens=tuning.max_tokens_synthesis,
-                              temperature=tuning.synthesis_temperature, seed=seed + 20, cancel=cancel)
-            synth_raw = g.text
+            [g] = generate_group(generator, "synthesis", [GenRequest(
+                msgs, tuning.max_tokens_synthesis, tuning.synthesis_temperature, derive_seed(seed, "synthesis"))],
+                cancel=cancel, usage=usage.append)
+            synth_raw, synth_finish = g.text, g.finish_reason
             final_ans, final_rat, _how = parse_hypothesis(g.text)
             if not normalize_answer(final_ans):
                 kind = "synthesis_fallback"
@@ -1732,6 +1915,12 @@ def run_cfrag(
             h = hyps[chosen]
             final_ans, final_rat = h.answer, h.rationale
             sources = [pool[p] for p in subset_pids[h.subset]]
+        budget_hit = (hyps[chosen].finish_reason if chosen >= 0 else synth_finish) == "length"
+        if budget_hit:
+            limit = tuning.max_tokens_hypothesis if chosen >= 0 else tuning.max_tokens_synthesis
+            final_ans = trim_to_sentence(final_ans)
+            warnings.append(f"the answer comes from a reply that used all of its {limit}-token budget, so it may "
+                            "be cut short (CFTuning.max_tokens_hypothesis / max_tokens_synthesis)")
     decision = DecisionTrace(
         agreement=agr,
         agreement_measure="mean pairwise token F1 of normalised answers",
@@ -1742,6 +1931,7 @@ def run_cfrag(
         synthesis_raw=synth_raw,
         final_answer=final_ans,
         final_rationale=final_rat,
+        truncated=budget_hit,
     )
 
     # ---- trace
@@ -1792,6 +1982,8 @@ def run_cfrag(
         decision=decision,
         timings=tuple(clock.timings),
         warnings=tuple(warnings),
+        generation=tuple(usage),
+        evidence_budget=evidence_budget,
     )
     answer = Answer(
         text=final_ans,

@@ -125,6 +125,7 @@ class HypothesisTrace:
     psi: float
     mean_logprob: float | None  # recorded when the generator reports log-probs; not used in Ψ
     rank: int  # 1 = highest Ψ
+    finish_reason: str = "stop"  # "length": the reply used all of its token budget and may be cut
 
 
 @dataclass(frozen=True)
@@ -138,12 +139,65 @@ class DecisionTrace:
     synthesis_raw: str
     final_answer: str
     final_rationale: str
+    truncated: bool = False  # the reply the answer comes from hit its token budget (see CFTrace.warnings)
 
 
 @dataclass(frozen=True)
 class StepTiming:
     step: str
     seconds: float
+
+
+@dataclass(frozen=True)
+class GenerationUsage:
+    """One group of generator calls made together (``generate_many``): what it cost.
+
+    ``prompt_tokens`` is every request's whole prompt; ``cached_tokens`` the part read
+    from a shared prefix instead of evaluated per request (-1 counts: unknown to the
+    backend); ``truncated`` how many replies hit their token budget.
+    """
+
+    step: str  # counterfactuals, closed_book, hypotheses, synthesis
+    calls: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    seconds: float
+    truncated: int
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """One line of the CF-RAG evidence list as the product shows it (see ``cfrag.evidence_rows``).
+
+    ``group``: "chosen" — given to the hypothesis the answer comes from (or to one of the
+    hypotheses synthesised from), in the order that prompt listed it (``slot`` = its [n]);
+    "kept" — other evidence that passed the filters; "filtered" — removed (``status`` says
+    why). ``margin`` is Δ = s(q, e) − max_{q'} s(q', e) (None without counterfactuals), an
+    annotation, not the order.
+    """
+
+    evidence: EvidenceTrace
+    group: Literal["chosen", "kept", "filtered"]
+    slot: int  # [n] in the chosen prompt (1-based), 0 outside the chosen group
+    margin: float | None
+
+
+@dataclass(frozen=True)
+class MarginSummary:
+    """Whether the counterfactual margins Δ say anything about the kept evidence.
+
+    ``noise`` = max(``floor``, 10 % of the spread of s(q, e) over the kept evidence): below it
+    differences of Δ are within the scorer's resolution relative to how much the passages
+    differ at all. ``separates`` is False when the spread of Δ is below ``noise`` (or there
+    are no counterfactuals / fewer than two passages); ``reason`` says why in words.
+    """
+
+    spread: float  # max Δ − min Δ over the kept evidence
+    noise: float
+    separates: bool
+    closest_counterfactual_sim: float  # max sim_sem(q, q') of the kept q' (a paraphrase is ~1)
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -171,6 +225,8 @@ class CFTrace:
     decision: DecisionTrace
     timings: tuple[StepTiming, ...]
     warnings: tuple[str, ...] = ()
+    generation: tuple[GenerationUsage, ...] = ()  # per group of generator calls, in call order
+    evidence_budget: int = -1  # prompt tokens of evidence per hypothesis (-1: not computed)
 
     @property
     def kept_evidence(self) -> tuple[EvidenceTrace, ...]:

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Lang
 
 FloatArray = npt.NDArray[np.float32]
@@ -99,7 +100,15 @@ class CrossEncoder(Protocol):
 
 @runtime_checkable
 class Generator(Protocol):
-    """A chat model that streams tokens and can count its own tokens."""
+    """A chat model that streams tokens and can count its own tokens.
+
+    ``generate_many`` runs independent requests (each with its own seed, stop strings and
+    max_tokens) and returns their results in order; a backend that cannot batch delegates
+    to :func:`rag_desktop.core.generation.generate_sequentially`, and a given request
+    with a given seed gives the same text either way. Callers use
+    :func:`rag_desktop.core.generation.generate_many`, which also accepts generators
+    that only implement ``stream``.
+    """
 
     @property
     def identity(self) -> str: ...
@@ -121,5 +130,13 @@ class Generator(Protocol):
         cancel: CancelToken | None = None,
         stop: Sequence[str] = (),
     ) -> Iterator[GenEvent]: ...
+
+    def generate_many(
+        self,
+        requests: Sequence[GenRequest],
+        *,
+        cancel: CancelToken | None = None,
+        on_token: TokenSink | None = None,
+    ) -> list[GenResult]: ...
 
     def close(self) -> None: ...

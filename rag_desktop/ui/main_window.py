@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.core.cfrag import margin_summary
 from rag_desktop.core.cfrag_types import CFResult
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Cancelled, Citation, Explanation, Hit, Progress, RankedList
@@ -1009,11 +1010,17 @@ class MainWindow(QMainWindow):
         rows = []
         for r in cfrag_rows(t):
             h = dataclasses.replace(r.evidence.hit, rank=r.rank)
+            note = (tr("col.cf_used") if r.used_by_chosen else
+                    tr("col.cf_filtered", why=tr(f"trace.status.{r.evidence.status}")) if r.group == "filtered"
+                    else "")
             rows.append(make_row(h, rank_change(base, h), [
-                ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)],
-                note=tr("col.cf_used") if r.used_by_chosen else ""))
+                ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)], note=note))
         sub = tr("col.cf_sub", kind=tr(f"trace.decision.{t.decision.kind}"), n=len(t.counterfactuals),
                  scorer=scorer_text(t.scorer, t.scorer_is_substitute))
+        m = margin_summary(t)  # Δ is an annotation with its noise level, not the order (issue 14)
+        if t.counterfactuals:
+            sub += " · " + tr("col.cf_margin_ok" if m.separates else "col.cf_margin_noise",
+                              spread=fmt(m.spread, 3), noise=fmt(m.noise, 3))
         self.columns["cfrag"].set_rows(rows, sub)
 
     # ================================================================== selection and viewer

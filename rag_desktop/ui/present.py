@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from rag_desktop.core.cfrag import evidence_rows
 from rag_desktop.core.cfrag_types import CFTrace, EvidenceTrace
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
 from rag_desktop.ui.i18n import has_tr, tr
@@ -81,11 +82,12 @@ def rank_change(baseline: RankedList, hit: Hit, new_rank: int | None = None) -> 
 
 @dataclass(frozen=True)
 class CFRow:
-    """One CF-RAG column row: a kept evidence passage in the order the arbitration favours."""
+    """One CF-RAG column row (order and groups: :func:`rag_desktop.core.cfrag.evidence_rows`)."""
 
     rank: int
     evidence: EvidenceTrace
     used_by_chosen: bool
+    group: str = "kept"  # "chosen", "kept" or "filtered" (then evidence.status says why)
 
     @property
     def margin(self) -> float:
@@ -94,28 +96,11 @@ class CFRow:
 
 
 def cfrag_rows(trace: CFTrace) -> list[CFRow]:
-    """Kept evidence, ordered: passages of the winning hypothesis first, then by causal margin.
-
-    Paper 002 produces an answer, not a ranking; to sit beside the other columns we show
-    the kept evidence pool. Choice (documented here, tested): evidence given to the chosen
-    hypothesis (or to every hypothesis synthesised from) comes first, and within each
-    group passages are ordered by the per-passage causal margin s(q,e) − max s(q',e),
-    the quantity φ_causal averages, ties by s(q,e).
-    """
-    chosen: set[int] = set()
-    d = trace.decision
-    hyp_ids = {d.chosen} if d.chosen >= 0 else set(d.synthesized_from)
-    subsets = {s.index: s for s in trace.subsets}
-    for h in trace.hypotheses:
-        if h.index in hyp_ids and h.subset in subsets:
-            chosen.update(subsets[h.subset].members)
-    kept = [e for e in trace.evidence if e.status == "kept"]
-
-    def margin(e: EvidenceTrace) -> float:
-        return e.s_q - (e.max_s_cf if e.max_s_cf is not None else 0.0)
-
-    kept.sort(key=lambda e: (e.pool_id not in chosen, -margin(e), -e.s_q, e.pool_id))
-    return [CFRow(i, e, e.pool_id in chosen) for i, e in enumerate(kept, start=1)]
+    """What CF-RAG used first — the chosen hypothesis's evidence in its prompt order — then
+    the other kept evidence by s(q,e), then the filtered-out passages (marked); Δ is an
+    annotation, not the order (issue 14: ordering by Δ ranked noise first)."""
+    return [CFRow(i, r.evidence, r.group == "chosen", r.group)
+            for i, r in enumerate(evidence_rows(trace), start=1)]
 
 
 def cfrag_hits(trace: CFTrace) -> list[Hit]:

@@ -223,7 +223,7 @@ class MainWindow(QMainWindow):
         self.query.setCurrentIndex(-1)
         line = self.query.lineEdit()
         assert line is not None
-        line.returnPressed.connect(lambda: self.ask())
+        line.returnPressed.connect(self._ask_from_box)
         self.ask_btn = QPushButton()
         self.ask_btn.clicked.connect(lambda: self.ask())
         self.level_box = QComboBox()
@@ -703,6 +703,19 @@ class MainWindow(QMainWindow):
         self.query.setCurrentIndex(0)
         self.query.blockSignals(False)
 
+    def _ask_from_box(self) -> None:
+        """Return in the question box. An editable QComboBox's line edit emits returnPressed
+        twice for one key press; the second, for the same text at once, is the same question
+        (before issue 12 it silently restarted the search; with follow-ups it would read the
+        question as a follow-up of itself)."""
+        text = self.query.currentText().strip()
+        now = time.monotonic()
+        last = getattr(self, "_last_return", ("", 0.0))
+        if text == last[0] and now - last[1] < 0.5:
+            return
+        self._last_return = (text, now)
+        self.ask()
+
     def ask(self, question: str | None = None, *, typed: str | None = None) -> None:
         """Ask ``question`` (default: the question box). A follow-up in a conversation is first
         rewritten into a standalone question for the user to check; ``typed`` marks a question
@@ -1081,9 +1094,11 @@ class MainWindow(QMainWindow):
         self.conversation_panel.show_rewriting(q)
         self.conversation_dock.show()
 
-        def job(ctx: TaskContext) -> Any:
-            yield from self.service.prepare_generator(ctx.cancel)
-            return rewrite(q, conv, ctx.cancel)
+        def job(ctx: TaskContext) -> Iterator[object]:
+            prepare = getattr(self.service, "prepare_generator", None)
+            if prepare is not None:  # the model may still be joining (first launch)
+                yield from prepare(ctx.cancel)
+            yield rewrite(q, conv, ctx.cancel)
 
         def done(rw: Any) -> None:
             if self.conversation_panel.pending == q:

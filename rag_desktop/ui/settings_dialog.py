@@ -92,6 +92,9 @@ TABS: tuple[tuple[str, tuple[Field, ...]], ...] = (
         Field("generation", "max_tokens", "int", 1, 32768),
         Field("generation", "thinking", "bool"),
         Field("generation", "translate", "bool"),
+        Field("generation", "passages", "bool"),
+        Field("generation", "max_passages", "int", 1, 50),
+        Field("generation", "rewrite_timeout_s", "float", 1.0, 600.0, 5.0, 0),
     )),
     ("settings.tab.interface", (
         Field("ui", "language", "choice", choices=("en", "zh")),

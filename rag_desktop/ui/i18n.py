@@ -521,8 +521,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.generation.translate.tip": ("Passages in another language than the question are translated before answering",
                                      "与问题语言不同的段落会在回答前被翻译"),
     "set.generation.passages": ("Answer from passages", "基于段落回答"),
-    "set.generation.passages.tip": ("The model reads the paragraphs of the top chunks that match the question, each with "
-                                    "its title, section and page, instead of whole chunks",
+    "set.generation.passages.tip": ("The model reads the paragraphs of the top chunks that match the question, "
+                                    "each with its title, section and page, instead of whole chunks",
                                     "模型阅读排名靠前的文本块中与问题最相关的段落（附标题、章节和页码），而不是整个文本块"),
     "set.generation.max_passages": ("Passages per answer", "每个回答的段落数"),
     "set.generation.max_passages.tip": ("At most this many passages are given to the model", "最多提供给模型的段落数"),

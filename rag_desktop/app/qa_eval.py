@@ -74,7 +74,7 @@ def distractor_passages(qid: str, question: str, n: int) -> dict[str, tuple[str,
 
 def _settings_for(method: str, base: Settings) -> Settings:
     if method in ("standard", "passages"):
-        return base.replace("generation", passages=method == "passages")
+        return base  # RagService.answer(passages=…) decides; the same settings keep the caches
     if method == "cfrag_no_cf":
         return base.replace("cfrag", use_counterfactuals=False)
     if method == "cfrag_no_div":
@@ -118,20 +118,27 @@ def run_qa_eval(args: argparse.Namespace) -> int:
             for ev in svc.ingest([files]):
                 if isinstance(ev, Progress) and sys.stderr.isatty():
                     sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
-            for method in methods:
-                svc.update_settings(_settings_for(method, base))
-                for q in questions:
-                    t0 = time.perf_counter()
-                    pred, extra = _predict(svc, method, str(q["question"]))
-                    dt = time.perf_counter() - t0
-                    golds = list(q["answers"])
-                    extra["lang"] = str(q.get("lang") or ("zh" if detect_lang(str(q["question"])) == "zh" else "en"))
-                    if "source_texts" in extra:
-                        extra["citation_precision"] = citation_precision(pred, extra.pop("source_texts"), golds)
-                    results[method].append((str(q["_id"]), score_answer(pred, golds), dt, pred, extra))
-                    print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
-                    if args.json_out:  # after every answer, so an interrupted run keeps what it measured
-                        _write_json(args.json_out, _table(results), results, args.distractors, partial=True)
+            if any(m in ("standard", "passages") for m in methods):
+                svc.runtime.generator()  # load the model before the clock runs: not part of any answer
+            # standard and passages differ only in what the model reads: run them question by
+            # question (paired), so an interrupted run still compares them on the same questions.
+            order = ([(m, q) for q in questions for m in methods] if set(methods) <= {"standard", "passages"}
+                     else [(m, q) for m in methods for q in questions])
+            for method, q in order:
+                wanted = _settings_for(method, base)
+                if wanted != svc.settings:  # a new Retriever (and its caches) only when settings change
+                    svc.update_settings(wanted)
+                t0 = time.perf_counter()
+                pred, extra = _predict(svc, method, str(q["question"]))
+                dt = time.perf_counter() - t0
+                golds = list(q["answers"])
+                extra["lang"] = str(q.get("lang") or ("zh" if detect_lang(str(q["question"])) == "zh" else "en"))
+                if "source_texts" in extra:
+                    extra["citation_precision"] = citation_precision(pred, extra.pop("source_texts"), golds)
+                results[method].append((str(q["_id"]), score_answer(pred, golds), dt, pred, extra))
+                print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
+                if args.json_out:  # after every answer, so an interrupted run keeps what it measured
+                    _write_json(args.json_out, _table(results), results, args.distractors, partial=True)
         finally:
             svc.close()
     table = _table(results)
@@ -199,7 +206,8 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
         answer: Answer | None = None
         t0 = time.perf_counter()
         ttft: float | None = None
-        for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis):
+        for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis,
+                             passages=method == "passages"):
             if isinstance(ev, Answer):
                 answer = ev
             elif isinstance(ev, GenEvent) and ev.kind == GenEventKind.TOKEN and ttft is None and ev.text.strip():

@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["baseline", "causal", "cfrag"], default="causal")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("chat", help="ask with follow-up questions (rewritten into standalone ones), a REPL")
+    _add_library(p)
+    p.add_argument("--method", choices=["baseline", "causal"], default="causal")
+
     p = sub.add_parser("eval", help="retrieval quality on BEIR-format data")
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--methods", default="baseline,cross_encoder,causal_exact,causal,causal_fb,hybrid")
@@ -67,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default="standard,cfrag,cfrag_no_cf,cfrag_no_div,cfrag_no_causal")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--distractors", type=int, default=0, help="inject n high-similarity distractors")
+    p.add_argument("--docs", type=Path, default=None,
+                   help="ingest this folder of documents instead of DATA/corpus.jsonl (e.g. resources/demo)")
+    p.add_argument("--generator", default=None,
+                   help="models.generator for this run: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 
     p = sub.add_parser("calibrate", help="decide per library whether the causal reranker helps (§4.6)")
@@ -89,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("models", help="prepare the embedded models (join, verify) and list them")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--join-only", action="store_true", help="join and verify the generator, skip the doctor report")
 
     p = sub.add_parser("doctor", help="report whether each model and backend is ready, or why not")
     p.add_argument("--json", action="store_true")

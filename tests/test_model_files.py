@@ -6,6 +6,7 @@ proves that locating a part never imports its package). The real 491 MB join is 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -19,6 +20,7 @@ import pytest
 from rag_desktop.app import model_files as mf
 from rag_desktop.app.model_files import (
     QWEN_0_5B,
+    QWEN_1_5B,
     SMOLLM2_135M,
     JoinedModelSpec,
     PackagedModelSpec,
@@ -230,6 +232,46 @@ def test_real_qwen_parts_are_located_without_import() -> None:
     assert sum(p.stat().st_size for p in parts) == QWEN_0_5B.size
     mf._precheck_parts(QWEN_0_5B, parts)  # sizes agree with pip's RECORD
     assert not any(name in sys.modules for name in QWEN_0_5B.packages)
+
+
+def test_real_1_5b_parts_are_located_without_import() -> None:
+    """Issue 12: the default generator ships in 22 parts; the join order is part1 … part22."""
+    try:
+        parts = locate_parts(QWEN_1_5B)
+    except ModelUnavailable as exc:
+        pytest.skip(str(exc))
+    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 23)]
+    assert all(p.stat().st_size == 52_428_800 for p in parts[:-1])
+    assert sum(p.stat().st_size for p in parts) == QWEN_1_5B.size
+    mf._precheck_parts(QWEN_1_5B, parts)
+    assert not any(name in sys.modules for name in QWEN_1_5B.packages)
+
+
+def test_embedded_setting_names_the_1_5b_and_fast_the_0_5b(tmp_path: Path) -> None:
+    from rag_desktop.app.runtime import Runtime
+    from rag_desktop.core.settings import Settings
+
+    assert mf.embedded_spec("embedded") is QWEN_1_5B
+    assert mf.embedded_spec("embedded-fast") is QWEN_0_5B
+    assert mf.embedded_spec("/models/x.gguf") is None
+    rt = Runtime(Settings().replace("models", model_dir=str(tmp_path)))
+    assert rt.generator_path() == tmp_path / QWEN_1_5B.filename
+    assert rt.generator_name() == "Qwen2.5-Coder-1.5B-Instruct Q4_K_M"
+    rt.update(rt.settings.replace("models", generator="embedded-fast"))
+    assert rt.generator_path() == tmp_path / QWEN_0_5B.filename
+    rt.close()
+
+
+def test_join_progress_names_the_model(fake: tuple[JoinedModelSpec, bytes, Path]) -> None:
+    """The status line shows the model's full name while it is prepared (issue 12)."""
+    spec, joined, folder = fake
+    spec = dataclasses.replace(spec, display_name="Tiny Model Q4")
+    events = list(ensure_joined(spec, folder))
+    joins = [e for e in events if e.stage == "join_model"]
+    assert joins and all(e.message == "Preparing Tiny Model Q4" for e in joins)
+    assert joins[-1].current == joins[-1].total == len(joined)
+    assert joins[-1].eta_s is not None
+    assert events[-1].stage == "model_ready" and "Tiny Model Q4" in events[-1].message
 
 
 def test_real_smollm2_is_ready() -> None:

@@ -141,3 +141,27 @@ def test_score_answer_and_means() -> None:
 def test_empty_gold_list_is_an_error() -> None:
     with pytest.raises(ValueError, match="gold answers"):
         exact_match("x", [])
+
+
+# --------------------------------------------------------------------------- issue 12
+
+
+def test_chinese_and_arabic_numerals_are_the_same_number() -> None:
+    from rag_desktop.core.qa_metrics import chinese_number, normalize_answer
+
+    assert normalize_answer("第55条") == normalize_answer("第五十五条")
+    assert normalize_answer("第５５条") == normalize_answer("第五十五条")  # full-width digits too
+    assert exact_match("第十条", ["第10条"]) == 1.0
+    assert containment_match("依据第五十条的规定", ["第50条"]) == 1.0
+    assert [chinese_number(x) for x in ("十", "十五", "一百零五", "二〇二五", "一万二千", "百")] == \
+        [10, 15, 105, 2025, 12000, None]
+
+
+def test_citation_precision() -> None:
+    from rag_desktop.core.qa_metrics import citation_precision
+
+    sources = ["住宿费：一线城市每晚不超过600元。", "伙食补助每天100元。"]
+    assert citation_precision("一线城市600元 [1]。", sources, ["600元"]) == 1.0
+    assert citation_precision("600元【1】【2】", sources, ["600元"]) == 0.5
+    assert citation_precision("600元 [3]", sources, ["600元"]) == 0.0  # a source never given
+    assert citation_precision("600元", sources, ["600元"]) is None

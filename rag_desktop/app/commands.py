@@ -74,6 +74,7 @@ class ProgressBar:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.enabled  # stderr is a log, not a terminal: plain lines
         self._bar: Any = None
         self._key: tuple[str, int, str] | None = None
 
@@ -199,7 +200,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
                 if ev.kind == GenEventKind.TOKEN and not args.json:
                     sys.stdout.write(terminal_safe(ev.text, keep_newlines=True))
                     sys.stdout.flush()
-            else:
+            elif isinstance(ev, Answer):
                 answer = ev
     finally:
         svc.close()
@@ -215,7 +216,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
 def _print_sources(answer: Answer) -> None:
     print("\nSources:")
     for i, h in enumerate(answer.sources, start=1):
-        print(f"  [{i}] {terminal_safe(h.title or Path(h.path).name)} — page {h.page} ({terminal_safe(h.path)})")
+        loc = answer.locators[i - 1] if i - 1 < len(answer.locators) else None
+        where = f" — {terminal_safe(loc.heading)}" if loc is not None and loc.heading else ""
+        page = (loc.page_label if loc is not None else "") or str(h.page)
+        print(f"  [{i}] {terminal_safe(h.title or Path(h.path).name)}{where} — page {terminal_safe(page)} "
+              f"({terminal_safe(h.path)})")
     bad = [c.n for c in answer.citations if not c.valid]
     if bad:
         print(f"  note: the answer cites {bad}, which were not among the sources given to the model")
@@ -235,14 +240,28 @@ def summarize_trace(res: Any) -> str:
     return "\n".join(lines)
 
 
+def cmd_chat(args: argparse.Namespace) -> int:
+    from rag_desktop.app.chat import cmd_chat as run
+
+    return run(args, _service(args))
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from rag_desktop.app import model_files
 
     settings = load_settings()
-    bar = ProgressBar()
-    for ev in model_files.ensure_joined(model_files.QWEN_0_5B, model_dir(settings)):
+    bar = ProgressBar()  # stderr only: also with --json
+    spec = model_files.embedded_spec(settings.models.generator) or model_files.QWEN_1_5B
+    tenth = -1
+    for ev in model_files.ensure_joined(spec, model_dir(settings)):
         bar.update(ev)
+        if bar.plain and ev.total > 0 and (step := 10 * ev.current // ev.total) != tenth:
+            tenth = step  # not a terminal (bootstrap.sh's log): one line per 10 %
+            eta = f", about {ev.eta_s:.0f} s left" if ev.eta_s else ""
+            print(f"{ev.message}: {ev.current / 1e6:,.0f} of {ev.total / 1e6:,.0f} MB{eta}", file=sys.stderr)
     bar.done()
+    if getattr(args, "join_only", False):
+        return 0
     return cmd_doctor(args)
 
 

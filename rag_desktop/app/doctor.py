@@ -196,8 +196,8 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
         checks.append(
             _check("generator", True, f"OpenAI-compatible server at {m.openai_base_url} (checked when first used)")
         )
-    elif m.generator == "embedded":
-        st = model_files.joined_status(model_files.QWEN_0_5B, model_dir(settings), verify=False)
+    elif (embedded := model_files.embedded_spec(m.generator)) is not None:
+        st = model_files.joined_status(embedded, model_dir(settings), verify=False)
         ok = st.state in ("ready", "needs_join")
         checks.append(_check("generator", ok, f"{st.key}: {st.state} — {st.detail}", st.install_hint))
     else:

@@ -8,6 +8,14 @@ separately and labelled), token F1, and mean latency per method; the JSON report
 adds per question, for the CF-RAG methods, how many counterfactuals were parsed,
 valid and kept, the hypotheses and the decision (:func:`cf_digest`).
 
+Issue 12: ``passages`` is standard RAG reading answer passages (paragraph windows of the top
+chunks, with their locators) where ``standard`` reads the whole chunks; ``--docs FOLDER``
+ingests a folder of real documents (PDF/Word/text) instead of ``corpus.jsonl`` (the demo QA
+set, tests/data/demo_qa); ``--generator`` picks the model (``embedded`` = 1.5B,
+``embedded-fast`` = 0.5B, or a GGUF path). Every answer also gets its citation precision
+(the share of its ``[n]`` that point at a source holding a gold answer) and its time to first
+token; the table has one row per method and one per method and question language.
+
 Adversarial setting (paper 002): ``--distractors n`` adds, per question, n
 passages built to be highly similar to the question while carrying no answer:
 they restate the question's own words in several declarative frames. They are
@@ -30,11 +38,11 @@ from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_co
 from rag_desktop.app.service import RagService
 from rag_desktop.core.cfrag_types import CFTrace
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.qa_metrics import QAScores, mean_scores, score_answer
+from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_scores, score_answer
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Answer, Progress
+from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress
 
-QA_METHODS = ("standard", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
+QA_METHODS = ("standard", "passages", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
 
 _FRAMES = {
     "en": [
@@ -65,6 +73,8 @@ def distractor_passages(qid: str, question: str, n: int) -> dict[str, tuple[str,
 
 
 def _settings_for(method: str, base: Settings) -> Settings:
+    if method in ("standard", "passages"):
+        return base  # RagService.answer(passages=…) decides; the same settings keep the caches
     if method == "cfrag_no_cf":
         return base.replace("cfrag", use_counterfactuals=False)
     if method == "cfrag_no_div":
@@ -78,7 +88,10 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     questions = list(read_jsonl(args.data / "questions.jsonl"))
     if args.limit:
         questions = questions[: args.limit]
-    corpus = {
+    docs: Path | None = getattr(args, "docs", None)
+    if docs is not None and not docs.is_dir():
+        raise DataError(f"--docs {docs}: not a folder of documents")
+    corpus = {} if docs is not None else {
         str(d["_id"]): (str(d.get("title", "")), str(d.get("text", ""))) for d in read_jsonl(args.data / "corpus.jsonl")
     }
     for q in questions:
@@ -91,31 +104,48 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     if bad:
         raise DataError(f"unknown method(s) {bad}; choose from {', '.join(QA_METHODS)}")
     base = load_settings().replace("retrieval", level="chunk")
+    if getattr(args, "generator", None):
+        base = base.replace("models", generator=args.generator)
     results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"
-        write_corpus_files(BeirData(corpus, {}, {}, {}), files)
+        if docs is not None:
+            files = docs
+        else:
+            write_corpus_files(BeirData(corpus, {}, {}, {}), files)
         svc = RagService(Path(tmp) / "library", base)
         try:
             for ev in svc.ingest([files]):
                 if isinstance(ev, Progress) and sys.stderr.isatty():
                     sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
-            for method in methods:
-                svc.update_settings(_settings_for(method, base))
-                for q in questions:
-                    t0 = time.perf_counter()
-                    pred, extra = _predict(svc, method, str(q["question"]))
-                    dt = time.perf_counter() - t0
-                    results[method].append((str(q["_id"]), score_answer(pred, list(q["answers"])), dt, pred, extra))
-                    print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
-                    if args.json_out:  # after every answer, so an interrupted run keeps what it measured
-                        _write_json(args.json_out, _table(results), results, args.distractors, partial=True)
+            if any(m in ("standard", "passages") for m in methods):
+                svc.runtime.generator()  # load the model before the clock runs: not part of any answer
+            # standard and passages differ only in what the model reads: run them question by
+            # question (paired), so an interrupted run still compares them on the same questions.
+            order = ([(m, q) for q in questions for m in methods] if set(methods) <= {"standard", "passages"}
+                     else [(m, q) for m in methods for q in questions])
+            for method, q in order:
+                wanted = _settings_for(method, base)
+                if wanted != svc.settings:  # a new Retriever (and its caches) only when settings change
+                    svc.update_settings(wanted)
+                t0 = time.perf_counter()
+                pred, extra = _predict(svc, method, str(q["question"]))
+                dt = time.perf_counter() - t0
+                golds = list(q["answers"])
+                extra["lang"] = str(q.get("lang") or ("zh" if detect_lang(str(q["question"])) == "zh" else "en"))
+                if "source_texts" in extra:
+                    extra["citation_precision"] = citation_precision(pred, extra.pop("source_texts"), golds)
+                results[method].append((str(q["_id"]), score_answer(pred, golds), dt, pred, extra))
+                print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
+                if args.json_out:  # after every answer, so an interrupted run keeps what it measured
+                    _write_json(args.json_out, _table(results), results, args.distractors, partial=True)
         finally:
             svc.close()
     table = _table(results)
-    print(f"{'method':>16} " + " ".join(f"{k:>16}" for k in next(iter(table.values()))))
+    keys = list(dict.fromkeys(k for row in table.values() for k in row))
+    print(f"{'method':>16} " + " ".join(f"{k:>18}" for k in keys))
     for m, row in table.items():
-        print(f"{m:>16} " + " ".join(f"{v:>16.3f}" for v in row.values()))
+        print(f"{m:>16} " + " ".join(f"{row.get(k, float('nan')):>18.3f}" for k in keys))
     if args.json_out:
         _write_json(args.json_out, table, results, args.distractors, partial=False)
     return 0
@@ -125,15 +155,29 @@ _Rows = dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]]
 
 
 def _table(results: _Rows) -> dict[str, dict[str, float]]:
+    """One row per method, then one per method and question language ("standard/zh")."""
     table = {}
-    for m, rows in results.items():
-        if not rows:
-            continue
-        s = mean_scores([r[1] for r in rows])
-        table[m] = {
-            **{k: float(v) for k, v in dataclasses.asdict(s).items()},
-            "mean_latency_s": sum(r[2] for r in rows) / max(1, len(rows)),
-        }
+    for m, all_rows in results.items():
+        langs = sorted({str(r[4].get("lang", "")) for r in all_rows} - {""})
+        for name, rows in [(m, all_rows), *((f"{m}/{lg}", [r for r in all_rows if r[4].get("lang") == lg])
+                                             for lg in (langs if len(langs) > 1 else []))]:
+            if not rows:
+                continue
+            s = mean_scores([r[1] for r in rows])
+            precisions = [float(r[4]["citation_precision"]) for r in rows
+                          if r[4].get("citation_precision") is not None]
+            ttfts = [float(r[4]["ttft_s"]) for r in rows if r[4].get("ttft_s") is not None]
+            row = {
+                **{k: float(v) for k, v in dataclasses.asdict(s).items()},
+                "mean_latency_s": sum(r[2] for r in rows) / max(1, len(rows)),
+            }
+            if precisions or any("citation_precision" in r[4] for r in rows):
+                # mean over the answers that cite anything; cited_share says how many did
+                row["citation_precision"] = sum(precisions) / len(precisions) if precisions else float("nan")
+                row["cited_share"] = len(precisions) / len(rows)
+            if ttfts:
+                row["mean_ttft_s"] = sum(ttfts) / len(ttfts)
+            table[name] = row
     return table
 
 
@@ -156,14 +200,23 @@ def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, 
 
 def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str, Any]]:
     """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report."""
-    if method == "standard":
+    if method in ("standard", "passages"):
         ctx = svc.context(question, "chunk")
         short = question + (" 请用简短的词语回答。" if detect_lang(question) == "zh" else " Answer in a few words.")
         answer: Answer | None = None
-        for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis):
+        t0 = time.perf_counter()
+        ttft: float | None = None
+        for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis,
+                             passages=method == "passages"):
             if isinstance(ev, Answer):
                 answer = ev
-        return (answer.text if answer else ""), {}
+            elif isinstance(ev, GenEvent) and ev.kind == GenEventKind.TOKEN and ttft is None and ev.text.strip():
+                ttft = time.perf_counter() - t0
+        if answer is None:
+            return "", {}
+        extra: dict[str, Any] = {"source_texts": [h.text for h in answer.sources], "ttft_s": ttft,
+                                 "sources": [f"{h.title} p.{h.page}" for h in answer.sources]}
+        return answer.text, extra
     res = svc.cfrag(question)
     return res.answer.text, cf_digest(res.trace)
 

@@ -33,6 +33,7 @@ class Runtime:
         self._tokenizers: dict[str, Tokenizer] = {}
         self._scorer: CrossEncoder | None = None
         self._generator: Generator | None = None
+        self._prepare_lock = threading.Lock()
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ settings
@@ -115,8 +116,9 @@ class Runtime:
     # ------------------------------------------------------------------ generator
     def generator_path(self) -> Path:
         spec = self.settings.models.generator
-        if spec == "embedded":
-            return model_dir(self.settings) / model_files.QWEN_0_5B.filename
+        embedded = model_files.embedded_spec(spec)
+        if embedded is not None:
+            return model_dir(self.settings) / embedded.filename
         p = Path(spec).expanduser()
         if not p.is_file():
             raise ModelUnavailable(f"the generator model file {p} does not exist; choose a GGUF file in Settings")
@@ -124,8 +126,30 @@ class Runtime:
 
     def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]:
         """Join and verify the embedded GGUF once (progress events), before loading."""
-        if self.settings.models.generator == "embedded" and self.settings.models.generator_backend == "llama_cpp":
-            yield from model_files.ensure_joined(model_files.QWEN_0_5B, model_dir(self.settings), cancel=cancel)
+        embedded = model_files.embedded_spec(self.settings.models.generator)
+        if embedded is None or self.settings.models.generator_backend != "llama_cpp":
+            return
+        # The desktop app joins in the background at launch; a question asked meanwhile waits
+        # here for that join (then finds the verified file) instead of joining a second copy.
+        waiting = False
+        while not self._prepare_lock.acquire(timeout=0.25):
+            if cancel is not None:
+                cancel.raise_if_set()
+            if not waiting:
+                waiting = True
+                yield Progress("join_model", 0, embedded.size, f"Preparing {embedded.label}", None, "")
+        try:
+            yield from model_files.ensure_joined(embedded, model_dir(self.settings), cancel=cancel)
+        finally:
+            self._prepare_lock.release()
+
+    def generator_name(self) -> str:
+        """The model's full name for status lines ("Qwen2.5-Coder-1.5B-Instruct Q4_K_M", a file name)."""
+        m = self.settings.models
+        if m.generator_backend == "openai":
+            return m.openai_model
+        embedded = model_files.embedded_spec(m.generator)
+        return embedded.label if embedded is not None else Path(m.generator).name
 
     def generator(self) -> Generator:
         with self._lock:

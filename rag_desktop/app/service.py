@@ -9,7 +9,9 @@ CancelToken, so the UI's one worker bridge can run any of them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,26 +20,40 @@ from pathlib import Path
 from typing import Any
 
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
+from rag_desktop.app.passages import PassageFinder
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
+from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import CFTuning, run_cfrag
 from rag_desktop.core.cfrag_types import CFResult, to_jsonable
+from rag_desktop.core.conversation import (
+    NOTES,
+    Conversation,
+    Rewrite,
+    build_rewrite_messages,
+    needs_rewrite,
+    parse_rewrite,
+)
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
     Answer,
+    Cancelled,
     CancelToken,
     GenEvent,
     GenEventKind,
     Hit,
     Lang,
+    Locator,
     Progress,
     RankedList,
 )
 
 log = logging.getLogger(__name__)
+
+CONVERSATION_FILE = "conversation.json"  # the library's follow-up thread (issue 12)
 
 
 class CausalOffCode(StrEnum):
@@ -158,6 +174,8 @@ class RagService:
         self.runtime = runtime or Runtime(self.settings)
         self.library = Library(library_dir, self.settings)
         self._retriever: Retriever | None = None
+        self._passages: PassageFinder | None = None
+        self._passage_translations: dict[tuple[str, str, str], str] = {}
 
     def close(self) -> None:
         self.library.close()
@@ -192,6 +210,7 @@ class RagService:
         self.runtime.update(self.settings)
         self.library.settings = self.settings
         self._retriever = None
+        self._passages = None
 
     # ------------------------------------------------------------------ library
     def ingest(
@@ -211,6 +230,7 @@ class RagService:
                 report = ev
             yield ev
         self._retriever = None
+        self._passages = None
         if calibrate_after and report is not None and not report.cancelled:
             self.start_auto_calibration()
 
@@ -331,9 +351,14 @@ class RagService:
         yield from self.runtime.prepare_generator(cancel)
 
     def translate_sources(
-        self, sources: Sequence[Hit], target: Lang, cancel: CancelToken | None = None
+        self, sources: Sequence[Hit], target: Lang, cancel: CancelToken | None = None, *, whole_chunks: bool = True
     ) -> tuple[Hit, ...]:
-        """Chunks in another language than the question, translated once and cached (issue 5)."""
+        """Sources in another language than the question, translated once and cached (issue 5).
+
+        ``whole_chunks``: the hits are whole chunks (cached in the library by chunk id);
+        otherwise they are answer passages (issue 12: only the passage is translated, cached
+        in memory by its text).
+        """
         if not self.settings.generation.translate or target == "other":
             return tuple(sources)
         gen = self.runtime.generator()
@@ -343,8 +368,13 @@ class RagService:
             if lang in (target, "other"):
                 out.append(h)
                 continue
-            chunk_id = h.unit_id if h.level == "chunk" else self._best_chunk_id(h)
-            cached = self.library.catalog.translation(chunk_id, target, gen.identity) if chunk_id else None
+            chunk_id = None
+            if whole_chunks:
+                chunk_id = h.unit_id if h.level == "chunk" else self._best_chunk_id(h)
+            key = (h.text, target, gen.identity)
+            cached = self._passage_translations.get(key)
+            if cached is None and chunk_id:
+                cached = self.library.catalog.translation(chunk_id, target, gen.identity)
             if cached is None:
                 msgs = prompting.build_translation_messages(h.text, lang, target)
                 cached = _collect(
@@ -359,6 +389,8 @@ class RagService:
                 if chunk_id:
                     with self.library.catalog.transaction():
                         self.library.catalog.put_translation(chunk_id, target, gen.identity, cached)
+                else:
+                    self._passage_translations[key] = cached
             out.append(dataclasses.replace(h, text=cached))
         return tuple(out)
 
@@ -368,24 +400,122 @@ class RagService:
                 return c.chunk_id
         return None
 
+    def passage_finder(self) -> PassageFinder:
+        """The answer-passage finder of this library (issue 12), sharing the retriever's encoder."""
+        g = self.settings.generation
+        if self._passages is None or self._passages.max_passages != g.max_passages:
+            r = self.retriever()
+            filt = kw.build_filter(self.settings.retrieval.keyword_variant, r.tokenizer)
+            self._passages = PassageFinder(self.library, r.embedder, r.tokenizer, r.idf("c"),
+                                           filt.doc_stop | filt.query_stop, max_passages=g.max_passages)
+        return self._passages
+
     def answer(
-        self, query: str, ranked: RankedList, n_sources: int = 5, cancel: CancelToken | None = None
-    ) -> Iterator[GenEvent | Answer]:
-        """Stream an answer from the top sources of ``ranked``; ends with the Answer and citations."""
+        self, query: str, ranked: RankedList, n_sources: int = 5, cancel: CancelToken | None = None,
+        *, passages: bool | None = None,
+    ) -> Iterator[GenEvent | Answer | Progress]:
+        """Stream an answer from the top sources of ``ranked``; ends with the Answer and citations.
+
+        With answer passages (``generation.passages``, issue 12) the model reads paragraph-sized
+        windows of the top ``n_sources`` hits, each headed by what locates it, and ``[n]`` points
+        at that paragraph; otherwise it reads the hits' whole chunks. Progress events say what
+        the answer is doing (``passages``: windows scored; ``reading``: the prompt's tokens).
+        """
         gen = self.runtime.generator()
         lang = detect_lang(query)
-        sources = self.translate_sources(ranked.hits[:n_sources], lang, cancel)
         g = self.settings.generation
+        use_passages = g.passages if passages is None else passages
+        hits: Sequence[Hit] = ranked.hits[:n_sources]
+        locators: tuple[Locator, ...] | None = None
+        if use_passages and hits:
+            ps = self.passage_finder().find(query, hits)
+            yield Progress("passages", len(ps.hits), ps.n_candidates, f"{ps.seconds:.2f}")
+            if ps.hits:
+                hits, locators = ps.hits, ps.locators
+        sources = self.translate_sources(hits, lang, cancel, whole_chunks=locators is None)
         msgs, used = prompting.build_answer_messages(
-            query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve
+            query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
         )
+        n_prompt = sum(gen.count_tokens(m.content) for m in msgs)
+        yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
         parts: list[str] = []
         for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
             if ev.kind == GenEventKind.TOKEN:
                 parts.append(ev.text)
             yield ev
         text = "".join(parts).strip()
-        yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method)
+        originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
+        yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method,
+                     locators=tuple(locators[: len(used)]) if locators is not None else (),
+                     original_texts=originals)
+
+    # ------------------------------------------------------------------ conversation (issue 12)
+    def rewrite_followup(self, question: str, conversation: Conversation,
+                         cancel: CancelToken | None = None, timeout_s: float | None = None) -> Rewrite:
+        """The standalone form of a follow-up, by the local model; the user's words on failure.
+
+        No previous question: the question is standalone and the model is not asked. A model
+        error, a timeout (``generation.rewrite_timeout_s``) or an unusable reply gives back the
+        user's question with a note. A user's cancel still raises Cancelled.
+        """
+        q = question.strip()
+        if not q:
+            raise ValueError("the question is empty")
+        if not needs_rewrite(conversation):
+            return Rewrite(q, q, False)
+        limit = self.settings.generation.rewrite_timeout_s if timeout_s is None else timeout_s
+        t0 = time.perf_counter()
+        deadline = CancelToken()
+        # The deadline also stops a model that is still reading the prompt (no token yet).
+        timer = threading.Timer(limit, deadline.set)
+        timer.daemon = True
+        timer.start()
+        parts: list[str] = []
+        try:
+            gen = self.runtime.generator()
+            msgs = build_rewrite_messages(conversation, q)
+            for ev in gen.stream(msgs, max_tokens=96, temperature=0.0, seed=self.settings.generation.seed,
+                                 cancel=deadline):
+                if cancel is not None:
+                    cancel.raise_if_set()
+                if ev.kind == GenEventKind.TOKEN:
+                    parts.append(ev.text)
+                    if "\n" in "".join(parts).strip():
+                        break  # one line is all we asked for
+        except Cancelled:
+            if cancel is not None and cancel.is_set:
+                raise
+        except Exception as exc:  # no model, a server error: the user's words still work
+            log.warning("follow-up rewrite failed: %s", exc)
+            return Rewrite(q, q, False, f"{NOTES['failed']} ({exc})", time.perf_counter() - t0, reason="failed")
+        finally:
+            timer.cancel()
+        took = time.perf_counter() - t0
+        if deadline.is_set:
+            return Rewrite(q, q, False, f"{NOTES['timeout']} (over {limit:g} s)", took, reason="timeout")
+        raw = "".join(parts)
+        standalone, reason = parse_rewrite(raw, q)
+        return Rewrite(q, standalone, not reason and standalone != q, NOTES.get(reason, ""), took, raw, reason)
+
+    def conversation_file(self) -> Path:
+        return self.library.folder / CONVERSATION_FILE
+
+    def load_conversation(self) -> Conversation:
+        """This library's conversation (an unreadable file is logged and starts a new one)."""
+        path = self.conversation_file()
+        try:
+            return Conversation.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return Conversation()
+        except (OSError, ValueError) as exc:
+            log.warning("the conversation in %s is unreadable (%s); starting a new one", path, exc)
+            return Conversation()
+
+    def save_conversation(self, conversation: Conversation) -> None:
+        path = self.conversation_file()
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(conversation.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(path)
 
     def cfrag_settings(self) -> CFRagSettings:
         """The CF-RAG settings with θ_sim and θ_dedup rescaled to this library's cosine scale

@@ -62,6 +62,7 @@ from rag_desktop.core.cfrag_types import (
     SubsetTrace,
 )
 from rag_desktop.core.generation import GenRequest, GenResult, generate_many
+from rag_desktop.core.citations import CITATION_RE, parse_citations
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.qa_metrics import answer_tokens, is_cjk, normalize_answer, token_f1
 from rag_desktop.core.settings import CFRagSettings, SettingsError
@@ -1294,7 +1295,7 @@ def hypothesis_messages(
     return (ChatMessage("system", system), ChatMessage("user", user)), texts
 
 
-_CITE = re.compile(r"\s*\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
+_CITE = re.compile(r"\s*" + CITATION_RE.pattern)  # the shared grammar, with the space before a marker
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 # "Answer:", "**Answer:**", "**Answer**:", "### Final answer:", "答案：" — the label and its
 # markdown, never swallowing the line break (an answer may sit on the next line).
@@ -1519,21 +1520,9 @@ def synthesis_messages(
 
 
 def citations_for(text: str, sources: Sequence[Hit]) -> tuple[Citation, ...]:
-    """Every "[n]" (or "[n, m]") in ``text``, first appearance order, mapped to ``sources``."""
-    out: list[Citation] = []
-    seen: set[int] = set()
-    for m in _CITE.finditer(text):
-        for part in re.split(r"[,，、]", m.group(1)):
-            n = int(part.strip())
-            if n in seen:
-                continue
-            seen.add(n)
-            if 1 <= n <= len(sources):
-                h = sources[n - 1]
-                out.append(Citation(n, True, h.doc_id, h.unit_id, h.title, h.path, h.page))
-            else:
-                out.append(Citation(n, False))
-    return tuple(out)
+    """Every citation in ``text``, first appearance order, mapped to ``sources`` (the one
+    grammar of :mod:`rag_desktop.core.citations`: 【1】, [1-2] and lists included)."""
+    return parse_citations(text, sources)
 
 
 def trim_to_sentence(text: str) -> str:

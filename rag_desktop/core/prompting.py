@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from rag_desktop.core.types import ChatMessage, Citation, Hit, Lang
+from rag_desktop.core import citations
+from rag_desktop.core.types import ChatMessage, Citation, Hit, Lang, Locator
 
 # --------------------------------------------------------------------------- templates
 
@@ -28,8 +29,9 @@ _SECTION_RE = re.compile(r"^\[(system|example_user|example_assistant|user|source
 
 # Placeholders each template kind must accept (checked when the file is loaded, so a
 # broken template fails at start-up with the file name, not in the middle of an answer).
-_ANSWER_FIELDS = {"user": ("sources", "question"), "source": ("n", "title", "page", "text")}
+_ANSWER_FIELDS = {"user": ("sources", "question"), "source": ("n", "title", "page", "where", "text")}
 _TRANSLATE_FIELDS = {"system": ("source_language",), "user": ("text", "source_language")}
+_REWRITE_FIELDS: dict[str, tuple[str, ...]] = {"user": ("history", "question")}
 
 
 class TemplateError(ValueError):
@@ -111,7 +113,8 @@ def load_template(name: str) -> PromptTemplate:
     except FileNotFoundError as exc:
         raise TemplateError(f"prompt template file rag_desktop/prompts/{name}.txt is missing") from exc
     tpl = parse_template(f"{name}.txt", text)
-    fields = _ANSWER_FIELDS if name.startswith("answer_") else _TRANSLATE_FIELDS
+    fields = (_ANSWER_FIELDS if name.startswith("answer_")
+              else _REWRITE_FIELDS if name.startswith("rewrite_") else _TRANSLATE_FIELDS)
     return _check_fields(tpl, fields)
 
 
@@ -184,6 +187,20 @@ def _messages_cost(messages: Sequence[ChatMessage], count_tokens: Callable[[str]
             + PROMPT_OVERHEAD_TOKENS)
 
 
+def source_where(hit: Hit, locator: Locator | None, lang: Lang) -> str:
+    """What locates a source for the model: title, section heading or article, page (label).
+
+    "Reasoning — 7.3 The selection task (page 141)" / "《差旅费管理办法》 第八条（第 1 页）": with
+    the heading in the header the model can say *where* the answer is (issue 12).
+    """
+    title = hit.title or hit.path
+    heading = locator.heading if locator is not None else ""
+    page = (locator.page_label if locator is not None else "") or str(hit.page)
+    if lang == "zh":
+        return f"《{title}》" + (f" {heading}" if heading else "") + f"（第 {page} 页）"
+    return title + (f" — {heading}" if heading else "") + f" (page {page})"
+
+
 def build_answer_messages(
     query: str,
     sources: Sequence[Hit],
@@ -191,6 +208,7 @@ def build_answer_messages(
     count_tokens: Callable[[str], int],
     n_ctx: int,
     answer_reserve: int,
+    locators: Sequence[Locator] | None = None,
 ) -> tuple[tuple[ChatMessage, ...], tuple[Hit, ...]]:
     """The chat messages for answering ``query`` from ``sources`` within the context window.
 
@@ -205,18 +223,23 @@ def build_answer_messages(
 
     Returns the messages and the sources actually placed, as placed: a cut source comes
     back with ``text`` equal to the cut text the model saw (ids, title and page unchanged).
+    ``locators`` (one per source: heading, printed page label) go into each source's header
+    (:func:`source_where`); the placed sources are a prefix of ``sources``.
     Raises :class:`PromptTooLong` when not even the question fits.
     """
     if n_ctx <= 0 or answer_reserve < 0:
         raise ValueError(f"n_ctx must be > 0 and answer_reserve >= 0 (got {n_ctx}, {answer_reserve})")
-    tpl = load_template(f"answer_{template_lang(lang)}")
+    tl: Lang = "zh" if template_lang(lang) == "zh" else "en"
+    tpl = load_template(f"answer_{tl}")
     prefix = tpl.prefix()
 
     def user_message(blocks: Sequence[str]) -> str:
         return tpl.render("user", sources=SOURCE_SEPARATOR.join(blocks), question=query)
 
     def block(n: int, hit: Hit, text: str) -> str:
-        return tpl.render("source", n=n, title=hit.title or hit.path, page=hit.page, text=text.strip())
+        loc = locators[n - 1] if locators is not None and n - 1 < len(locators) else None
+        return tpl.render("source", n=n, title=hit.title or hit.path, page=hit.page,
+                          where=source_where(hit, loc, tl), text=text.strip())
 
     budget = n_ctx - answer_reserve
     fixed = _messages_cost((*prefix, ChatMessage("user", user_message([]))), count_tokens)
@@ -269,49 +292,16 @@ def build_answer_messages(
 
 # --------------------------------------------------------------------------- citations
 
-# [1], [1, 2], [1-3], 【1】, 【1，2】; [1][2] is two matches. At most three digits so that
-# a bracketed year such as [2023] is not read as a citation.
-_NUM = r"\d{1,3}"
-_SEP = r"\s*(?:[,，、;；]|[-–—~～])\s*"
-_CITATION_RE = re.compile(rf"[\[【［]\s*({_NUM}(?:{_SEP}{_NUM})*)\s*[\]】］](?!\()")
-_MAX_RANGE = 50
-
-
-def _citation_numbers(group: str) -> list[int]:
-    numbers: list[int] = []
-    for part in re.split(r"\s*[,，、;；]\s*", group.strip()):
-        bounds = re.split(r"\s*[-–—~～]\s*", part)
-        if len(bounds) == 2:
-            lo, hi = int(bounds[0]), int(bounds[1])
-            if lo <= hi and hi - lo <= _MAX_RANGE:
-                numbers.extend(range(lo, hi + 1))
-                continue
-        numbers.extend(int(b) for b in bounds)
-    return numbers
-
-
 def parse_citations(answer_text: str, used_sources: Sequence[Hit]) -> tuple[Citation, ...]:
     """Every distinct [n] in the answer, in order of first appearance, mapped to its source.
 
     ``n`` refers to the numbering of ``used_sources`` (1-based). A number outside
     1..len(used_sources) is a citation to a source that was never given: it is kept with
     ``valid=False`` and no document fields, so the UI can flag it instead of linking it.
-    A markdown link ``[1](...)`` is not a citation.
+    The grammar is the one in :mod:`rag_desktop.core.citations` (shared with CF-RAG, the
+    metrics and the UI); a markdown link ``[1](...)`` is not a citation.
     """
-    seen: set[int] = set()
-    out: list[Citation] = []
-    for match in _CITATION_RE.finditer(answer_text):
-        for n in _citation_numbers(match.group(1)):
-            if n in seen:
-                continue
-            seen.add(n)
-            if 1 <= n <= len(used_sources):
-                hit = used_sources[n - 1]
-                out.append(Citation(n=n, valid=True, doc_id=hit.doc_id, unit_id=hit.unit_id,
-                                    title=hit.title, path=hit.path, page=hit.page))
-            else:
-                out.append(Citation(n=n, valid=False))
-    return tuple(out)
+    return citations.parse_citations(answer_text, used_sources)
 
 
 # --------------------------------------------------------------------------- translation

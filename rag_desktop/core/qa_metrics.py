@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rag_desktop.core.citations import cited_numbers
+
 # SQuAD v1.1 removes string.punctuation; we additionally remove every Unicode
 # punctuation character (category P*): CJK punctuation (，。！？、；：「」『』《》（）…),
 # full-width forms and typographic quotes/dashes. For plain-ASCII English this is
@@ -53,16 +55,59 @@ def _is_punct(ch: str) -> bool:
     return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
 
 
+# Chinese numerals (issue 12: 第55条 and 第五十五条 are the same article). A run is read as a
+# number when it holds a digit character (一…九, 〇/零, 两) or 十; 百/千/万 alone ("百分之")
+# are left as they are.
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+              "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CN_RUN = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
+
+
+def chinese_number(run: str) -> int | None:
+    """The value of a Chinese numeral ("五十五" → 55, "十" → 10, "二〇二五" → 2025, "一万二千" → 12000);
+    None when the run is not a well-formed number."""
+    if not run or not any(ch in _CN_DIGITS or ch == "十" for ch in run):
+        return None
+    if all(ch in _CN_DIGITS for ch in run) and len(run) > 1:  # digit by digit: 二〇二五
+        return int("".join(str(_CN_DIGITS[ch]) for ch in run))
+    total, section, digit = 0, 0, None
+    for ch in run:
+        if ch in ("零", "〇"):  # a placeholder inside a number (一百零五)
+            continue
+        if ch in _CN_DIGITS:
+            if digit is not None and _CN_DIGITS[ch] != 0:
+                return None  # two digits without a unit between them: not one number
+            digit = _CN_DIGITS[ch]
+        elif ch in _CN_UNITS:
+            section += (1 if digit is None else digit) * _CN_UNITS[ch]
+            digit = None
+        else:  # 万
+            total += (section + (digit or 0)) * 10_000
+            section, digit = 0, None
+    return total + section + (digit or 0)
+
+
+def arabic_numerals(text: str) -> str:
+    """Chinese numerals replaced by Arabic digits; a run that is no well-formed number stays."""
+    def sub(m: re.Match[str]) -> str:
+        v = chinese_number(m.group(0))
+        return m.group(0) if v is None else str(v)
+
+    return _CN_RUN.sub(sub, text)
+
+
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation, extended for Chinese.
 
     Steps, in SQuAD's order (lower → remove punctuation → remove articles → fix
     whitespace), preceded by NFKC so that full-width letters/digits ("１９９８", "ＡＢＣ")
-    fold to ASCII, and followed by removing whitespace next to a CJK character
-    ("克里斯蒂安 贝尔" == "克里斯蒂安·贝尔" once the middle dot is stripped), because
+    fold to ASCII and by writing Chinese numerals as Arabic digits (第五十五条 → 第55条, so
+    both forms of a number compare equal), and followed by removing whitespace next to a CJK
+    character ("克里斯蒂安 贝尔" == "克里斯蒂安·贝尔" once the middle dot is stripped), because
     spacing inside Chinese text carries no meaning.
     """
-    s = unicodedata.normalize("NFKC", text).lower()
+    s = arabic_numerals(unicodedata.normalize("NFKC", text)).lower()
     s = "".join(ch for ch in s if not _is_punct(ch))  # SQuAD deletes punctuation (no space)
     s = _ARTICLES.sub(" ", s)
     s = " ".join(s.split())
@@ -155,6 +200,27 @@ class QAScores:
     containment: float
     f1: float
     n: int = 1
+
+
+def citation_precision(answer_text: str, source_texts: Sequence[str],
+                       golds: str | Sequence[str]) -> float | None:
+    """The share of the answer's cited ``[n]`` that point at a source holding a gold answer.
+
+    A cited number counts as correct when source n exists and some normalised gold answer is
+    contained in its normalised text; a citation to a source that was never given counts as
+    wrong. None when the answer cites nothing (precision is undefined; reported apart).
+    Citations are read with the one grammar of :mod:`rag_desktop.core.citations`.
+    """
+    cited = cited_numbers(answer_text)
+    if not cited:
+        return None
+    norm_golds = [g for g in (normalize_answer(x) for x in _golds(golds)) if g]
+    good = 0
+    for n in cited:
+        if 1 <= n <= len(source_texts):
+            src = normalize_answer(source_texts[n - 1])
+            good += any(g in src for g in norm_golds)
+    return good / len(cited)
 
 
 def score_answer(prediction: str, golds: str | Sequence[str]) -> QAScores:

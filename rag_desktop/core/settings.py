@@ -112,6 +112,12 @@ class GenerationSettings:
     thinking: bool = False
     seed: int = 42
     translate: bool = True
+    # Answer passages (issue 12): the model reads paragraph-sized windows of the top chunks
+    # (at most this many), not whole 4,096-character chunks.
+    passages: bool = True
+    max_passages: int = 8
+    # Follow-up questions (issue 12): a rewrite that takes longer falls back to the user's words.
+    rewrite_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,8 @@ def _check(s: Settings) -> None:
     _need(c.evidence_per_hypothesis >= 1, "cfrag.evidence_per_hypothesis", "must be >= 1")
     _need(0.0 <= g.temperature <= 2.0, "generation.temperature", "must be in [0, 2]")
     _need(g.max_tokens >= 1, "generation.max_tokens", "must be >= 1")
+    _need(g.max_passages >= 1, "generation.max_passages", "must be >= 1")
+    _need(g.rewrite_timeout_s > 0, "generation.rewrite_timeout_s", "must be > 0")
     _need(s.models.n_ctx >= 512, "models.n_ctx", "must be >= 512")
     _need(s.models.generator_backend in ("llama_cpp", "openai"), "models.generator_backend",
           "'llama_cpp' or 'openai'")

@@ -238,11 +238,24 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class Locator:
+    """Where an answer passage stands (issue 12): its section heading or article, and the
+    printed page label when the PDF defines one ("" otherwise)."""
+
+    heading: str = ""
+    page_label: str = ""
+
+
+@dataclass(frozen=True)
 class Answer:
     text: str
     citations: tuple[Citation, ...] = ()
     sources: tuple[Hit, ...] = ()
     method: str = ""
+    # Answer passages (issue 12): one Locator per source, and each source's text before it was
+    # translated ("" where it was not), so the UI shows the original beside the translation.
+    locators: tuple[Locator, ...] = ()
+    original_texts: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- progress

@@ -8,9 +8,10 @@ with a tooltip) instead of linked.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -26,13 +27,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.core.types import Answer, Citation, Hit
+from rag_desktop.core.types import Answer, Citation, Hit, Progress
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import citation_spans
 
 LINK = QColor("#1F5FBF")
 BAD = QColor("#B3261E")
+
+
+def progress_text(p: Progress) -> str:
+    """A status line for model preparation: the model's full name, MB done of MB, ETA (issue 12)."""
+    if p.stage in ("join_model", "verify_model") and p.total > 0:
+        key = "answer.preparing_eta" if p.eta_s is not None else "answer.preparing_bytes"
+        return tr(key, msg=p.message or tr(f"stage.{p.stage}"), done=f"{p.current / 1e6:,.0f}",
+                  total=f"{p.total / 1e6:,.0f}", eta=f"{p.eta_s or 0:.0f}")
+    if p.stage == "reading":
+        return tr("answer.reading", n=f"{p.current:,}", model=p.message)
+    if p.stage == "passages":
+        return tr("answer.passages", n=p.current, total=p.total)
+    return tr("answer.preparing", msg=p.message or p.stage, cur=p.current, total=p.total)
 
 
 class AnswerPane(QWidget):
@@ -92,6 +106,12 @@ class AnswerPane(QWidget):
         self._originals: dict[int, Hit] = {}
         self._status_key = "answer.idle"
         self._status_args: dict[str, object] = {}
+        # Elapsed seconds beside what the pane is doing (issue 12: "reading 1,240 tokens… · 4 s").
+        self._t0: float | None = None  # time.monotonic() when this answer started
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(1000)
+        self._ticker.timeout.connect(self._tick)
+        self._doing = ""
         self.retranslate()
 
     # -------------------------------------------------------------- state
@@ -100,16 +120,48 @@ class AnswerPane(QWidget):
         self.status.setText(tr(key, **args))
         self.status.setToolTip(plain_tooltip(self.status.text()))
 
+    def _running(self, doing: str) -> None:
+        """Show what the answer is doing now, with the seconds since it started."""
+        if self._t0 is None:
+            self._t0 = time.monotonic()
+        if not self._ticker.isActive():
+            self._ticker.start()
+        self._doing = doing
+        self._tick()
+
+    def _tick(self) -> None:
+        if self._t0 is not None:
+            text = tr("answer.elapsed", doing=self._doing, s=int(time.monotonic() - self._t0))
+            self.status.setText(text)
+            self.status.setToolTip(plain_tooltip(text))
+
+    def _finish_clock(self) -> str:
+        """Stop the clock; the total seconds as a suffix for the final status ("" if never started)."""
+        self._ticker.stop()
+        if self._t0 is None:
+            return ""
+        secs = time.monotonic() - self._t0
+        self._t0 = None
+        return tr("answer.took", s=f"{secs:.1f}")
+
+    def elapsed_text(self) -> str:
+        return self.status.text()
+
     def reset(self, key: str = "answer.idle") -> None:
         self.answer = None
         self.streaming = False
+        self._ticker.stop()
+        self._t0 = None
         self.browser.clear()
         self.sources.setRowCount(0)
         self._set_status(key)
 
     def start(self) -> None:
+        t0 = self._t0
         self.reset("answer.generating")
         self.streaming = True
+        self._t0 = t0  # keep counting from when the answer started, not from its first word
+        self._running(tr("answer.generating"))
 
     def append_token(self, text: str) -> None:
         if not self.streaming:
@@ -121,13 +173,14 @@ class AnswerPane(QWidget):
         self.browser.ensureCursorVisible()
 
     def set_progress(self, message: str) -> None:
-        self.status.setText(message)
-        self.status.setToolTip(plain_tooltip(message))
+        self._running(message)
 
     def set_failed(self, message: str) -> None:
+        self._finish_clock()
         self._set_status("answer.failed", msg=message)
 
     def set_stopped(self) -> None:
+        self._finish_clock()
         self._set_status("answer.stopped")
 
     def text(self) -> str:
@@ -135,6 +188,7 @@ class AnswerPane(QWidget):
 
     def set_answer(self, answer: Answer, originals: Sequence[Hit] = ()) -> None:
         """Show the final text with clickable citations; ``originals`` are the untranslated hits."""
+        took = self._finish_clock()
         self.answer = answer
         self.streaming = False
         self._originals = {h.unit_id: h for h in originals}
@@ -152,7 +206,8 @@ class AnswerPane(QWidget):
                 fmt.setAnchorHref(f"cite:{n}")
                 fmt.setForeground(LINK)
                 fmt.setFontUnderline(True)
-                fmt.setToolTip(plain_tooltip(tr("answer.cite_tip", title=c.title, page=c.page or 1)))
+                fmt.setToolTip(plain_tooltip(tr("answer.cite_tip", title=c.title,
+                                                 page=self._page_label(c.n, c.page or 1))))
             else:
                 fmt.setForeground(BAD)
                 fmt.setFontStrikeOut(True)
@@ -167,7 +222,15 @@ class AnswerPane(QWidget):
         else:
             n = len(answer.citations)
             self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
+        if took:
+            self.status.setText(f"{self.status.text()} · {took}")
+            self.status.setToolTip(plain_tooltip(self.status.text()))
         self._fill_sources()
+
+    def _page_label(self, n: int, page: int) -> str:
+        """The printed page label of source n when its PDF defines one, else the page number."""
+        locs = self.answer.locators if self.answer is not None else ()
+        return (locs[n - 1].page_label if 0 < n <= len(locs) else "") or str(page)
 
     # -------------------------------------------------------------- citations
     def citation(self, n: int) -> Citation | None:
@@ -191,11 +254,18 @@ class AnswerPane(QWidget):
     def _fill_sources(self) -> None:
         srcs = self.answer.sources if self.answer is not None else ()
         self.sources.setRowCount(len(srcs))
+        assert self.answer is not None or not srcs
+        texts = self.answer.original_texts if self.answer is not None else ()
+        locs = self.answer.locators if self.answer is not None else ()
         for i, h in enumerate(srcs):
             orig = self._originals.get(h.unit_id)
             given = " ".join(h.text.split())
-            original = " ".join(orig.text.split()) if orig is not None else given
-            cells = [f"[{i + 1}]", f"{h.title} — p. {h.page}", given[:600],
+            if i < len(texts):  # answer passages carry their own original (issue 12)
+                original = " ".join(texts[i].split()) or given
+            else:
+                original = " ".join(orig.text.split()) if orig is not None else given
+            heading = f" — {locs[i].heading}" if i < len(locs) and locs[i].heading else ""
+            cells = [f"[{i + 1}]", f"{h.title}{heading} — p. {self._page_label(i + 1, h.page)}", given[:600],
                      original[:600] if original != given else tr("answer.same_as_given")]
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)  # plain text item: never interpreted as HTML

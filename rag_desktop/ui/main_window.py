@@ -46,7 +46,7 @@ from rag_desktop.core.cfrag_types import CFResult
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Cancelled, Citation, Explanation, Hit, Progress, RankedList
 from rag_desktop.ui import i18n
-from rag_desktop.ui.answer_pane import AnswerPane
+from rag_desktop.ui.answer_pane import AnswerPane, progress_text
 from rag_desktop.ui.chips import ChipsPanel
 from rag_desktop.ui.columns import ResultColumn, Row, flat_text, make_row
 from rag_desktop.ui.i18n import tr
@@ -94,6 +94,7 @@ class QueryState:
     qid: int
     question: str
     started: float = field(default_factory=time.monotonic)
+    typed: str = ""  # what the user typed, when ``question`` is its standalone rewrite (issue 12)
     comparison: Any = None
     surfaces: dict[str, str] = field(default_factory=dict)
     words: dict[str, tuple[WordSpan, ...]] = field(default_factory=dict)
@@ -261,7 +262,7 @@ class MainWindow(QMainWindow):
         self.query.setCurrentIndex(-1)
         line = self.query.lineEdit()
         assert line is not None
-        line.returnPressed.connect(lambda: self.ask())
+        line.returnPressed.connect(self._ask_from_box)
         self.ask_btn = QPushButton()
         self.ask_btn.clicked.connect(lambda: self.ask())
         self.level_box = QComboBox()
@@ -354,6 +355,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(outer)
         self.viewer = ViewerDialog(self._render_runner, self)
         self.viewer.words_fn = self._word_spans
+        self._build_conversation()
 
         # menus and shortcuts (Ctrl+O add folder, Ctrl+L focus query, Esc cancel)
         self.act_add = QAction(self)
@@ -415,6 +417,8 @@ class MainWindow(QMainWindow):
     # ================================================================== i18n
     def retranslate(self) -> None:
         self.retranslate_title()
+        self.conversation_panel.retranslate()
+        self.conversation_dock.setWindowTitle(tr("conv.title"))
         self.query_label.setText(tr("query.label"))
         line = self.query.lineEdit()
         if line is not None:
@@ -669,6 +673,10 @@ class MainWindow(QMainWindow):
         def opened(listing: Listing) -> None:
             self.listing = listing
             self.library_panel.set_listing(listing)
+            load = getattr(self.service, "load_conversation", None)
+            if load is not None:  # each library has its own conversation
+                self.conversation_panel.clear_proposal()
+                self.conversation_panel.set_conversation(load())
             self._set_known(self.known_libraries.with_library(target))
             self.retranslate_title()
             self.statusBar().showMessage(tr("lib.switched", name=name), 8000)
@@ -769,7 +777,23 @@ class MainWindow(QMainWindow):
         self.query.setCurrentIndex(0)
         self.query.blockSignals(False)
 
-    def ask(self, question: str | None = None) -> None:
+    def _ask_from_box(self) -> None:
+        """Return in the question box. An editable QComboBox's line edit emits returnPressed
+        twice for one key press; the second, for the same text at once, is the same question
+        (before issue 12 it silently restarted the search; with follow-ups it would read the
+        question as a follow-up of itself)."""
+        text = self.query.currentText().strip()
+        now = time.monotonic()
+        last = getattr(self, "_last_return", ("", 0.0))
+        if text == last[0] and now - last[1] < 0.5:
+            return
+        self._last_return = (text, now)
+        self.ask()
+
+    def ask(self, question: str | None = None, *, typed: str | None = None) -> None:
+        """Ask ``question`` (default: the question box). A follow-up in a conversation is first
+        rewritten into a standalone question for the user to check; ``typed`` marks a question
+        that already is that standalone form of what the user typed."""
         q = (question if question is not None else self.query.currentText()).strip()
         if not q:
             self.statusBar().showMessage(tr("query.empty"), 5000)
@@ -777,9 +801,12 @@ class MainWindow(QMainWindow):
         if self.switching:
             self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
             return
+        if typed is None and self._propose_rewrite(q):
+            return
         self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
         self._qid += 1
-        st = QueryState(self._qid, q)
+        st = QueryState(self._qid, q, typed=typed or q)
+        self._record_turn(st)
         self.state = st
         self.remember_question(q)
         for m in METHODS:
@@ -954,7 +981,7 @@ class MainWindow(QMainWindow):
 
     def _gen_progress(self, qid: int, pane: AnswerPane, p: Progress) -> None:
         if self._current(qid):
-            pane.set_progress(tr("answer.preparing", msg=p.message or p.stage, cur=p.current, total=p.total))
+            pane.set_progress(progress_text(p))
 
     def _gen_token(self, qid: int, pane: AnswerPane, text: str) -> None:
         if not self._current(qid):
@@ -967,6 +994,7 @@ class MainWindow(QMainWindow):
             return
         st.answers[m] = answer
         self.answers[m].set_answer(answer, ranked.hits)
+        self._record_answer(st, m, answer)
 
     def _on_gen_error(self, qid: int, m: str, err: UserError) -> None:
         st = self._current(qid)
@@ -1066,6 +1094,12 @@ class MainWindow(QMainWindow):
         st = self.state
         if st is not None:
             for a in st.answers.values():
+                # The cited passage itself (issue 12): the viewer opens on its page and marks it.
+                if 0 < c.n <= len(a.sources) and (a.sources[c.n - 1].unit_id, a.sources[c.n - 1].page) == (
+                        c.unit_id, c.page):
+                    hit = a.sources[c.n - 1]
+                    break
+            for a in st.answers.values() if hit is None else ():
                 hit = next((h for h in a.sources if h.unit_id == c.unit_id and h.doc_id == c.doc_id), None)
                 if hit is not None:
                     break
@@ -1223,6 +1257,115 @@ class MainWindow(QMainWindow):
             return False
         self._quit_confirmed = True
         return bool(self.close())
+    # ================================================================== conversation (issue 12)
+    def _build_conversation(self) -> None:
+        from PySide6.QtWidgets import QDockWidget
+
+        from rag_desktop.core.conversation import Conversation
+        from rag_desktop.ui.conversation import ConversationPanel
+
+        self.conversation_panel = ConversationPanel()
+        self.conversation_panel.ask_standalone.connect(lambda q, typed: self.ask(q, typed=typed))
+        self.conversation_panel.new_requested.connect(self.new_conversation)
+        self.conversation_panel.export_requested.connect(self.choose_conversation_export)
+        self.conversation_dock = QDockWidget(self)
+        self.conversation_dock.setObjectName("conversation_dock")
+        self.conversation_dock.setWidget(self.conversation_panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.conversation_dock)
+        load = getattr(self.service, "load_conversation", None)
+        self.conversation_panel.set_conversation(load() if load is not None else Conversation())
+
+    def _propose_rewrite(self, q: str) -> bool:
+        """Start rewriting a follow-up (True), or False when ``q`` is asked as it stands: no
+        previous question, answers off (no model to rewrite with), or no rewriting service."""
+        from rag_desktop.core.conversation import needs_rewrite
+
+        rewrite = getattr(self.service, "rewrite_followup", None)
+        conv = self.conversation_panel.conversation
+        if rewrite is None or not needs_rewrite(conv) or not self.auto_answer.isChecked():
+            return False
+        self.conversation_panel.show_rewriting(q)
+        self.conversation_dock.show()
+
+        def job(ctx: TaskContext) -> Iterator[object]:
+            prepare = getattr(self.service, "prepare_generator", None)
+            if prepare is not None:  # the model may still be joining (first launch)
+                yield from prepare(ctx.cancel)
+            yield rewrite(q, conv, ctx.cancel)
+
+        def done(rw: Any) -> None:
+            if self.conversation_panel.pending == q:
+                self.conversation_panel.show_proposal(rw)
+
+        def failed(err: UserError) -> None:  # the service falls back itself; this is a crash
+            from rag_desktop.core.conversation import Rewrite
+
+            if self.conversation_panel.pending == q:
+                self.conversation_panel.show_proposal(Rewrite(q, q, False, err.message, reason="failed"))
+
+        self.runner.submit("rewrite", job, on_progress=lambda p: self.statusBar().showMessage(progress_text(p)),
+                           on_result=done, on_error=failed)
+        return True
+
+    def _record_turn(self, st: QueryState) -> None:
+        from rag_desktop.core.conversation import Turn
+
+        conv = self.conversation_panel.conversation.add(Turn(st.typed or st.question, st.question))
+        self._save_conversation(conv)
+
+    def _record_answer(self, st: QueryState, m: str, answer: Answer) -> None:
+        """The thread keeps the causal column's answer (the baseline's when there is none)."""
+        if m not in ("causal", "baseline") or (m == "baseline" and "causal" in st.answers):
+            return
+        turns = self.conversation_panel.conversation.turns
+        if turns and turns[-1].standalone == st.question:
+            self._save_conversation(self.conversation_panel.conversation.with_answer(answer.text))
+
+    def _save_conversation(self, conv: Any) -> None:
+        self.conversation_panel.set_conversation(conv)
+        save = getattr(self.service, "save_conversation", None)
+        if save is None:
+            return
+        try:
+            save(conv)
+        except OSError as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+
+    def new_conversation(self) -> None:
+        from rag_desktop.core.conversation import Conversation
+
+        self.conversation_panel.clear_proposal()
+        self._save_conversation(Conversation())
+
+    def choose_conversation_export(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, tr("conv.export_title"), "conversation.md", "Markdown (*.md)")
+        if path:
+            self.export_conversation(Path(path))
+
+    def export_conversation(self, path: Path) -> Path:
+        name = Path(getattr(getattr(self.service, "library", None), "folder", "library")).name
+        path.write_text(self.conversation_panel.conversation.to_markdown(f"{tr('conv.title')} — {name}"),
+                        encoding="utf-8")
+        self.statusBar().showMessage(tr("conv.exported", path=str(path)), 8000)
+        return path
+
+    def prepare_model_in_background(self) -> None:
+        """Join/verify the embedded generator at launch on its own thread (issue 12), so the first
+        question does not wait for it silently; the status bar shows name, MB done and ETA."""
+        prepare = getattr(self.service, "prepare_generator", None)
+        if prepare is None:
+            return
+        self.model_runner = TaskRunner(self, serial=True)  # retrieval must not queue behind the join
+
+        def job(ctx: TaskContext) -> Iterator[object]:
+            yield from prepare(ctx.cancel)
+
+        self.model_runner.submit(
+            "model.prepare", job,
+            on_progress=lambda p: self.statusBar().showMessage(
+                progress_text(p), 5000 if p.stage == "model_ready" else 0),
+            on_error=self.show_error,
+        )
 
     def closeEvent(self, event: QCloseEvent) -> None:
         # The window's close button asks like Quit does; a close() from code (tests, --demo) does not.
@@ -1234,6 +1377,10 @@ class MainWindow(QMainWindow):
         self._save_ui_state()
         self.runner.cancel_all()
         self.render_runner.cancel_all()
+        model_runner = getattr(self, "model_runner", None)
+        if model_runner is not None:  # a cancelled join removes its temporary file
+            model_runner.cancel_all()
+            model_runner.wait(15000)
         # Give running work a moment to notice the cancel; models are closed by the caller.
         self.runner.wait(15000)
         self.render_runner.wait(5000)

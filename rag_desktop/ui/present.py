@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rag_desktop.core.cfrag import evidence_rows
+from rag_desktop.core import citations
 from rag_desktop.core.cfrag_types import CFTrace, EvidenceTrace
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
 from rag_desktop.ui.i18n import has_tr, tr
@@ -277,24 +278,14 @@ def causal_off_text(off: object) -> str:
 
 # --------------------------------------------------------------------------- citations
 
-_NUM = r"\d{1,4}"
-_CITE = re.compile(rf"[\[【［]\s*({_NUM}(?:\s*[,，、;；\-–—~～]\s*{_NUM})*)\s*[\]】］](?!\()")
-
-
 def citation_spans(text: str) -> list[tuple[int, int, int]]:
     """(start, end, n) for every number inside a [n] / [1, 2] / [2-3] marker.
 
-    Same grammar as ``core.prompting.parse_citations`` (brackets, full-width brackets,
-    lists and short ranges; a markdown link ``[1](…)`` is not a citation). For a range
-    the span covers the whole range text and points at its first number.
+    The one grammar of ``core.citations`` (shared with the prompt, CF-RAG and the metrics):
+    a bracketed year such as [2023] is not a citation. For a range the span covers the whole
+    range text and points at its first number.
     """
-    out: list[tuple[int, int, int]] = []
-    for m in _CITE.finditer(text):
-        base = m.start(1)
-        for part in re.finditer(r"\d+(?:\s*[-–—~～]\s*\d+)?", m.group(1)):
-            n = int(re.match(r"\d+", part.group(0)).group(0))  # type: ignore[union-attr]
-            out.append((base + part.start(), base + part.end(), n))
-    return out
+    return citations.citation_spans(text)
 
 
 # --------------------------------------------------------------------------- the "Why" card

@@ -95,6 +95,9 @@ TABS: tuple[tuple[str, tuple[Field, ...]], ...] = (
         Field("generation", "max_tokens", "int", 1, 32768),
         Field("generation", "thinking", "bool"),
         Field("generation", "translate", "bool"),
+        Field("generation", "passages", "bool"),
+        Field("generation", "max_passages", "int", 1, 50),
+        Field("generation", "rewrite_timeout_s", "float", 1.0, 600.0, 5.0, 0),
     )),
     ("settings.tab.interface", (
         Field("ui", "language", "choice", choices=("en", "zh")),
@@ -243,6 +246,11 @@ class SettingsDialog(QDialog):
                 embedded.setToolTip(tr("settings.embedded_tip"))
                 embedded.clicked.connect(lambda: line.setText("embedded"))
                 row.addWidget(embedded)
+                if f.key == "generator":  # issue 12: the 0.5B model stays as the fast choice
+                    fast = QPushButton(tr("settings.embedded_fast"))
+                    fast.setToolTip(tr("settings.embedded_fast_tip"))
+                    fast.clicked.connect(lambda: line.setText("embedded-fast"))
+                    row.addWidget(fast)
             return line, holder
         return line, line
 

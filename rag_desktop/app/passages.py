@@ -1,0 +1,199 @@
+"""Answer passages for one ranked column: windows, pages, headings, scores (issue 12).
+
+The pure parts (windows, headings, selection) are in :mod:`rag_desktop.core.passages`; this
+module reads what they need from the library: the chunks behind the column's top hits (for a
+document-level hit, its chunks that best match the question, by their stored vectors), the
+page each paragraph is on (a chunk spanning pages is located in the PDF's own page texts),
+the PDF's printed page labels, and the question's BM25 in each window (the library's
+tokenizer, stopwords and chunk-level IDF).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rag_desktop.app.library import Library
+from rag_desktop.core import passages as P
+from rag_desktop.core.cleaning import clean_pages
+from rag_desktop.core.keywords import IdfTable
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.protocols import Embedder, Tokenizer
+from rag_desktop.core.types import Chunk, Hit, Locator, Page
+
+log = logging.getLogger(__name__)
+
+CHUNKS_PER_DOC = 2  # a document-level hit is read through its two best-matching chunks
+_KEY_CHARS = 24  # leading non-space characters that find a paragraph in a page's text
+_PDF_CACHE = 32  # documents whose page texts and labels are kept
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split()).lower()
+
+
+@dataclass
+class _PdfInfo:
+    labels: dict[int, str] = field(default_factory=dict)
+    pages: dict[int, str] = field(default_factory=dict)  # physical page → squashed cleaned text
+
+
+@dataclass(frozen=True)
+class PassageSet:
+    """The passages of one column, ready for the prompt, with the time they took."""
+
+    hits: tuple[Hit, ...]
+    locators: tuple[Locator, ...]
+    n_candidates: int
+    seconds: float
+
+
+class PassageFinder:
+    """Finds the answer passages for a question inside a column's top hits."""
+
+    def __init__(self, library: Library, embedder: Embedder, tokenizer: Tokenizer, idf: IdfTable,
+                 stopwords: frozenset[str], *, max_passages: int = 8,
+                 min_chars: int = P.DEFAULT_MIN_CHARS, max_chars: int = P.DEFAULT_MAX_CHARS) -> None:
+        self.library = library
+        self.embedder = embedder  # only for a document-level hit's best chunks (stored vectors)
+        self.tokenizer = tokenizer
+        self.idf = idf
+        self.stopwords = stopwords
+        self.max_passages = max_passages
+        self.min_chars = min_chars
+        self.max_chars = max_chars
+        self._pdf: OrderedDict[int, _PdfInfo] = OrderedDict()
+
+    # ------------------------------------------------------------------ chunks
+    def _chunks_for(self, hits: Sequence[Hit], qv: np.ndarray) -> list[tuple[int, Chunk]]:
+        cat = self.library.catalog
+        out: list[tuple[int, Chunk]] = []
+        seen: set[int] = set()
+        chunk_ids: list[tuple[int, int]] = []
+        doc_hits = [h for h in hits if h.level == "doc"]
+        vecs = cat.chunk_vectors_of([h.doc_id for h in doc_hits]) if doc_hits else {}
+        for rank, h in enumerate(hits, start=1):
+            if h.level == "chunk":
+                chunk_ids.append((rank, h.unit_id))
+                continue
+            rows = vecs.get(h.doc_id, [])
+            if not rows:
+                continue
+            sims = np.stack([v for _, v in rows]) @ qv
+            for i in np.argsort(-sims)[:CHUNKS_PER_DOC]:
+                chunk_ids.append((rank, rows[int(i)][0]))
+        chunks = cat.chunks(cid for _, cid in chunk_ids)
+        for rank, cid in chunk_ids:
+            if cid in chunks and cid not in seen:
+                seen.add(cid)
+                out.append((rank, chunks[cid]))
+        return out
+
+    # ------------------------------------------------------------------ pages
+    def _pdf_info(self, doc_id: int, path: str, numbers: Sequence[int]) -> _PdfInfo | None:
+        if Path(path).suffix.lower() != ".pdf":
+            return None
+        info = self._pdf.get(doc_id)
+        if info is None:
+            info = _PdfInfo()
+            try:
+                from rag_desktop.backends.pdf_pages import page_labels
+
+                info.labels = page_labels(path)
+            except Exception as exc:  # a moved or unreadable file: physical pages, no labels
+                log.warning("page labels of %s: %s", path, exc)
+            self._pdf[doc_id] = info
+            while len(self._pdf) > _PDF_CACHE:
+                self._pdf.popitem(last=False)
+        self._pdf.move_to_end(doc_id)
+        missing = [n for n in numbers if n not in info.pages]
+        if missing:
+            try:
+                from rag_desktop.backends.pdf_pages import read_pages
+
+                for pg in read_pages(path, missing):
+                    cleaned = clean_pages([Page(pg.number, pg.text)])
+                    info.pages[pg.number] = _squash(cleaned.text)
+            except Exception as exc:
+                log.warning("pages %s of %s: %s", missing, path, exc)
+                for n in missing:
+                    info.pages.setdefault(n, "")
+        return info
+
+    def _paragraph_pages(self, chunk: Chunk, paras: Sequence[P.Window], info: _PdfInfo | None) -> list[int]:
+        if chunk.page_start == chunk.page_end or info is None:
+            return [chunk.page_start] * len(paras)
+        out: list[int] = []
+        current = chunk.page_start
+        for w in paras:
+            key = _squash(w.text)[:_KEY_CHARS]
+            for n in range(current, chunk.page_end + 1):  # pages only move forward in a chunk
+                if key and key in info.pages.get(n, ""):
+                    current = n
+                    break
+            out.append(current)
+        return out
+
+    # ------------------------------------------------------------------ the passages
+    def find(self, query: str, hits: Sequence[Hit]) -> PassageSet:
+        """Candidate windows of the top ``hits``, scored for ``query``, chosen and located."""
+        t0 = time.perf_counter()
+        if not hits:
+            return PassageSet((), (), 0, 0.0)
+        qv = self.embedder.embed_queries([query])[0]
+        docs = {h.doc_id: h for h in hits}
+        cands: list[tuple[P.Candidate, Chunk]] = []
+        texts: list[str] = []
+        for rank, chunk in self._chunks_for(hits, qv):
+            hit = docs[chunk.doc_id]
+            paras = P.paragraphs(chunk.text)
+            info = self._pdf_info(chunk.doc_id, hit.path, range(chunk.page_start, chunk.page_end + 1))
+            pages = self._paragraph_pages(chunk, paras, info)
+            windows = P.split_windows(chunk.text, pages, min_chars=self.min_chars, max_chars=self.max_chars)
+            para_texts = [p.text for p in paras]
+            prev = self._previous_paragraphs(chunk)
+            for w in windows:
+                first = next((i for i, p in enumerate(paras) if p.end > w.start), 0)
+                heading = P.window_locator([*prev, *para_texts], len(prev) + first, w.text)
+                page = pages[first] if pages else chunk.page_start
+                label = info.labels.get(page, "") if info is not None else ""
+                cands.append((P.Candidate(rank, w, 0.0, heading, page, label), chunk))
+                texts.append(w.text)
+        if not cands:
+            return PassageSet((), (), 0, time.perf_counter() - t0)
+        scores = P.bm25_scores(self._terms(query), [self._terms(t) for t in texts],
+                               lambda t: self.idf.idf(t, self.tokenizer.prior_idf))
+        scored = [(P.Candidate(c.chunk_rank, c.window, float(s), c.heading, c.page, c.page_label), ch)
+                  for (c, ch), s in zip(cands, scores, strict=True)]
+        chunk_of = {id(c): ch for c, ch in scored}
+        chosen = P.select([c for c, _ in scored], self.max_passages)
+        out_hits: list[Hit] = []
+        locs: list[Locator] = []
+        for i, c in enumerate(chosen, start=1):
+            ch = chunk_of[id(c)]
+            h = docs[ch.doc_id]
+            out_hits.append(Hit(ch.chunk_id, ch.doc_id, "chunk", h.title, h.path, c.page, c.window.text,
+                                c.score, i, ch.lang))
+            locs.append(Locator(c.heading, c.page_label))
+        return PassageSet(tuple(out_hits), tuple(locs), len(cands), time.perf_counter() - t0)
+
+    def _terms(self, text: str) -> list[str]:
+        lang = detect_lang(text)
+        return [t for t in self.tokenizer.tokenize(text, lang) if t not in self.stopwords]
+
+    def _previous_paragraphs(self, chunk: Chunk) -> list[str]:
+        """Paragraphs of the chunk before this one (a heading may stand there)."""
+        if chunk.ordinal == 0:
+            return []
+        for c in self.library.catalog.chunks_of(chunk.doc_id):
+            if c.ordinal == chunk.ordinal - 1:
+                # Only the part before the overlap: the overlap is this chunk's own start.
+                head = c.text[: max(0, len(c.text) - (c.char_end - chunk.char_start))]
+                return [p.text for p in P.paragraphs(head)]
+        return []

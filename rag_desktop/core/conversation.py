@@ -1,0 +1,148 @@
+"""Follow-up questions: a conversation per library, rewritten into standalone questions (issue 12).
+
+A follow-up ("那有效期呢？", "and in the drinking-age version?") cannot be retrieved on its own:
+the local model rewrites it, from the conversation so far, into a standalone question, which
+the user sees (and may edit) before all columns rank it. The first question of a conversation
+is standalone by definition and is never rewritten. A rewrite that fails, times out or comes
+back unusable falls back to the user's own words, with a note saying why.
+
+Pure: the messages, the parsing of the model's reply, the conversation record and its export.
+Running the model and storing the conversation are the app layer's business.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.prompting import load_template
+from rag_desktop.core.types import ChatMessage
+
+HISTORY_TURNS = 3  # the last turns the rewrite sees (older ones rarely hold the referent)
+ANSWER_CHARS = 300  # of each earlier answer: enough for what "it"/"那" points at
+MAX_GROWTH = 4  # a rewrite longer than 4× the follow-up + 80 characters is rambling, not a question
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange: what the user typed, what was retrieved for, and the answer shown."""
+
+    question: str
+    standalone: str
+    answer: str = ""
+    note: str = ""  # why the standalone question is the user's own words, if it is
+
+
+@dataclass(frozen=True)
+class Conversation:
+    turns: tuple[Turn, ...] = ()
+
+    def add(self, turn: Turn) -> Conversation:
+        return Conversation((*self.turns, turn))
+
+    def with_answer(self, answer: str) -> Conversation:
+        """The last turn with its answer filled in (answers arrive after the question)."""
+        if not self.turns:
+            return self
+        return Conversation((*self.turns[:-1], dataclasses.replace(self.turns[-1], answer=answer)))
+
+    def to_json(self) -> list[dict[str, str]]:
+        return [dataclasses.asdict(t) for t in self.turns]
+
+    @staticmethod
+    def from_json(data: Any) -> Conversation:
+        """A conversation from :meth:`to_json`; anything malformed is dropped, never fatal."""
+        turns = []
+        for row in data if isinstance(data, list) else []:
+            if isinstance(row, dict) and isinstance(row.get("question"), str):
+                turns.append(Turn(row["question"], str(row.get("standalone") or row["question"]),
+                                  str(row.get("answer", "")), str(row.get("note", ""))))
+        return Conversation(tuple(turns))
+
+    def to_markdown(self, title: str = "Conversation") -> str:
+        """The conversation as Markdown, for export."""
+        out = [f"# {title}", ""]
+        for i, t in enumerate(self.turns, start=1):
+            out.append(f"## {i}. {t.question}")
+            if t.standalone != t.question:
+                out.append(f"*Asked as:* {t.standalone}")
+            if t.note:
+                out.append(f"*Note:* {t.note}")
+            out += ["", t.answer or "(no answer)", ""]
+        return "\n".join(out).rstrip() + "\n"
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """The question to retrieve for; ``rewritten`` False means the user's words are used."""
+
+    question: str
+    standalone: str
+    rewritten: bool
+    note: str = ""
+    seconds: float = 0.0
+    raw: str = field(default="", compare=False)
+    reason: str = ""  # "", "timeout", "failed", "empty", "not_a_question": for the UI's own words
+
+
+def needs_rewrite(conversation: Conversation) -> bool:
+    """A follow-up needs rewriting only when there is a previous question."""
+    return bool(conversation.turns)
+
+
+def build_rewrite_messages(conversation: Conversation, question: str) -> tuple[ChatMessage, ...]:
+    """Messages asking the model for a standalone form of ``question`` (in its language)."""
+    if not question.strip():
+        raise ValueError("the follow-up question is empty")
+    zh = detect_lang(question) == "zh"
+    tpl = load_template("rewrite_zh" if zh else "rewrite_en")
+    q_label, a_label = ("问", "答") if zh else ("Q", "A")
+    lines = []
+    for t in conversation.turns[-HISTORY_TURNS:]:
+        answer = " ".join(t.answer.split())
+        if len(answer) > ANSWER_CHARS:
+            answer = answer[:ANSWER_CHARS] + "…"
+        lines.append(f"{q_label}: {t.standalone}")
+        if answer:
+            lines.append(f"{a_label}: {answer}")
+    history = "\n".join(lines)
+    return (*tpl.prefix(), ChatMessage("user", tpl.render("user", history=history, question=question.strip())))
+
+
+_LABEL = re.compile(r"^(?:standalone question|question|rewritten question|独立问题|问题|改写后的问题|改写)\s*[:：]\s*",
+                    re.IGNORECASE)
+_QUOTES = "\"'“”‘’「」『』`"
+
+
+NOTES = {
+    "timeout": "the rewrite took too long",
+    "failed": "the rewrite failed",
+    "empty": "the model returned no rewrite",
+    "not_a_question": "the model's rewrite was not a single question",
+}
+
+
+def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
+    """(standalone question, reason): the reply's first line without labels or quotes; the
+    user's question and a reason (a key of :data:`NOTES`) when the reply is empty or not a
+    plausible question."""
+    line = next((ln.strip() for ln in reply.strip().splitlines() if ln.strip()), "")
+    line = _LABEL.sub("", line).strip().strip(_QUOTES).strip()
+    if not line:
+        return question, "empty"
+    if len(line) > MAX_GROWTH * len(question) + 80:
+        return question, "not_a_question"
+    return line, ""
+
+
+def history_for_export(turns: Sequence[Turn]) -> list[str]:
+    """One line per turn for a compact history list ("Q → standalone")."""
+    return [t.question if t.standalone == t.question else f"{t.question} → {t.standalone}" for t in turns]
+
+
+__all__ = ["NOTES", "Conversation", "Rewrite", "Turn", "build_rewrite_messages", "history_for_export", "needs_rewrite",
+           "parse_rewrite"]

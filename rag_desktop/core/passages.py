@@ -1,0 +1,293 @@
+"""Answer passages: rank coarse, read fine (DESIGN.md "Two granularities", issue 12).
+
+The 4,096/512 chunks of paper 000 stay the unit the columns rank. What the model reads, and
+what ``[n]`` points at, is a *passage*: a paragraph-sized window inside a top-ranked chunk,
+on one page, chosen for the question and given with what locates it (document title,
+section heading or article, printed page label), so that the model can say *where*
+("《职业病防治法》第五十条", "§7.3") and a citation can open the viewer on that paragraph.
+
+This module is pure: splitting a chunk into windows, finding headings, choosing windows by
+their scores and formatting locators. Scores (query–window cosines from the library's own
+encoder) and pages arrive from the ``app`` layer.
+
+Choices (the issue leaves them open):
+
+* Windows follow the cleaned text's paragraphs (``"\\n\\n"``: the cleaner joins wrapped lines
+  and never lets a paragraph cross a page). Paragraphs are merged, on one page, until the
+  window holds ``min_chars`` and ends at a sentence end (a heading or list item joins what
+  follows it; a PDF whose every wrapped line came out as a paragraph still gives whole
+  sentences), but never beyond ``max_chars``; a single paragraph longer than that is
+  cut at sentence ends into pieces of at most ``max_chars`` (a piece holds at least one whole
+  sentence, so a very long sentence stays whole).
+* Windows are scored at query time, not stored, and lexically: Okapi BM25 (Robertson &
+  Zaragoza 2009, Eq. 3.15 with k1 = 1.2, b = 0.75) of the question's terms (the library's
+  tokenizer, stopwords removed) in each window, with the library's own chunk-level IDF. The
+  dense alternative was measured first: embedding the ~37 windows of one question's top
+  chunks with the embedded e5-small took 57–78 s on the shared 2-core machine (1.5 s per
+  window, docs/evaluation.md), far too slow per question; storing window vectors at ingest
+  would move that cost to ingest (about 8 windows per chunk) and need every library
+  re-ingested. BM25 over the windows takes milliseconds, and the columns' dense / causal
+  ranking still decides *which chunks* are read (rank coarse, read fine).
+* Selection keeps the column's ranking: every top chunk whose best window scores at least a
+  quarter of the best window's score contributes that window, in rank order, then the
+  remaining slots go to the best-scoring windows of any of those chunks.
+  Passages are then numbered in reading order (chunk rank, then position in the chunk), so
+  neighbouring windows of a chunk read as one text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag_desktop.core.prompting import split_sentences
+
+PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+DEFAULT_MIN_CHARS = 160
+DEFAULT_MAX_CHARS = 700
+
+# A heading: a short line that starts with a section number or a Chinese structural marker.
+_CN_NUM = "零〇一二三四五六七八九十百千两"
+_HEADING_START = re.compile(
+    rf"^(?:§\s*\d+(?:\.\d+)*"  # §7.3
+    rf"|\d+(?:\.\d+)+\.?(?=\s|[^\d.])|\d+\.?\s"  # 7.3 / 4.3第三步 / 2. Intro / 6 结果的有效期
+    rf"|第[{_CN_NUM}\d]+[章节条款编篇部分]"  # 第四节 / 第八条
+    rf"|[{_CN_NUM}]+[、.．]"  # 二、
+    rf"|[（(][{_CN_NUM}\d]+[）)]"  # （三）
+    rf"|附录\s*[A-Za-z\d{_CN_NUM}]*"  # 附录A
+    rf"|(?:chapter|section|appendix|part|article)\s+[\dA-Za-z.]+)",
+    re.IGNORECASE,
+)
+# An article number at the start of a paragraph of a statute: "第五十条 用人单位应当……".
+_ARTICLE = re.compile(rf"^第[{_CN_NUM}\d]+条")
+MAX_HEADING_CHARS = 60
+_SENTENCE_END = re.compile(r"[。！？!?；;]$|[.](?<!\d\.)$")
+_CLAUSE_MARK = re.compile(r"[。！？；，,;]")  # a heading has no clause punctuation inside
+_ENDS_SENTENCE = re.compile(r"[。！？!?；;.…:：”’\"')）」』]$")
+
+
+@dataclass(frozen=True)
+class Window:
+    """A paragraph-sized span ``[start, end)`` of a chunk's text."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A window of one ranked chunk, with what the app layer found out about it."""
+
+    chunk_rank: int  # 1-based rank of its chunk in the column
+    window: Window
+    score: float  # BM25 of the question in the window (:func:`bm25_scores`)
+    heading: str = ""  # the section heading or article it stands under ("" if none)
+    page: int = 1  # physical page (1-based)
+    page_label: str = ""  # printed page label, "" when the PDF defines none
+
+
+def is_heading(paragraph: str) -> bool:
+    """A short paragraph that starts like a section heading and is not a sentence."""
+    p = " ".join(paragraph.split())
+    return (0 < len(p) <= MAX_HEADING_CHARS and bool(_HEADING_START.match(p))
+            and not _SENTENCE_END.search(p) and not _CLAUSE_MARK.search(p))
+
+
+def leading_label(paragraph: str) -> str:
+    """The article number a paragraph starts with ("第八条"), else ""."""
+    m = _ARTICLE.match(paragraph.lstrip())
+    return m.group(0) if m else ""
+
+
+def paragraphs(text: str) -> list[Window]:
+    """The non-empty paragraphs of ``text`` as windows (offsets into ``text``)."""
+    out: list[Window] = []
+    pos = 0
+    for m in [*PARAGRAPH_BREAK.finditer(text), None]:
+        end = m.start() if m is not None else len(text)
+        raw = text[pos:end]
+        stripped = raw.strip()
+        if stripped:
+            s = pos + (len(raw) - len(raw.lstrip()))
+            out.append(Window(s, s + len(stripped), stripped))
+        if m is not None:
+            pos = m.end()
+    return out
+
+
+def _cut_long(w: Window, max_chars: int) -> list[Window]:
+    if len(w.text) <= max_chars:
+        return [w]
+    out: list[Window] = []
+    start = 0
+    length = 0
+    for piece in split_sentences(w.text):
+        if length and length + len(piece) > max_chars:
+            seg = w.text[start:start + length]
+            lead = len(seg) - len(seg.lstrip())
+            out.append(Window(w.start + start + lead, w.start + start + len(seg.rstrip()), seg.strip()))
+            start += length
+            length = 0
+        length += len(piece)
+    seg = w.text[start:]
+    if seg.strip():
+        lead = len(seg) - len(seg.lstrip())
+        out.append(Window(w.start + start + lead, w.start + start + len(seg.rstrip()), seg.strip()))
+    return out
+
+
+def split_windows(text: str, pages: Sequence[int] | None = None, *, min_chars: int = DEFAULT_MIN_CHARS,
+                  max_chars: int = DEFAULT_MAX_CHARS) -> list[Window]:
+    """Paragraph-sized windows of a chunk's text.
+
+    ``pages`` (one per paragraph of :func:`paragraphs`, optional) keeps a merge on one page.
+    A heading is merged with the paragraph that follows it, so a window carries its heading.
+    """
+    paras = paragraphs(text)
+    if pages is not None and len(pages) != len(paras):
+        raise ValueError(f"split_windows: {len(pages)} pages for {len(paras)} paragraphs")
+    merged: list[Window] = []
+    cur: Window | None = None
+    cur_page: int | None = None
+    for i, p in enumerate(paras):
+        page = pages[i] if pages is not None else None
+        # A new section or article starts a new window (a citation then names one article),
+        # unless the window so far is only a heading (it stays with what it heads).
+        starts_unit = is_heading(p.text) or bool(leading_label(p.text))
+        if cur is not None and (page != cur_page or len(cur.text) + len(p.text) + 2 > max_chars
+                                or (starts_unit and not _only_headings(cur.text))):
+            merged.append(cur)
+            cur = None
+        if cur is None:
+            cur, cur_page = p, page
+        else:
+            cur = Window(cur.start, p.end, text[cur.start:p.end])
+        # Close a window at a sentence end once it is long enough: a PDF whose cleaned text
+        # keeps every wrapped line as its own paragraph then still gives whole sentences.
+        if len(cur.text) >= min_chars and not is_heading(p.text) and _ENDS_SENTENCE.search(p.text):
+            merged.append(cur)
+            cur = None
+    if cur is not None:
+        merged.append(cur)
+    out: list[Window] = []
+    for w in merged:
+        out.extend(_cut_long(w, max_chars))
+    return out
+
+
+def _only_headings(text: str) -> bool:
+    return all(is_heading(p.text) for p in paragraphs(text))
+
+
+def window_locator(paras: Sequence[str], first: int, window_text: str) -> str:
+    """What to call a window: the heading it stands under and the article it starts with,
+    e.g. "第四章 住宿费和伙食补助 第八条", "7.3 The Wason selection task"."""
+    article = next((lbl for p in paragraphs(window_text) if (lbl := leading_label(p.text))), "")
+    heading = ""
+    for p in reversed(paras[: first + 1]):
+        if is_heading(p):
+            heading = " ".join(p.split())
+            break
+        if not article and (lbl := leading_label(p)):
+            return lbl
+    if article and heading:
+        return f"{heading} {article}"
+    return article or heading
+
+
+def heading_before(paras: Sequence[str], upto: int) -> str:
+    """The last heading among ``paras[:upto + 1]``, or ""; an article that starts the
+    paragraph at ``upto`` itself (第八条 …) wins, since that is what a citation should name."""
+    if 0 <= upto < len(paras):
+        label = leading_label(paras[upto])
+        if label:
+            return label
+    for p in reversed(paras[: upto + 1]):
+        if is_heading(p):
+            return " ".join(p.split())
+        label = leading_label(p)
+        if label:
+            return label
+    return ""
+
+
+def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.25) -> list[Candidate]:
+    """Every chunk's best window (rank order), then the best remaining windows; reading order.
+
+    A window scoring below ``min_share`` of the best window's score does not answer this
+    question (its chunk was ranked for other reasons): it is left out, so the context holds
+    the paragraphs that answer rather than one filler paragraph per chunk. A window that is
+    only headings (a chunk ending on a heading) holds nothing to read and is left out too.
+    """
+    if max_passages <= 0:
+        return []
+    usable = [c for c in candidates if not _only_headings(c.window.text)] or list(candidates)
+    best = max((c.score for c in usable), default=0.0)
+    if best > 0:
+        usable = [c for c in usable if c.score >= min_share * best]
+    by_chunk: dict[int, list[Candidate]] = {}
+    for c in usable:
+        by_chunk.setdefault(c.chunk_rank, []).append(c)
+    chosen: list[Candidate] = []
+    for rank in sorted(by_chunk):
+        if len(chosen) >= max_passages:
+            break
+        chosen.append(max(by_chunk[rank], key=lambda c: c.score))
+    rest = sorted((c for c in usable if c not in chosen), key=lambda c: -c.score)
+    chosen += rest[: max(0, max_passages - len(chosen))]
+    return sorted(chosen, key=lambda c: (c.chunk_rank, c.window.start))
+
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def bm25_scores(query_terms: Sequence[str], windows_terms: Sequence[Sequence[str]],
+                idf: Callable[[str], float]) -> list[float]:
+    """Okapi BM25 of each window for the query (Robertson & Zaragoza 2009, Eq. 3.15):
+
+        score(q, w) = Σ_{t ∈ q} idf(t) · tf(t, w)·(k1 + 1) / (tf(t, w) + k1·(1 − b + b·|w|/avgdl))
+
+    with each distinct query term counted once and avgdl the mean window length in terms.
+    """
+    if not windows_terms:
+        return []
+    lengths = [len(w) for w in windows_terms]
+    avgdl = (sum(lengths) / len(lengths)) or 1.0
+    qset = list(dict.fromkeys(query_terms))
+    weights = {t: idf(t) for t in qset}
+    out = []
+    for terms, dl in zip(windows_terms, lengths, strict=True):
+        tf: dict[str, int] = {}
+        for t in terms:
+            if t in weights:
+                tf[t] = tf.get(t, 0) + 1
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl)
+        out.append(sum(weights[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in tf.items()))
+    return out
+
+
+def page_text(page: int, label: str, lang: str) -> str:
+    """"page 88" / "第 88 页" with the printed label when there is one, else the physical page."""
+    shown = label or str(page)
+    return f"第 {shown} 页" if lang == "zh" else f"page {shown}"
+
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MIN_CHARS",
+    "Candidate",
+    "Window",
+    "bm25_scores",
+    "heading_before",
+    "is_heading",
+    "leading_label",
+    "page_text",
+    "paragraphs",
+    "select",
+    "split_windows",
+    "window_locator",
+]

@@ -1,0 +1,183 @@
+"""Follow-up questions (issue 12): rewriting, fallbacks, the stored thread, export, `chat`.
+
+The generator is a scripted collaborator; the conversation logic, the prompt, the library and
+the REPL are the real ones.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from library_helpers import ingest_texts
+
+from rag_desktop.app.chat import run_chat
+from rag_desktop.app.service import CONVERSATION_FILE, RagService
+from rag_desktop.core.conversation import (
+    Conversation,
+    Turn,
+    build_rewrite_messages,
+    needs_rewrite,
+    parse_rewrite,
+)
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
+
+FIRST = Turn("数据出境安全评估的申报需要准备哪些材料？", "数据出境安全评估的申报需要准备哪些材料？",
+             "需要申报书和风险自评估报告 [1]。")
+
+
+class RewritingGenerator:
+    """Answers rewrite prompts with a fixed standalone question, others with a short answer."""
+
+    identity = "rewriting-generator"
+    n_ctx = 8192
+
+    def __init__(self, rewrite: str = "数据出境安全评估结论的有效期是多久？", delay: float = 0.0,
+                 fail: BaseException | None = None) -> None:
+        self.rewrite, self.delay, self.fail = rewrite, delay, fail
+        self.prompts: list[Sequence[ChatMessage]] = []
+        self.lock = threading.Lock()
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 3 + 1
+
+    def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float, seed: int,
+               cancel: CancelToken | None = None, stop: Sequence[str] = ()) -> Iterator[GenEvent]:
+        with self.lock:
+            self.prompts.append(messages)
+        if self.fail is not None:
+            raise self.fail
+        rewriting = "standalone" in messages[0].content or "独立问题" in messages[0].content
+        text = self.rewrite if rewriting else "有效期为2年 [1]。"
+        for piece in text:
+            if self.delay:
+                time.sleep(self.delay)
+            if cancel is not None and cancel.is_set:
+                yield GenEvent(GenEventKind.DONE, finish_reason="cancelled")
+                return
+            yield GenEvent(GenEventKind.TOKEN, piece)
+        yield GenEvent(GenEventKind.DONE, finish_reason="stop")
+
+
+# --------------------------------------------------------------------------- core
+
+
+def test_rewrite_prompt_holds_the_thread_and_the_follow_up() -> None:
+    conv = Conversation().add(FIRST)
+    msgs = build_rewrite_messages(conv, "那有效期呢？")
+    assert msgs[0].role == "system" and "独立问题" in msgs[0].content  # the Chinese template
+    assert "问: 数据出境安全评估的申报需要准备哪些材料？" in msgs[-1].content
+    assert "答: 需要申报书" in msgs[-1].content and msgs[-1].content.endswith("追问：那有效期呢？")
+    wason = "What did the Wason task show?"
+    en = build_rewrite_messages(Conversation().add(Turn(wason, wason)), "and in the drinking-age version?")
+    assert "standalone" in en[0].content and en[-1].content.endswith("Follow-up: and in the drinking-age version?")
+    with pytest.raises(ValueError):
+        build_rewrite_messages(conv, "  ")
+
+
+def test_parse_rewrite_cleans_and_falls_back() -> None:
+    assert parse_rewrite('Standalone question: "What did the drinking-age version show?"\nextra', "and?") == \
+        ("What did the drinking-age version show?", "")
+    assert parse_rewrite("改写后的问题：数据出境安全评估结论的有效期是多久？", "那有效期呢？") == \
+        ("数据出境安全评估结论的有效期是多久？", "")
+    assert parse_rewrite("   ", "那有效期呢？") == ("那有效期呢？", "empty")
+    assert parse_rewrite("x" * 500, "那有效期呢？")[1] == "not_a_question"
+
+
+def test_conversation_round_trip_and_markdown() -> None:
+    follow = Turn("那有效期呢？", "数据出境安全评估结论的有效期是多久？")
+    conv = Conversation().add(FIRST).add(follow).with_answer("2年 [1]")
+    assert Conversation.from_json(conv.to_json()) == conv
+    assert Conversation.from_json({"not": "a list"}) == Conversation()
+    assert Conversation.from_json([{"question": "q"}, 7, {"x": 1}]).turns == (Turn("q", "q"),)
+    md = conv.to_markdown("Demo")
+    assert md.startswith("# Demo") and "## 2. 那有效期呢？" in md
+    assert "*Asked as:* 数据出境安全评估结论的有效期是多久？" in md
+    assert "2年 [1]" in md
+    assert not needs_rewrite(Conversation()) and needs_rewrite(conv)
+
+
+# --------------------------------------------------------------------------- service
+
+
+DOCS = {
+    "guide_zh.txt": "数据出境安全评估工作指引\n\n申报材料包括申报书、风险自评估报告、与境外接收方订立的法律文件。\n\n"
+                    "审查结论的有效期为自出具之日起2年。有效期届满需要继续传输的，应当在届满60个工作日前重新申报。",
+    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule.\n\n"
+                    "In the drinking-age version most people choose the beer drinker and the sixteen-year-old.",
+}
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
+    return ingest_texts(tmp_path_factory.mktemp("conv"), DOCS, Settings().replace("retrieval", level="chunk"))
+
+
+def test_first_question_is_standalone_and_asks_no_model(svc: RagService) -> None:
+    gen = RewritingGenerator()
+    svc.runtime._generator = gen
+    rw = svc.rewrite_followup("那有效期呢？", Conversation())
+    assert (rw.standalone, rw.rewritten, rw.note) == ("那有效期呢？", False, "")
+    assert gen.prompts == []
+
+
+def test_follow_up_is_rewritten(svc: RagService) -> None:
+    svc.runtime._generator = RewritingGenerator()
+    rw = svc.rewrite_followup("那有效期呢？", Conversation().add(FIRST))
+    assert rw.rewritten and rw.standalone == "数据出境安全评估结论的有效期是多久？" and not rw.note
+
+
+def test_a_slow_rewrite_falls_back_to_the_users_words_with_a_note(svc: RagService) -> None:
+    svc.runtime._generator = RewritingGenerator(delay=0.05)
+    rw = svc.rewrite_followup("那有效期呢？", Conversation().add(FIRST), timeout_s=0.2)
+    assert (rw.standalone, rw.rewritten, rw.reason) == ("那有效期呢？", False, "timeout")
+    assert "too long" in rw.note
+
+
+def test_a_failing_rewrite_falls_back_with_a_note(svc: RagService) -> None:
+    svc.runtime._generator = RewritingGenerator(fail=ConnectionError("server down"))
+    rw = svc.rewrite_followup("那有效期呢？", Conversation().add(FIRST))
+    assert (rw.standalone, rw.reason) == ("那有效期呢？", "failed") and "server down" in rw.note
+
+
+def test_conversation_is_stored_with_the_library(svc: RagService) -> None:
+    conv = Conversation().add(FIRST)
+    svc.save_conversation(conv)
+    assert (svc.library.folder / CONVERSATION_FILE).is_file()
+    assert svc.load_conversation() == conv
+    (svc.library.folder / CONVERSATION_FILE).write_text("{broken", encoding="utf-8")
+    assert svc.load_conversation() == Conversation()  # unreadable: a new conversation, not a crash
+    svc.save_conversation(Conversation())
+
+
+# --------------------------------------------------------------------------- chat REPL
+
+
+def test_chat_rewrites_follow_ups_keeps_history_and_exports(svc: RagService, tmp_path: Path) -> None:
+    gen = RewritingGenerator()
+    svc.runtime._generator = gen
+    svc.save_conversation(Conversation())
+    out = io.StringIO()
+    export = tmp_path / "thread.md"
+    lines = "\n".join(["数据出境安全评估的申报需要准备哪些材料？", "那有效期呢？", "/history",
+                       f"/export {export}", "/new", "/history", "/quit"]) + "\n"
+    assert run_chat(svc, stdin=io.StringIO(lines), stdout=out, prompt=False) == 0
+    text = out.getvalue()
+    assert text.count("→ asked as:") == 1  # the first question is standalone, the follow-up rewritten
+    assert "→ asked as: 数据出境安全评估结论的有效期是多久？" in text
+    assert "2. 那有效期呢？  (asked as: 数据出境安全评估结论的有效期是多久？)" in text
+    assert "New conversation." in text
+    md = export.read_text(encoding="utf-8")
+    assert "## 1. 数据出境安全评估的申报需要准备哪些材料？" in md and "有效期为2年" in md
+    assert svc.load_conversation() == Conversation()  # /new started a new thread
+    rewrites = [p for p in gen.prompts if "独立问题" in p[0].content]
+    assert len(rewrites) == 1 and "追问：那有效期呢？" in rewrites[0][-1].content

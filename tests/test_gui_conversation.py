@@ -1,0 +1,123 @@
+"""The conversation panel in the main window (issue 12): a follow-up is rewritten and shown,
+editable, before retrieval; the thread is kept, cleared and exported; answer panes show what
+they are doing. The service is the widget tests' FakeService with a scripted rewrite (a
+collaborator); the window, the panel, the worker bridge and the conversation logic are real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from test_gui_support import FakeService
+
+from rag_desktop.core.conversation import Conversation, Rewrite, Turn
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Progress
+from rag_desktop.ui import i18n
+from rag_desktop.ui.answer_pane import progress_text
+from rag_desktop.ui.main_window import MainWindow
+
+pytestmark = pytest.mark.gui
+
+FIRST = "Why do people fail the Wason selection task?"
+FOLLOW = "and in the drinking-age version?"
+STANDALONE = "Why do people pass the drinking-age version of the Wason selection task?"
+
+
+class ConversingService(FakeService):
+    def __init__(self, folder: Path, settings: Settings) -> None:
+        super().__init__(folder, settings)
+        self.saved = Conversation()
+        self.rewrites: list[tuple[str, int]] = []
+
+    def load_conversation(self) -> Conversation:
+        return self.saved
+
+    def save_conversation(self, conversation: Conversation) -> None:
+        self.saved = conversation
+
+    def rewrite_followup(self, question: str, conversation: Conversation, cancel: Any = None) -> Rewrite:
+        self.rewrites.append((question, len(conversation.turns)))
+        return Rewrite(question, STANDALONE, True, seconds=0.4)
+
+
+@pytest.fixture()
+def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, ConversingService]]:
+    i18n.set_language("en")
+    svc = ConversingService(tmp_path / "lib", Settings())
+    win = MainWindow(svc, Settings(), settings_file=tmp_path / "settings.toml", auto_answer=True)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    yield win, svc
+    win.runner.cancel_all()
+    win.runner.wait(5000)
+    win.render_runner.wait(5000)
+
+
+def type_and_ask(qtbot: Any, win: MainWindow, q: str) -> None:
+    line = win.query.lineEdit()
+    assert line is not None
+    line.clear()
+    qtbot.keyClicks(line, q)
+    qtbot.keyClick(line, Qt.Key.Key_Return)
+
+
+def test_follow_up_is_shown_rewritten_and_asked_only_when_confirmed(qtbot: Any, env: Any, tmp_path: Path) -> None:
+    win, svc = env
+    panel = win.conversation_panel
+    type_and_ask(qtbot, win, FIRST)
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert svc.rewrites == []  # the first question is standalone
+    assert [t.question for t in svc.saved.turns] == [FIRST] and svc.saved.turns[0].answer  # causal answer kept
+    first_state = win.state
+
+    type_and_ask(qtbot, win, FOLLOW)
+    qtbot.waitUntil(lambda: panel.edit.isEnabled() and panel.edit.text() == STANDALONE, timeout=5000)
+    assert svc.rewrites == [(FOLLOW, 1)]
+    assert win.state is first_state  # nothing retrieved before the user confirms
+    panel.edit.setText(STANDALONE + " ")  # editable: the user may change it
+    qtbot.keyClick(panel.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: win.state is not first_state and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert win.state.question == STANDALONE
+    turns = svc.saved.turns
+    assert [(t.question, t.standalone) for t in turns] == [(FIRST, FIRST), (FOLLOW, STANDALONE)]
+    assert panel.history.count() == 2 and STANDALONE in panel.history.item(1).text()
+
+    out = win.export_conversation(tmp_path / "thread.md")
+    md = out.read_text(encoding="utf-8")
+    assert f"## 2. {FOLLOW}" in md and f"*Asked as:* {STANDALONE}" in md
+
+    panel.new_btn.click()
+    assert svc.saved == Conversation() and panel.history.count() == 0
+    type_and_ask(qtbot, win, FOLLOW)  # a new thread: asked as typed, no rewrite
+    qtbot.waitUntil(lambda: win.state.question == FOLLOW and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert len(svc.rewrites) == 1
+
+
+def test_use_my_words_asks_the_typed_question(qtbot: Any, env: Any) -> None:
+    win, svc = env
+    svc.saved = Conversation().add(Turn(FIRST, FIRST))
+    win.conversation_panel.set_conversation(svc.saved)
+    type_and_ask(qtbot, win, FOLLOW)
+    qtbot.waitUntil(lambda: win.conversation_panel.own_btn.isEnabled(), timeout=5000)
+    win.conversation_panel.own_btn.click()
+    qtbot.waitUntil(lambda: win.state is not None and win.state.question == FOLLOW and not win.runner.busy,
+                    timeout=10000)
+
+
+def test_progress_lines_name_the_model_bytes_eta_and_tokens() -> None:
+    i18n.set_language("en")
+    p = Progress("join_model", 412_000_000, 1_117_320_768, "Preparing Qwen2.5-Coder-1.5B-Instruct Q4_K_M", 35.2)
+    assert progress_text(p) == "Preparing Qwen2.5-Coder-1.5B-Instruct Q4_K_M: 412 of 1,117 MB, about 35 s left"
+    assert progress_text(Progress("reading", 1240, 1240, "model")) == "reading 1,240 tokens…"
+    i18n.set_language("zh")
+    assert progress_text(Progress("reading", 1240, 1240, "model")) == "正在阅读 1,240 个词元…"
+    i18n.set_language("en")

@@ -184,6 +184,15 @@ class Library:
                 f"configured. Switch back to '{stored}', or re-embed the library "
                 f"(rag-desktop ingest --reembed) to use the new one."
             )
+        # Same name, other vectors: a server (models.embedder_backend = "openai") can serve one
+        # model name at several dimensions (Matryoshka truncation) or swap the weights behind it.
+        stored_dim = self.catalog.get_meta("dim")
+        if stored_dim is not None and int(stored_dim) != embedder.dim:
+            raise EmbedderMismatch(
+                f"this library holds {stored_dim}-dimensional vectors from '{stored}', but the configured "
+                f"embedder gives {embedder.dim}-dimensional ones. Restore the embedder's dimension, or "
+                f"re-embed the library (rag-desktop ingest --reembed)."
+            )
 
     # ------------------------------------------------------------------ indexes
     def index(self, level: str, dim: int) -> FaissIndex:

@@ -28,6 +28,20 @@ class ModelSettings:
     openai_base_url: str = "http://127.0.0.1:8080/v1"
     openai_model: str = "local"
     openai_timeout_s: float = 120.0
+    # Embedder backend: "local" (models.embedder, in-process) or "openai" (an OpenAI-compatible
+    # /v1/embeddings server: llama.cpp --embedding, vLLM, TEI). Texts go out in batches of
+    # ingest.embed_batch_size; timeouts and HTTP 429/5xx are retried embed_retries times.
+    embedder_backend: Literal["local", "openai"] = "local"
+    embed_base_url: str = "http://127.0.0.1:8081/v1"
+    embed_model: str = "local"
+    embed_timeout_s: float = 60.0
+    embed_retries: int = 3
+    # Prepended for instruction-trained encoders (e5: "query: " / "passage: "); terms take the query one.
+    embed_query_prefix: str = ""
+    embed_passage_prefix: str = ""
+    # A cross-encoder behind TEI's POST <reranker_url>/rerank; empty: models.reranker (a local folder) if set.
+    reranker_url: str = ""
+    reranker_timeout_s: float = 60.0
     n_ctx: int = 8192
     n_gpu_layers: int = 0
     threads: int = 0  # 0: physical cores
@@ -180,4 +194,8 @@ def _check(s: Settings) -> None:
     _need(s.models.n_ctx >= 512, "models.n_ctx", "must be >= 512")
     _need(s.models.generator_backend in ("llama_cpp", "openai"), "models.generator_backend",
           "'llama_cpp' or 'openai'")
+    _need(s.models.embedder_backend in ("local", "openai"), "models.embedder_backend", "'local' or 'openai'")
+    _need(s.models.embed_timeout_s > 0, "models.embed_timeout_s", "must be > 0")
+    _need(s.models.embed_retries >= 0, "models.embed_retries", "must be >= 0")
+    _need(s.models.reranker_timeout_s > 0, "models.reranker_timeout_s", "must be > 0")
     _need(s.ui.language in ("en", "zh"), "ui.language", "'en' or 'zh'")

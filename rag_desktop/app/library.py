@@ -28,18 +28,28 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, CatalogError, decode_path, encode_path, printable
+from rag_desktop.app.ocr import OcrCache, ocr_document
 from rag_desktop.backends.faiss_index import FaissIndex
-from rag_desktop.backends.readers import UnreadableDocument, display_name, is_readable_name, read_document
+from rag_desktop.backends.pdf_reader import SCANNED_REASON
+from rag_desktop.backends.readers import (
+    OCR_SUFFIXES,
+    UnreadableDocument,
+    display_name,
+    is_readable_name,
+    read_document,
+)
+from rag_desktop.backends.scan_pages import OCR_OFF_REASON, is_image
 from rag_desktop.core import keywords as kw
 from rag_desktop.core.causal import calibrate_tau
 from rag_desktop.core.chunking import chunk_text
 from rag_desktop.core.cleaning import clean_pages
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.protocols import Embedder, Tokenizer
+from rag_desktop.core.protocols import Embedder, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
+OCR_RETRY_REASONS = frozenset({SCANNED_REASON, OCR_OFF_REASON})
 CATALOG_FILE = "catalog.sqlite"
 
 
@@ -118,13 +128,14 @@ def _ignored(path: Path, rules: list[tuple[Path, str]]) -> bool:
     return False
 
 
-def scan_folder(root: Path) -> tuple[list[Path], list[FileProblem]]:
+def scan_folder(root: Path, images: bool = False) -> tuple[list[Path], list[FileProblem]]:
     """Supported files under ``root`` (sorted), and the entries that cannot be visited.
 
     A ``.ragignore`` file in a folder lists fnmatch patterns (one per line, ``#`` comments)
     of files that are not documents (the demo folder uses it for its SOURCES and QUESTIONS
     notes). Symlinked directories are not followed (a symlink loop cannot trap us); a
-    symlinked file is read through its link when the target exists.
+    symlinked file is read through its link when the target exists. Image files are
+    documents only with ``images`` (OCR on).
     """
     found: list[Path] = []
     problems: list[FileProblem] = []
@@ -145,7 +156,7 @@ def scan_folder(root: Path) -> tuple[list[Path], list[FileProblem]]:
             ignore.extend((here, ln.strip()) for ln in lines if ln.strip() and not ln.startswith("#"))
         for name in sorted(filenames):
             p = here / name
-            if is_readable_name(p) and not _ignored(p, ignore):
+            if is_readable_name(p) and (images or not is_image(p)) and not _ignored(p, ignore):
                 found.append(p)
         for name in dirnames:
             p = Path(dirpath) / name
@@ -167,6 +178,7 @@ class Library:
         if not os.access(folder, os.W_OK):
             raise CatalogError(f"the library folder {folder} is not writable")
         self.catalog = Catalog(folder / CATALOG_FILE)
+        self.ocr_cache = OcrCache(folder)
         self._indexes: dict[str, FaissIndex] = {}
 
     def close(self) -> None:
@@ -236,8 +248,12 @@ class Library:
         tokenizer: Tokenizer,
         cancel: CancelToken | None = None,
         reembed: bool = False,
+        ocr: OcrEngine | None = None,
     ) -> Iterator[Progress | IngestReport]:
-        """Bring the library in line with ``folders``; yields progress, then the report."""
+        """Bring the library in line with ``folders``; yields progress, then the report.
+
+        With ``ocr``, PDF pages without a usable text layer and image files are recognised
+        (app/ocr.py: per-page progress, cached per page so a cancelled run resumes)."""
         t0 = time.monotonic()
         cancel = cancel or CancelToken()
         report = IngestReport()
@@ -262,7 +278,7 @@ class Library:
                 continue
             with self.catalog.transaction():
                 self.catalog.add_root(str(root))
-            found, problems = scan_folder(root)
+            found, problems = scan_folder(root, images=ocr is not None)
             report.skipped.extend(problems)
             files.extend((root, p) for p in found)
 
@@ -290,7 +306,9 @@ class Library:
                     report.unchanged.append(printable(path))
                     continue
                 prob = problem_states.get(key)
-                if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns:
+                # A scan skipped while OCR was off is tried again once OCR is on.
+                if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns \
+                        and not (ocr is not None and prob[2] in OCR_RETRY_REASONS):
                     report.skipped.append(FileProblem(printable(path), prob[2]))
                     continue
                 try:
@@ -304,8 +322,12 @@ class Library:
                     report.unchanged.append(printable(path))
                     continue
                 try:
+                    ocr_text = None
+                    if ocr is not None and path.suffix.lower() in OCR_SUFFIXES:
+                        ocr_text = yield from ocr_document(path, digest, ocr, self.ocr_cache,
+                                                           self.settings.ingest.ocr_dpi, cancel, key)
                     yield Progress("parse", i, n, display_name(path), eta, key)
-                    prepared = self._prepare(path, tokenizer, kfilter, cancel)
+                    prepared = self._prepare(path, tokenizer, kfilter, cancel, ocr_text)
                 except UnreadableDocument as exc:
                     with self.catalog.transaction():
                         self.catalog.record_problem(key, exc.reason, st.st_size, st.st_mtime_ns)
@@ -343,6 +365,8 @@ class Library:
                         self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
                     self.catalog.set_meta("keywords_dirty", "1")
                 changed = True
+                if old is not None and old.sha256 != digest:
+                    self.ocr_cache.discard(old.sha256)
                 if old is not None:
                     chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
                     doc_index.remove(np.asarray([old.doc_id], dtype=np.int64))
@@ -451,9 +475,10 @@ class Library:
                 self.catalog.set_json("user_words", sorted(known | set(new)))
 
     def _prepare(
-        self, path: Path, tokenizer: Tokenizer, kfilter: kw.KeywordFilter, cancel: CancelToken
+        self, path: Path, tokenizer: Tokenizer, kfilter: kw.KeywordFilter, cancel: CancelToken,
+        ocr_text: Mapping[int, str] | None = None,
     ) -> Library._Prepared:
-        parsed = read_document(path, cancel)
+        parsed = read_document(path, cancel, ocr_text=ocr_text)
         cleaned = clean_pages(parsed.pages)
         ing = self.settings.ingest
         spans = chunk_text(cleaned, size=ing.chunk_size, overlap=ing.chunk_overlap)

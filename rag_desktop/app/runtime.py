@@ -16,7 +16,7 @@ from pathlib import Path
 from rag_desktop.app import model_files
 from rag_desktop.app.config import model_dir
 from rag_desktop.backends.errors import ModelUnavailable
-from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator, Tokenizer
+from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, Progress
 
@@ -33,6 +33,7 @@ class Runtime:
         self._tokenizers: dict[str, Tokenizer] = {}
         self._scorer: CrossEncoder | None = None
         self._generator: Generator | None = None
+        self._ocr: OcrEngine | None = None
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ settings
@@ -90,6 +91,15 @@ class Runtime:
         return OpenAIEmbedder(m.embed_base_url, m.embed_model, timeout=m.embed_timeout_s,
                               batch_size=self.settings.ingest.embed_batch_size, retries=m.embed_retries,
                               query_prefix=m.embed_query_prefix, passage_prefix=m.embed_passage_prefix)
+
+    def ocr(self) -> OcrEngine:
+        """The OCR engine (cheap: its models load when the first page is recognised)."""
+        with self._lock:
+            if self._ocr is None:
+                from rag_desktop.backends.rapid_ocr import RapidOcrEngine
+
+                self._ocr = RapidOcrEngine(threads=self.settings.models.threads)
+            return self._ocr
 
     def tokenizer(self) -> Tokenizer:
         variant = self.settings.retrieval.keyword_variant

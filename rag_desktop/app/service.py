@@ -32,6 +32,7 @@ from rag_desktop.core.types import (
     GenEventKind,
     Hit,
     Lang,
+    OcrLine,
     Progress,
     RankedList,
 )
@@ -109,8 +110,14 @@ class RagService:
     ) -> Iterator[Progress | IngestReport]:
         emb = self.runtime.embedder()
         tok = self.runtime.tokenizer()
-        yield from self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed)
+        ocr = self.runtime.ocr() if self.settings.ingest.ocr else None
+        yield from self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed, ocr=ocr)
         self._retriever = None
+
+    def ocr_lines(self, doc_id: int, page: int) -> tuple[OcrLine, ...]:
+        """The recognised lines of an OCR'd page (empty for text pages): the viewer's marks."""
+        doc = self.library.catalog.document(doc_id)
+        return () if doc is None else self.library.ocr_cache.lines(doc.sha256, page)
 
     def retriever(self) -> Retriever:
         if self._retriever is None:

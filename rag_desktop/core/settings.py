@@ -56,6 +56,10 @@ class IngestSettings:
     embed_batch_size: int = 16
     # Flat index up to this many vectors; IVF above (docs/architecture.md).
     flat_index_max: int = 200_000
+    # OCR (RapidOCR, offline) for PDF pages without a usable text layer and .png/.jpg/.tif files;
+    # pages are rendered at ocr_dpi (docs/evaluation.md "OCR": accuracy and pages/s by dpi).
+    ocr: bool = True
+    ocr_dpi: int = 200
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,7 @@ def _check(s: Settings) -> None:
     _need(0 <= i.chunk_overlap < i.chunk_size, "ingest.chunk_overlap", "must be >= 0 and < chunk_size")
     _need(i.keywords_per_chunk >= 1, "ingest.keywords_per_chunk", "must be >= 1")
     _need(i.embed_batch_size >= 1, "ingest.embed_batch_size", "must be >= 1")
+    _need(72 <= i.ocr_dpi <= 600, "ingest.ocr_dpi", "must be in 72..600")
     _need(r.level in ("chunk", "doc"), "retrieval.level", "must be 'chunk' or 'doc'")
     _need(r.k >= 1, "retrieval.k", "must be >= 1")
     _need(-1.0 <= r.theta <= 1.0, "retrieval.theta", "must be a cosine in [-1, 1]")

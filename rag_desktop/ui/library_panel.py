@@ -45,6 +45,7 @@ class DocRow:
     lang: str
     n_pages: int
     status: str  # indexed | changed | missing
+    ocr: bool = False  # some pages (or the whole image) were read by OCR
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def build_listing(service: Any) -> Listing:
                 else "changed"
         except OSError:
             status = "missing"
-        rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status))
+        rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status,
+                           service.library.ocr_cache.has(d.sha256)))
     skipped = tuple((p.path, p.reason) for p in cat.problems())
     return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped)
 
@@ -270,8 +272,10 @@ class LibraryPanel(QWidget):
             folders.addChild(it)
         docs = QTreeWidgetItem([tr("lib.documents", n=len(lst.documents)), ""])
         for d in lst.documents:
-            it = QTreeWidgetItem([d.title, tr(f"lib.status.{d.status}")])
-            it.setToolTip(0, f"{d.title}\n{d.path}\n{d.kind} · {d.lang} · " + tr("lib.pages", n=d.n_pages))
+            it = QTreeWidgetItem([d.title + (f"  [{tr('lib.ocr_mark')}]" if d.ocr else ""),
+                                  tr(f"lib.status.{d.status}")])
+            it.setToolTip(0, f"{d.title}\n{d.path}\n{d.kind} · {d.lang} · " + tr("lib.pages", n=d.n_pages)
+                          + (f"\n{tr('lib.ocr_tip')}" if d.ocr else ""))
             it.setForeground(1, QBrush(QColor(STATUS_COLORS.get(d.status, "#333"))))
             it.setData(0, Qt.ItemDataRole.UserRole, d.doc_id)
             docs.addChild(it)

@@ -291,6 +291,7 @@ class MainWindow(QMainWindow):
         outer.setSizes([320, 1280])
         self.setCentralWidget(outer)
         self.viewer = ViewerDialog(self._render_runner, self)
+        self.viewer.ocr_lookup = lambda doc_id, page: self.service.ocr_lines(doc_id, page)
 
         # menus and shortcuts (Ctrl+O add folder, Ctrl+L focus query, Esc cancel)
         self.act_add = QAction(self)

@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag_desktop.backends.rapid_ocr import RapidOcrEngine  # noqa: E402
-from rag_desktop.backends.scan_pages import open_document, render_rgb  # noqa: E402
-from rag_desktop.core.ocr_text import char_accuracy, page_text  # noqa: E402
-from tests.scan_helpers import PageSpec, make_pdf  # noqa: E402
+from rag_desktop.backends.rapid_ocr import RapidOcrEngine
+from rag_desktop.backends.scan_pages import open_document, render_rgb
+from rag_desktop.core.ocr_text import char_accuracy, page_text
+from tests.scan_helpers import PageSpec, make_pdf
 
 EN = ("The tenant shall keep the premises in good repair and return the keys to the landlord "
       "before the lease ends. A bicycle chain must be greased every ninety days, and the tyre "

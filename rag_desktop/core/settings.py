@@ -60,6 +60,11 @@ class IngestSettings:
     # pages are rendered at ocr_dpi (docs/evaluation.md "OCR": accuracy and pages/s by dpi).
     ocr: bool = True
     ocr_dpi: int = 200
+    # While the app runs, re-ingest the library's folders when files in them change (app/watcher.py);
+    # watch_poll_s > 0 polls every that many seconds instead (network drives deliver no events).
+    watch: bool = True
+    watch_debounce_s: float = 2.0
+    watch_poll_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ def _check(s: Settings) -> None:
     _need(i.keywords_per_chunk >= 1, "ingest.keywords_per_chunk", "must be >= 1")
     _need(i.embed_batch_size >= 1, "ingest.embed_batch_size", "must be >= 1")
     _need(72 <= i.ocr_dpi <= 600, "ingest.ocr_dpi", "must be in 72..600")
+    _need(i.watch_debounce_s > 0, "ingest.watch_debounce_s", "must be > 0")
+    _need(i.watch_poll_s >= 0, "ingest.watch_poll_s", "must be >= 0 (0: the OS's change events)")
     _need(r.level in ("chunk", "doc"), "retrieval.level", "must be 'chunk' or 'doc'")
     _need(r.k >= 1, "retrieval.k", "must be >= 1")
     _need(-1.0 <= r.theta <= 1.0, "retrieval.theta", "must be a cosine in [-1, 1]")

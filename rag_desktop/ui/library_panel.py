@@ -137,6 +137,12 @@ class LibraryPanel(QWidget):
         prog.addWidget(self.progress, 1)
         prog.addWidget(self.cancel_btn)
         lay.addWidget(self.lib_label)
+        # Folder watching (app/watcher.py): "watching 2 folders", a missing folder, the last update.
+        self.watch_label = QLabel()
+        self.watch_label.setObjectName("watch_label")
+        self.watch_label.setWordWrap(True)
+        self._watch: tuple[bool, int, tuple[str, ...], str] = (False, 0, (), "")
+        lay.addWidget(self.watch_label)
         lay.addLayout(btns)
         lay.addWidget(self.tree, 1)
         lay.addWidget(self.progress_label)
@@ -312,8 +318,24 @@ class LibraryPanel(QWidget):
         if isinstance(doc_id, int):
             self.doc_activated.emit(doc_id)
 
+    def set_watch_status(self, on: bool, n_watching: int, missing: tuple[str, ...] = (), updated: str = "") -> None:
+        """What the folder watcher is doing; ``updated``: the last automatic update's summary."""
+        self._watch = (on, n_watching, missing, updated)
+        self._label_watch()
+
+    def _label_watch(self) -> None:
+        on, n, missing, updated = self._watch
+        parts = [tr("lib.watching", n=n) if on else tr("lib.watch_off")]
+        if on and missing:
+            parts.append(tr("lib.watch_missing", names=", ".join(Path(m).name or m for m in missing)))
+        if on and updated:
+            parts.append(tr("lib.watch_updated", summary=updated))
+        self.watch_label.setText(" · ".join(parts))
+        self.watch_label.setToolTip(tr("lib.watch_tip"))
+
     def retranslate(self) -> None:
         self.libs_label.setText(tr("lib.libraries"))
+        self._label_watch()
         self.new_lib_btn.setText(tr("lib.new"))
         self.new_lib_btn.setToolTip(tr("lib.new_tip"))
         self.open_lib_btn.setText(tr("lib.open"))

@@ -22,6 +22,7 @@ import pytest
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.ocr import OcrCache
 from rag_desktop.app.service import RagService
+from rag_desktop.backends.errors import MissingDependency
 from rag_desktop.backends.pdf_reader import SCANNED_REASON, read_pdf
 from rag_desktop.backends.rapid_ocr import RapidOcrEngine
 from rag_desktop.backends.scan_pages import pages_needing_ocr, recognise_pages
@@ -268,6 +269,35 @@ def test_cancel_in_the_middle_of_a_scan_then_resume(engine: RapidOcrEngine, tmp_
         assert [e.current for e in events if e.stage == "ocr"] == [1, 2, 3]
         chunks = " ".join(c.text for c in svc.library.catalog.chunks_of(svc.library.catalog.documents()[0].doc_id))
         assert all(f"week {i}" in chunks for i in (1, 2, 3)), chunks
+    finally:
+        svc.close()
+
+
+class UnavailableEngine:
+    """An OCR engine whose package is missing (the collaborator; the library is under test)."""
+
+    identity = "missing"
+
+    def load(self) -> None:
+        raise MissingDependency("rapidocr_onnxruntime", "OCR of scanned pages and images")
+
+    def recognise(self, image: npt.NDArray[np.uint8], scale: float) -> list[OcrLine]:
+        self.load()
+        return []
+
+
+def test_without_a_working_ocr_engine_text_pages_are_still_read(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make_pdf(folder / "mixed.pdf", [PageSpec("A real text page about the garden shed.", kind="text"),
+                                    PageSpec(EN_TEXT)], dpi=72)
+    make_pdf(folder / "scan.pdf", [PageSpec(EN_TEXT)], dpi=72)
+    svc = RagService(tmp_path / "lib", Settings())
+    svc.runtime._ocr = UnavailableEngine()
+    try:
+        report, _ = _ingest(svc, folder)
+        assert [Path(p).name for p in report.added] == ["mixed.pdf"]
+        assert [(Path(p.path).name, p.reason) for p in report.skipped] == [("scan.pdf", SCANNED_REASON)]
     finally:
         svc.close()
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import heapq
+import logging
 import os
 import time
 from collections import Counter
@@ -29,6 +30,7 @@ import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, CatalogError, decode_path, encode_path, printable
 from rag_desktop.app.ocr import OcrCache, ocr_document
+from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
 from rag_desktop.backends.faiss_index import FaissIndex
 from rag_desktop.backends.pdf_reader import SCANNED_REASON
 from rag_desktop.backends.readers import (
@@ -47,6 +49,8 @@ from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Embedder, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
+
+log = logging.getLogger(__name__)
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
 OCR_RETRY_REASONS = frozenset({SCANNED_REASON, OCR_OFF_REASON})
@@ -324,8 +328,14 @@ class Library:
                 try:
                     ocr_text = None
                     if ocr is not None and path.suffix.lower() in OCR_SUFFIXES:
-                        ocr_text = yield from ocr_document(path, digest, ocr, self.ocr_cache,
-                                                           self.settings.ingest.ocr_dpi, cancel, key)
+                        try:
+                            ocr_text = yield from ocr_document(path, digest, ocr, self.ocr_cache,
+                                                               self.settings.ingest.ocr_dpi, cancel, key)
+                        except (MissingDependency, ModelUnavailable) as exc:
+                            # OCR cannot run here: the text pages are still read; a scan-only file is
+                            # skipped as without OCR, and tried again by the next ingest.
+                            log.warning("OCR unavailable for %s: %s", printable(path), exc)
+                            ocr_text = None
                     yield Progress("parse", i, n, display_name(path), eta, key)
                     prepared = self._prepare(path, tokenizer, kfilter, cancel, ocr_text)
                 except UnreadableDocument as exc:

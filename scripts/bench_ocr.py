@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -62,25 +63,29 @@ def main() -> None:
             pdf = make_pdf(Path(tmp) / f"{name}.pdf", [spec], dpi=args.scan_dpi)
             for dpi in args.dpi:
                 doc = open_document(pdf)
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 img = render_rgb(doc.load_page(0), dpi / 72)
                 lines = engine.recognise(img, dpi / 72)
-                seconds = time.perf_counter() - t
+                seconds, cpu = time.perf_counter() - t, time.process_time() - c
                 raw, _ = engine._engine(np.ascontiguousarray(img[:, :, ::-1]))  # RapidOCR's own text
                 doc.close()
                 raw_text = "\n".join(str(r[1]) for r in raw or [])
-                rows.append({"page": name, "dpi": dpi, "seconds": round(seconds, 2),
+                rows.append({"page": name, "dpi": dpi, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2),
                              "acc_rapidocr": round(char_accuracy(spec.text, raw_text), 4),
                              "acc_ours": round(char_accuracy(spec.text, page_text(lines)), 4),
                              "ours": page_text(lines)})
-    print(f"engine load: {load_s:.2f} s")
-    print("| page | dpi | RapidOCR text | after core/ocr_text | s/page |")
-    print("|---|---|---|---|---|")
+    print(f"engine load: {load_s:.2f} s; load average at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| page | dpi | RapidOCR text | after core/ocr_text | wall s/page | CPU s/page |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['page']} | {r['dpi']} | {r['acc_rapidocr']:.3f} | {r['acc_ours']:.3f} | {r['seconds']:.2f} |")
+        print(f"| {r['page']} | {r['dpi']} | {r['acc_rapidocr']:.3f} | {r['acc_ours']:.3f} | {r['seconds']:.2f} "
+              f"| {r['cpu_s']:.2f} |")
     for dpi in args.dpi:
         sec = [r["seconds"] for r in rows if r["dpi"] == dpi]
-        print(f"dpi {dpi}: {len(sec) / sum(sec):.2f} pages/s (mean {sum(sec) / len(sec):.2f} s/page)")
+        cpu = [r["cpu_s"] for r in rows if r["dpi"] == dpi]
+        print(f"dpi {dpi}: {len(sec) / sum(sec):.3f} pages/s wall (mean {sum(sec) / len(sec):.2f} s/page); "
+              f"{sum(cpu) / len(cpu):.2f} CPU s/page → {len(cpu) / sum(cpu) * (os.cpu_count() or 1):.2f} pages/s "
+              f"on {os.cpu_count()} idle cores")
     if args.json:
         args.json.write_text(json.dumps({"load_s": load_s, "rows": rows}, ensure_ascii=False, indent=1),
                              encoding="utf-8")

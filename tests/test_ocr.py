@@ -71,8 +71,8 @@ def test_lost_spaces_are_restored_from_blank_columns() -> None:
 
 
 def test_no_spaces_in_chinese_or_digits_and_recognised_spaces_are_kept() -> None:
-    chars, centers, gaps = _layout("数据出境 安全评估办法", 20, 20, 18)
-    assert join_chars(chars, centers, gaps, line_height=24) == "数据出境安全评估办法"
+    chars, centers, gaps = _layout("数据出境 安全评估办法， 促进", 20, 20, 18)
+    assert join_chars(chars, centers, gaps, line_height=24) == "数据出境安全评估办法，促进"
     chars, centers, gaps = _layout("20 1 1", 8, 6, 7)  # "2011" with a wide "1": digits never split
     assert join_chars(chars, centers, gaps, line_height=16) == "2011"
     chars = list("Check the")
@@ -83,7 +83,7 @@ def test_no_spaces_in_chinese_or_digits_and_recognised_spaces_are_kept() -> None
 
 def test_nfkc_and_punctuation() -> None:
     assert normalise_ocr_text("ｗｅｅｋｌｙ  ， ｄａｔａ  .") == "weekly, data."
-    assert normalise_ocr_text("数据，出境。") == "数据,出境。"
+    assert normalise_ocr_text("数据，出境。ｗｅｅｋ，") == "数据，出境。week,"  # Chinese punctuation stays
 
 
 def test_page_text_rows_and_paragraphs() -> None:

@@ -6,8 +6,8 @@ boxes, these rules make the text the rest of the pipeline reads.
 Why each rule (measured on pages the tests render, see docs/evaluation.md "OCR"):
 
 * PP-OCRv4's recogniser (RapidOCR) emits full-width Latin letters and digits for some
-  glyphs ("musｔbｅ") — NFKC folds them to ASCII (and full-width CJK punctuation "，" to
-  ","; the Chinese text itself is unchanged by NFKC).
+  glyphs ("musｔbｅ") — NFKC folds them to ASCII; full-width punctuation after a Chinese
+  character ("，" "；") is kept, it is the correct Chinese form (:func:`fold_width`).
 * It drops spaces between English words — some in proportional fonts ("shallreturnthe"),
   nearly all in Latin text set in a CJK font's full-width cells ("Ａbiｃyｃｌｅｃｈａiｎ").
   The page still shows them: blank columns in the line's pixels. The backend measures the
@@ -42,9 +42,28 @@ def is_cjk(ch: str) -> bool:
 _SPACE_BEFORE_PUNCT_RE = re.compile(r"(?<=[A-Za-z0-9]) (?=[,.;:!?](?:\s|$))")
 
 
+def fold_width(text: str) -> str:
+    """NFKC, except that full-width punctuation after a CJK character stays full-width.
+
+    NFKC folds the recogniser's full-width Latin letters and digits ("ｍｕｓｔ" → "must") and
+    ligatures; applied blindly it would also turn Chinese "，" and "；" into ASCII, which
+    changes correct Chinese text (measured: 1.00 → 0.91 character accuracy on a Chinese page)."""
+    out: list[str] = []
+    prev = ""
+    for ch in text:
+        if "\uff01" <= ch <= "\uff5e" and not ch.isalnum() and prev and is_cjk(prev) \
+                and not ("\uff01" <= prev <= "\uff5e"):
+            out.append(ch)
+        else:
+            out.append(unicodedata.normalize("NFKC", ch))
+        if not ch.isspace():
+            prev = out[-1][-1:] if out[-1] else prev
+    return "".join(out)
+
+
 def normalise_ocr_text(text: str) -> str:
-    """NFKC (full-width Latin → ASCII), single spaces, no space between a word and its comma or stop."""
-    return _SPACE_BEFORE_PUNCT_RE.sub("", _SPACE_RE.sub(" ", unicodedata.normalize("NFKC", text)).strip())
+    """Width folding (:func:`fold_width`), single spaces, no space between a word and its comma or stop."""
+    return _SPACE_BEFORE_PUNCT_RE.sub("", _SPACE_RE.sub(" ", fold_width(text)).strip())
 
 
 # Word-gap threshold: at least MIN_GAP_EM × the line height (a space is 0.25–0.33 em in Latin
@@ -75,7 +94,7 @@ def join_chars(chars: Sequence[str], centers: Sequence[float], gaps: Sequence[tu
     out: list[str] = []
     prev: tuple[str, float] | None = None
     for raw, cx in zip(chars, centers, strict=False):
-        ch = unicodedata.normalize("NFKC", raw)
+        ch = fold_width(raw) if not out else fold_width(out[-1][-1] + raw)[1:]
         if not ch.strip():
             if out and out[-1] != " ":
                 out.append(" ")
@@ -83,8 +102,9 @@ def join_chars(chars: Sequence[str], centers: Sequence[float], gaps: Sequence[tu
             continue
         if prev is not None:
             a, b = prev[0][-1], ch[0]
-            letterish = b.isalpha() and (a.isalpha() or a in _AFTER_PUNCT)
-            if letterish and not (is_cjk(a) and is_cjk(b)) and any(prev[1] < g < cx for g in wide):
+            # Only Latin words are separated by spaces (CJK characters are isalpha() too).
+            latin = b.isascii() and b.isalpha() and ((a.isascii() and a.isalpha()) or a in _AFTER_PUNCT)
+            if latin and any(prev[1] < g < cx for g in wide):
                 out.append(" ")
         out.append(ch)
         prev = (ch, cx)

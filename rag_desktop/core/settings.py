@@ -59,7 +59,7 @@ class IngestSettings:
     # OCR (RapidOCR, offline) for PDF pages without a usable text layer and .png/.jpg/.tif files;
     # pages are rendered at ocr_dpi (docs/evaluation.md "OCR": accuracy and pages/s by dpi).
     ocr: bool = True
-    ocr_dpi: int = 200
+    ocr_dpi: int = 150
     # While the app runs, re-ingest the library's folders when files in them change (app/watcher.py);
     # watch_poll_s > 0 polls every that many seconds instead (network drives deliver no events).
     watch: bool = True

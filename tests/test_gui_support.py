@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_desktop.app.ocr import OcrCache
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import SYSTEM_CLOSED_BOOK, SYSTEM_COUNTERFACTUAL, SYSTEM_HYPOTHESIS, SYSTEM_SYNTHESIS
@@ -42,6 +43,7 @@ from rag_desktop.core.types import (
     Hit,
     Keyword,
     KeywordSplit,
+    OcrLine,
     Progress,
     RankedList,
 )
@@ -282,6 +284,7 @@ class FakeLibrary:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.catalog = FakeCatalog()
+        self.ocr_cache = OcrCache(folder)  # the real cache: empty, so no document is marked OCR'd
 
 
 class FakeService:
@@ -343,6 +346,9 @@ class FakeService:
                                                          "old Word .doc format — save it as .docx")]
         rep.skipped.extend(self.library.catalog.problem_list)
         yield rep
+
+    def ocr_lines(self, doc_id: int, page: int) -> tuple[OcrLine, ...]:
+        return ()  # the fake library holds no scanned documents
 
     def surfaces(self, terms: Any) -> dict[str, str]:
         return dict(self.library.catalog.surfaces(terms))

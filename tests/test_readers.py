@@ -452,7 +452,8 @@ def test_suffixes_and_scan_filter() -> None:
     assert ".doc" not in SUPPORTED_SUFFIXES
     assert is_readable_name("A.PDF") and is_readable_name("old.doc") and is_readable_name("x.md")
     assert not is_readable_name("~$report.docx") and not is_readable_name(".hidden.txt")
-    assert not is_readable_name("photo.jpg")
+    # Images are documents (OCR, issue 16); scan_folder lists them only while OCR is on.
+    assert is_readable_name("photo.jpg") and not is_readable_name("clip.gif")
 
 
 def test_unreadable_document_pickles_and_reads_well(tmp_path: Path) -> None:

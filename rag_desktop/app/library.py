@@ -31,14 +31,24 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_path, encode_path, printable
+from rag_desktop.app.ocr import OcrCache, ocr_document
+from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
 from rag_desktop.backends.faiss_index import FaissIndex
-from rag_desktop.backends.readers import UnreadableDocument, display_name, is_readable_name, read_document
+from rag_desktop.backends.pdf_reader import SCANNED_REASON
+from rag_desktop.backends.readers import (
+    OCR_SUFFIXES,
+    UnreadableDocument,
+    display_name,
+    is_readable_name,
+    read_document,
+)
+from rag_desktop.backends.scan_pages import OCR_OFF_REASON, is_image
 from rag_desktop.core import keywords as kw
 from rag_desktop.core.causal import calibrate_tau
 from rag_desktop.core.chunking import chunk_text
 from rag_desktop.core.cleaning import clean_pages
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.protocols import Embedder, Tokenizer
+from rag_desktop.core.protocols import Embedder, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
 
@@ -54,6 +64,7 @@ INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
 # ("gate", "gate_auto": the calibration gate's decisions and the background calibration's state;
 # "score_means": μ_T / μ_D of app.retrieval.Retriever.score_means.)
 ENCODER_SCALE_KEYS = ("embedder", "dim", "tau_auto", "cos_baseline", "gate", "gate_auto", "score_means")
+OCR_RETRY_REASONS = frozenset({SCANNED_REASON, OCR_OFF_REASON})
 CATALOG_FILE = "catalog.sqlite"
 
 
@@ -204,13 +215,14 @@ def _ignored(path: Path, rules: list[tuple[Path, str]]) -> bool:
     return False
 
 
-def scan_folder(root: Path) -> tuple[list[Path], list[FileProblem]]:
+def scan_folder(root: Path, images: bool = False) -> tuple[list[Path], list[FileProblem]]:
     """Supported files under ``root`` (sorted), and the entries that cannot be visited.
 
     A ``.ragignore`` file in a folder lists fnmatch patterns (one per line, ``#`` comments)
     of files that are not documents (the demo folder uses it for its SOURCES and QUESTIONS
     notes). Symlinked directories are not followed (a symlink loop cannot trap us); a
-    symlinked file is read through its link when the target exists.
+    symlinked file is read through its link when the target exists. Image files are
+    documents only with ``images`` (OCR on).
     """
     found: list[Path] = []
     problems: list[FileProblem] = []
@@ -231,7 +243,7 @@ def scan_folder(root: Path) -> tuple[list[Path], list[FileProblem]]:
             ignore.extend((here, ln.strip()) for ln in lines if ln.strip() and not ln.startswith("#"))
         for name in sorted(filenames):
             p = here / name
-            if is_readable_name(p) and not _ignored(p, ignore):
+            if is_readable_name(p) and (images or not is_image(p)) and not _ignored(p, ignore):
                 found.append(p)
         for name in dirnames:
             p = Path(dirpath) / name
@@ -253,6 +265,7 @@ class Library:
         if not os.access(folder, os.W_OK):
             raise CatalogError(f"the library folder {folder} is not writable")
         self.catalog = Catalog(folder / CATALOG_FILE)
+        self.ocr_cache = OcrCache(folder)
         self._indexes: dict[str, FaissIndex] = {}
 
     def close(self) -> None:
@@ -269,6 +282,15 @@ class Library:
                 f"this library was built with the embedder '{stored}', but '{embedder.identity}' is "
                 f"configured. Switch back to '{stored}', or re-embed the library "
                 f"(rag-desktop ingest --reembed) to use the new one."
+            )
+        # Same name, other vectors: a server (models.embedder_backend = "openai") can serve one
+        # model name at several dimensions (Matryoshka truncation) or swap the weights behind it.
+        stored_dim = self.catalog.get_meta("dim")
+        if stored_dim is not None and int(stored_dim) != embedder.dim:
+            raise EmbedderMismatch(
+                f"this library holds {stored_dim}-dimensional vectors from '{stored}', but the configured "
+                f"embedder gives {embedder.dim}-dimensional ones. Restore the embedder's dimension, or "
+                f"re-embed the library (rag-desktop ingest --reembed)."
             )
 
     # ------------------------------------------------------------------ indexes
@@ -330,16 +352,19 @@ class Library:
         tokenizer: Tokenizer,
         cancel: CancelToken | None = None,
         reembed: bool = False,
+        ocr: OcrEngine | None = None,
     ) -> Iterator[Progress | IngestReport]:
         """Bring the library in line with ``folders``; yields progress, then the report.
 
         Holds the library's :class:`LibraryLock` from the first event to the last (a second
         ingest of the same library raises :class:`CatalogError` naming this process).
+        With ``ocr``, PDF pages without a usable text layer and image files are recognised
+        (app/ocr.py: per-page progress, cached per page so a cancelled run resumes).
         """
         lock = LibraryLock(self.folder)
         lock.acquire()
         try:
-            yield from self._ingest(folders, embedder, tokenizer, cancel, reembed)
+            yield from self._ingest(folders, embedder, tokenizer, cancel, reembed, ocr)
         finally:
             lock.release()
 
@@ -350,6 +375,7 @@ class Library:
         tokenizer: Tokenizer,
         cancel: CancelToken | None,
         reembed: bool,
+        ocr: OcrEngine | None,
     ) -> Iterator[Progress | IngestReport]:
         t0 = time.monotonic()
         cancel = cancel or CancelToken()
@@ -375,7 +401,7 @@ class Library:
                 continue
             with self.catalog.transaction():
                 self.catalog.add_root(str(root))
-            found, problems = scan_folder(root)
+            found, problems = scan_folder(root, images=ocr is not None)
             report.skipped.extend(problems)
             files.extend((root, p) for p in found)
 
@@ -405,7 +431,9 @@ class Library:
                     report.unchanged.append(printable(path))
                     continue
                 prob = problem_states.get(key)
-                if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns:
+                # A scan skipped while OCR was off is tried again once OCR is on.
+                if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns \
+                        and not (ocr is not None and prob[2] in OCR_RETRY_REASONS):
                     changed |= self._drop_stale(key, old, prob[2], None, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), prob[2]))
                     continue
@@ -422,8 +450,18 @@ class Library:
                     report.unchanged.append(printable(path))
                     continue
                 try:
+                    ocr_text = None
+                    if ocr is not None and path.suffix.lower() in OCR_SUFFIXES:
+                        try:
+                            ocr_text = yield from ocr_document(path, digest, ocr, self.ocr_cache,
+                                                               self.settings.ingest.ocr_dpi, cancel, key)
+                        except (MissingDependency, ModelUnavailable) as exc:
+                            # OCR cannot run here: the text pages are still read; a scan-only file is
+                            # skipped as without OCR, and tried again by the next ingest.
+                            log.warning("OCR unavailable for %s: %s", printable(path), exc)
+                            ocr_text = None
                     yield Progress("parse", i, n, display_name(path), eta, key)
-                    prepared = self._prepare(path, tokenizer, kfilter, cancel)
+                    prepared = self._prepare(path, tokenizer, kfilter, cancel, ocr_text)
                 except UnreadableDocument as exc:
                     changed |= self._drop_stale(key, old, exc.reason, st, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), exc.reason))
@@ -460,6 +498,8 @@ class Library:
                         self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
                     self.catalog.set_meta("keywords_dirty", "1")
                 changed = True
+                if old is not None and old.sha256 != digest:
+                    self.ocr_cache.discard(old.sha256)
                 if old is not None:
                     chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
                     doc_index.remove(np.asarray([old.doc_id], dtype=np.int64))
@@ -608,9 +648,10 @@ class Library:
                 self.catalog.set_json("user_words", sorted(known | set(new)))
 
     def _prepare(
-        self, path: Path, tokenizer: Tokenizer, kfilter: kw.KeywordFilter, cancel: CancelToken
+        self, path: Path, tokenizer: Tokenizer, kfilter: kw.KeywordFilter, cancel: CancelToken,
+        ocr_text: Mapping[int, str] | None = None,
     ) -> Library._Prepared:
-        parsed = read_document(path, cancel)
+        parsed = read_document(path, cancel, ocr_text=ocr_text)
         cleaned = clean_pages(parsed.pages)
         ing = self.settings.ingest
         spans = chunk_text(cleaned, size=ing.chunk_size, overlap=ing.chunk_overlap)

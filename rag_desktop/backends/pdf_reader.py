@@ -21,6 +21,7 @@ import importlib
 import logging
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -123,7 +124,8 @@ def scanned_pages_warning(numbers: list[int]) -> str:
     return f"pages {_page_ranges(numbers)} have no text layer — scanned?"
 
 
-def _read_pages(doc: Any, cancel: CancelToken | None) -> tuple[list[Page], list[str]]:
+def _read_pages(doc: Any, cancel: CancelToken | None,
+                ocr_text: Mapping[int, str] | None = None) -> tuple[list[Page], list[str]]:
     pages: list[Page] = []
     warnings: list[str] = []
     textless: list[int] = []
@@ -131,6 +133,9 @@ def _read_pages(doc: Any, cancel: CancelToken | None) -> tuple[list[Page], list[
         if cancel is not None:
             cancel.raise_if_set()
         number = index + 1
+        if ocr_text is not None and number in ocr_text:  # recognised by OCR (backends/scan_pages.py)
+            pages.append(Page(number, ocr_text[number]))
+            continue
         try:
             page = doc.load_page(index)
             text = _page_text(page)
@@ -142,6 +147,10 @@ def _read_pages(doc: Any, cancel: CancelToken | None) -> tuple[list[Page], list[
         pages.append(Page(number, text))
     if textless:
         warnings.append(scanned_pages_warning(textless))
+    if ocr_text:
+        done = sorted(n for n in ocr_text if 1 <= n <= doc.page_count)
+        if done:
+            warnings.append(f"{'page' if len(done) == 1 else 'pages'} {_page_ranges(done)} read by OCR")
     return pages, warnings
 
 
@@ -158,8 +167,10 @@ def _title(doc: Any, pages: list[Page], path: Path) -> str:
     return _metadata_title(doc) or heading_like_line(first_text) or path.stem
 
 
-def read_pdf(path: Path, cancel: CancelToken | None = None) -> ParsedDocument:
-    """Read a PDF into one :class:`Page` per page (rules in the module doc)."""
+def read_pdf(path: Path, cancel: CancelToken | None = None, *,
+             ocr_text: Mapping[int, str] | None = None) -> ParsedDocument:
+    """Read a PDF into one :class:`Page` per page (rules in the module doc); pages in
+    ``ocr_text`` (page number → recognised text) take that text instead of their layer."""
     fitz = load_pymupdf()
     _check_header(path)
     doc = _open(fitz, path)
@@ -168,7 +179,7 @@ def read_pdf(path: Path, cancel: CancelToken | None = None) -> ParsedDocument:
             raise UnreadableDocument(path, PASSWORD_REASON)
         if doc.page_count == 0:
             raise UnreadableDocument(path, "the PDF has no pages (damaged or truncated?)")
-        pages, warnings = _read_pages(doc, cancel)
+        pages, warnings = _read_pages(doc, cancel, ocr_text)
         repaired = bool(getattr(doc, "is_repaired", False))
         if not any(p.text for p in pages):
             raise UnreadableDocument(path, DAMAGED_REASON if repaired else SCANNED_REASON)

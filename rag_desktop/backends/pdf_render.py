@@ -21,6 +21,7 @@ from typing import Any
 
 from rag_desktop.backends.errors import MissingDependency
 from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.core.types import OcrLine
 
 RGB = tuple[float, float, float]
 # Line text → (start, end, kind) spans to mark: the caller's whole-word matcher (the desktop UI
@@ -101,8 +102,15 @@ def _open(path: Path) -> Any:
     if not path.is_file():
         raise FileNotFoundError(2, "the file was moved or deleted since it was added", str(path))
     try:
-        # From bytes: annotations then live only in this in-memory copy.
-        return fitz.open(stream=path.read_bytes(), filetype="pdf")
+        # From bytes: annotations then live only in this in-memory copy. Image files (OCR'd as
+        # one-page documents) open as documents too.
+        suffix = path.suffix.lower().lstrip(".")
+        kind = suffix if suffix in ("png", "jpg", "jpeg", "tif", "tiff") else "pdf"
+        doc = fitz.open(stream=path.read_bytes(), filetype=kind)
+        if kind != "pdf":  # highlight annotations need a PDF page
+            image_doc, doc = doc, fitz.open("pdf", doc.convert_to_pdf())
+            image_doc.close()
+        return doc
     except Exception as exc:
         raise UnreadableDocument(path, f"cannot open the PDF to show it ({exc})") from exc
 
@@ -141,13 +149,34 @@ def _mark_words(fitz: ModuleType, pg: Any, words: LineMatcher, colors: dict[str,
     return n
 
 
+def ocr_quads(lines: Sequence[OcrLine], text: str) -> list[tuple[float, float, float, float]]:
+    """Rectangles of ``text`` in recognised lines (case-insensitive, within one line): the
+    line's box cut in proportion to the character offsets (OCR gives no glyph positions)."""
+    needle = text.casefold()
+    out: list[tuple[float, float, float, float]] = []
+    for ln in lines:
+        hay = ln.text.casefold()
+        if not needle or len(hay) != len(ln.text):  # casefold changed lengths (ß): skip the line
+            continue
+        x0, y0, x1, y1 = ln.box
+        start = hay.find(needle)
+        while start >= 0:
+            a = x0 + (x1 - x0) * start / len(hay)
+            b = x0 + (x1 - x0) * (start + len(needle)) / len(hay)
+            out.append((a, y0, b, y1))
+            start = hay.find(needle, start + len(needle))
+    return out
+
+
 def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (), zoom: float = 1.5,
                 words: LineMatcher | None = None, word_colors: dict[str, RGB] | None = None,
-                word_opacity: float = 0.6) -> RenderedPage:
+                word_opacity: float = 0.6, ocr_lines: Sequence[OcrLine] = ()) -> RenderedPage:
     """PNG of ``page`` (1-based, clamped to the document) with ``highlights`` marked.
 
     With ``words`` the keyword terms are marked by that matcher on each line's text (whole
     words, coloured by ``word_colors[kind]``) instead of being passed as ``highlights``.
+    ``ocr_lines`` (the page's recognised lines, from the library's OCR cache): on a scanned
+    page with no text to search, highlights are found in these lines instead.
     """
     if not (0.1 <= zoom <= 8.0):
         raise ValueError(f"render_page: zoom {zoom} is outside 0.1..8")
@@ -166,6 +195,8 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
             if not text:
                 continue
             quads = pg.search_for(text, quads=True)
+            if not quads and ocr_lines:
+                quads = [fitz.Rect(*r).quad for r in ocr_quads(ocr_lines, text)]
             found[h.text] = found.get(h.text, 0) + len(quads)
             if not quads:
                 continue

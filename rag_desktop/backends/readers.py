@@ -24,7 +24,10 @@ from rag_desktop.core.types import CancelToken, ParsedDocument
 
 Reader = Callable[[Path, CancelToken | None], ParsedDocument]
 
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset({".pdf", ".docx", ".txt", ".md", ".markdown"})
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset({".pdf", ".docx", ".txt", ".md", ".markdown",
+                                                 ".png", ".jpg", ".jpeg", ".tif", ".tiff"})
+# Readers that take OCR text for their pages (page number → text): backends/scan_pages.py.
+OCR_SUFFIXES: frozenset[str] = frozenset({".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"})
 
 LEGACY_DOC_REASON = "legacy Word .doc is not supported — save it as .docx"
 # Files a folder scan should still hand to read_document, so the person hears why they are
@@ -124,12 +127,16 @@ def _check_file(path: Path) -> None:
         raise UnreadableDocument(path, "not a regular file (a pipe, socket or device)")
 
 
-def _reader_for(suffix: str) -> Reader:
+def _reader_for(suffix: str, ocr_text: Mapping[int, str] | None = None) -> Reader:
     # Imported here, not at the top: each reader imports UnreadableDocument from this module.
     if suffix == ".pdf":
         from rag_desktop.backends.pdf_reader import read_pdf
 
-        return read_pdf
+        return lambda p, c: read_pdf(p, c, ocr_text=ocr_text)
+    if suffix in OCR_SUFFIXES:
+        from rag_desktop.backends.scan_pages import read_image
+
+        return lambda p, c: read_image(p, c, ocr_text)
     if suffix == ".docx":
         from rag_desktop.backends.docx_reader import read_docx
 
@@ -139,19 +146,25 @@ def _reader_for(suffix: str) -> Reader:
     return read_text
 
 
-def read_document(path: Path | str, cancel: CancelToken | None = None) -> ParsedDocument:
-    """Read a .pdf, .docx, .txt or .md file into pages; raise UnreadableDocument if impossible."""
+def read_document(path: Path | str, cancel: CancelToken | None = None, *,
+                  ocr_text: Mapping[int, str] | None = None) -> ParsedDocument:
+    """Read a .pdf, .docx, .txt, .md or image file into pages; raise UnreadableDocument if impossible.
+
+    ``ocr_text`` (page number → recognised text) replaces those pages of a PDF and is the text
+    of an image file (without it an image is unreadable: OCR is off).
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in REJECTED_SUFFIXES:
         raise UnreadableDocument(path, REJECTED_SUFFIXES[suffix])
     if suffix not in SUPPORTED_SUFFIXES:
         shown = suffix or "(no extension)"
-        raise UnreadableDocument(path, f"unsupported file type {shown} — supported: .pdf, .docx, .txt, .md")
+        raise UnreadableDocument(
+            path, f"unsupported file type {shown} — supported: .pdf, .docx, .txt, .md, .png, .jpg, .tif")
     _check_file(path)
     if cancel is not None:
         cancel.raise_if_set()
-    reader = _reader_for(suffix)
+    reader = _reader_for(suffix, ocr_text)
     try:
         return reader(path, cancel)
     except OSError as exc:

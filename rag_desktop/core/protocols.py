@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
-from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Lang
+from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Lang, OcrLine
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -96,6 +96,23 @@ class CrossEncoder(Protocol):
     def load(self) -> None: ...
 
     def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float64]: ...
+
+
+@runtime_checkable
+class OcrEngine(Protocol):
+    """Text lines and their boxes from a page image (scanned PDFs, photographed pages)."""
+
+    @property
+    def identity(self) -> str:
+        """A stable string naming engine and models (cached results are keyed by it)."""
+        ...
+
+    def load(self) -> None: ...
+
+    def recognise(self, image: npt.NDArray[np.uint8], scale: float) -> list[OcrLine]:
+        """Lines of an RGB ``image`` (H×W×3) in reading order; boxes divided by ``scale``
+        (pixels per output unit: dpi / 72 gives PDF points)."""
+        ...
 
 
 @runtime_checkable

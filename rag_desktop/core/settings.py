@@ -28,6 +28,20 @@ class ModelSettings:
     openai_base_url: str = "http://127.0.0.1:8080/v1"
     openai_model: str = "local"
     openai_timeout_s: float = 120.0
+    # Embedder backend: "local" (models.embedder, in-process) or "openai" (an OpenAI-compatible
+    # /v1/embeddings server: llama.cpp --embedding, vLLM, TEI). Texts go out in batches of
+    # ingest.embed_batch_size; timeouts and HTTP 429/5xx are retried embed_retries times.
+    embedder_backend: Literal["local", "openai"] = "local"
+    embed_base_url: str = "http://127.0.0.1:8081/v1"
+    embed_model: str = "local"
+    embed_timeout_s: float = 60.0
+    embed_retries: int = 3
+    # Prepended for instruction-trained encoders (e5: "query: " / "passage: "); terms take the query one.
+    embed_query_prefix: str = ""
+    embed_passage_prefix: str = ""
+    # A cross-encoder behind TEI's POST <reranker_url>/rerank; empty: models.reranker (a local folder) if set.
+    reranker_url: str = ""
+    reranker_timeout_s: float = 60.0
     n_ctx: int = 8192
     n_gpu_layers: int = 0
     threads: int = 0  # 0: physical cores
@@ -42,6 +56,15 @@ class IngestSettings:
     embed_batch_size: int = 16
     # Flat index up to this many vectors; IVF above (docs/architecture.md).
     flat_index_max: int = 200_000
+    # OCR (RapidOCR, offline) for PDF pages without a usable text layer and .png/.jpg/.tif files;
+    # pages are rendered at ocr_dpi (docs/evaluation.md "OCR": accuracy and pages/s by dpi).
+    ocr: bool = True
+    ocr_dpi: int = 150
+    # While the app runs, re-ingest the library's folders when files in them change (app/watcher.py);
+    # watch_poll_s > 0 polls every that many seconds instead (network drives deliver no events).
+    watch: bool = True
+    watch_debounce_s: float = 2.0
+    watch_poll_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -156,6 +179,9 @@ def _check(s: Settings) -> None:
     _need(0 <= i.chunk_overlap < i.chunk_size, "ingest.chunk_overlap", "must be >= 0 and < chunk_size")
     _need(i.keywords_per_chunk >= 1, "ingest.keywords_per_chunk", "must be >= 1")
     _need(i.embed_batch_size >= 1, "ingest.embed_batch_size", "must be >= 1")
+    _need(72 <= i.ocr_dpi <= 600, "ingest.ocr_dpi", "must be in 72..600")
+    _need(i.watch_debounce_s > 0, "ingest.watch_debounce_s", "must be > 0")
+    _need(i.watch_poll_s >= 0, "ingest.watch_poll_s", "must be >= 0 (0: the OS's change events)")
     _need(r.level in ("chunk", "doc"), "retrieval.level", "must be 'chunk' or 'doc'")
     _need(r.k >= 1, "retrieval.k", "must be >= 1")
     _need(-1.0 <= r.theta <= 1.0, "retrieval.theta", "must be a cosine in [-1, 1]")
@@ -195,4 +221,8 @@ def _check(s: Settings) -> None:
     _need(s.models.n_ctx >= 512, "models.n_ctx", "must be >= 512")
     _need(s.models.generator_backend in ("llama_cpp", "openai"), "models.generator_backend",
           "'llama_cpp' or 'openai'")
+    _need(s.models.embedder_backend in ("local", "openai"), "models.embedder_backend", "'local' or 'openai'")
+    _need(s.models.embed_timeout_s > 0, "models.embed_timeout_s", "must be > 0")
+    _need(s.models.embed_retries >= 0, "models.embed_retries", "must be >= 0")
+    _need(s.models.reranker_timeout_s > 0, "models.reranker_timeout_s", "must be > 0")
     _need(s.ui.language in ("en", "zh"), "ui.language", "'en' or 'zh'")

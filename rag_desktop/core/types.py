@@ -59,8 +59,31 @@ class ParsedDocument:
     path: str
     title: str
     pages: tuple[Page, ...]
-    kind: Literal["pdf", "docx", "txt", "md"]
+    kind: Literal["pdf", "docx", "txt", "md", "image"]
     warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OcrLine:
+    """One recognised line of a scanned page: its text and where it is.
+
+    ``box`` is (x0, y0, x1, y1) in PDF points (1/72 inch) from the page's top-left corner,
+    the coordinate space PyMuPDF's ``Page.rect`` uses, so a viewer can mark it on the page.
+    """
+
+    text: str
+    box: tuple[float, float, float, float]
+    score: float
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    """What OCR found on one page (1-based ``number``), in reading order."""
+
+    number: int
+    width: float
+    height: float
+    lines: tuple[OcrLine, ...]
 
 
 @dataclass(frozen=True)

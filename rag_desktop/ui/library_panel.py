@@ -47,6 +47,7 @@ class DocRow:
     n_pages: int
     status: str  # indexed | changed | missing
     warnings: tuple[str, ...] = ()  # stored at ingest, e.g. "the PDF is damaged and was repaired ..."
+    ocr: bool = False  # some pages (or the whole image) were read by OCR
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def build_listing(service: Any) -> Listing:
         except OSError:
             status = "missing"
         rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status,
-                           warnings.get(d.doc_id, ())))
+                           warnings.get(d.doc_id, ()), service.library.ocr_cache.has(d.sha256)))
     skipped = tuple((p.path, p.reason) for p in cat.problems())
     return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped)
 
@@ -141,6 +142,12 @@ class LibraryPanel(QWidget):
         prog.addWidget(self.progress, 1)
         prog.addWidget(self.cancel_btn)
         lay.addWidget(self.lib_label)
+        # Folder watching (app/watcher.py): "watching 2 folders", a missing folder, the last update.
+        self.watch_label = QLabel()
+        self.watch_label.setObjectName("watch_label")
+        self.watch_label.setWordWrap(True)
+        self._watch: tuple[bool, int, tuple[str, ...], str] = (False, 0, (), "")
+        lay.addWidget(self.watch_label)
         lay.addLayout(btns)
         lay.addWidget(self.tree, 1)
         lay.addWidget(self.progress_label)
@@ -295,8 +302,9 @@ class LibraryPanel(QWidget):
         docs = QTreeWidgetItem([tr("lib.documents", n=len(lst.documents)), ""])
         for d in lst.documents:
             status = tr(f"lib.status.{d.status}") + (" ⚠" if d.warnings else "")
-            it = QTreeWidgetItem([d.title, status])
+            it = QTreeWidgetItem([d.title + (f"  [{tr('lib.ocr_mark')}]" if d.ocr else ""), status])
             tip = f"{d.title}\n{d.path}\n{d.kind} · {d.lang} · " + tr("lib.pages", n=d.n_pages)
+            tip += f"\n{tr('lib.ocr_tip')}" if d.ocr else ""
             warned = "\n".join("⚠ " + w for w in d.warnings)
             it.setToolTip(0, plain_tooltip(tip + ("\n" + warned if warned else "")))
             if warned:
@@ -374,10 +382,26 @@ class LibraryPanel(QWidget):
         if isinstance(doc_id, int):
             self.doc_activated.emit(doc_id)
 
+    def set_watch_status(self, on: bool, n_watching: int, missing: tuple[str, ...] = (), updated: str = "") -> None:
+        """What the folder watcher is doing; ``updated``: the last automatic update's summary."""
+        self._watch = (on, n_watching, missing, updated)
+        self._label_watch()
+
+    def _label_watch(self) -> None:
+        on, n, missing, updated = self._watch
+        parts = [tr("lib.watching", n=n) if on else tr("lib.watch_off")]
+        if on and missing:
+            parts.append(tr("lib.watch_missing", names=", ".join(Path(m).name or m for m in missing)))
+        if on and updated:
+            parts.append(tr("lib.watch_updated", summary=updated))
+        self.watch_label.setText(" · ".join(parts))
+        self.watch_label.setToolTip(tr("lib.watch_tip"))
+
     def retranslate(self) -> None:
         if self._calib:
             self.show_calibration(self._calib)
         self.libs_label.setText(tr("lib.libraries"))
+        self._label_watch()
         self.new_lib_btn.setText(tr("lib.new"))
         self.new_lib_btn.setToolTip(tr("lib.new_tip"))
         self.open_lib_btn.setText(tr("lib.open"))

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -183,6 +183,8 @@ class ErrorBar(QFrame):
 
 
 class MainWindow(QMainWindow):
+    folders_changed = Signal(object)  # frozenset[Path], emitted from the folder watcher's thread
+
     def __init__(self, service: Any, settings: Settings, *, settings_file: Path | None = None,
                  auto_answer: bool = True, libraries_file: Path | None = None,
                  service_factory: Callable[[Path, Settings], Any] | None = None,
@@ -219,6 +221,12 @@ class MainWindow(QMainWindow):
         problem = getattr(self, "_state_problem", None)
         if problem:
             self.show_error(UserError("ui_state", tr("startup.bad_state", detail=problem), "", problem))
+        self.watcher: Any = None  # app.watcher.FolderWatcher while ingest.watch is on
+        self._watch_key: tuple[object, ...] = ()
+        self._watch_pending: set[Path] = set()
+        self._watch_auto = False
+        self._watch_summary = ""
+        self.folders_changed.connect(self._on_folders_changed)
         self._init_libraries()
         self.refresh_library()
         # The causal column's background calibration (app.auto_gate): progress in the library panel.
@@ -356,6 +364,7 @@ class MainWindow(QMainWindow):
         self.viewer = ViewerDialog(self._render_runner, self)
         self.viewer.words_fn = self._word_spans
         self._build_conversation()
+        self.viewer.ocr_lookup = lambda doc_id, page: self.service.ocr_lines(doc_id, page)
 
         # menus and shortcuts (Ctrl+O add folder, Ctrl+L focus query, Esc cancel)
         self.act_add = QAction(self)
@@ -496,6 +505,7 @@ class MainWindow(QMainWindow):
             self.listing = listing
             self.library_panel.set_listing(listing)
             self.retranslate_title()
+            self._update_watcher()
             if then is not None:
                 then(listing)
 
@@ -533,13 +543,61 @@ class MainWindow(QMainWindow):
             self.ingesting = False
             self.library_panel.set_busy(False)
             self.refresh_library()
+            if self._watch_pending:  # folders changed while this ingest ran
+                pending, self._watch_pending = frozenset(self._watch_pending), set()
+                QTimer.singleShot(0, lambda: self._on_folders_changed(pending))
 
         self.runner.submit("ingest", job, on_progress=self.library_panel.show_progress,
                            on_result=self._on_ingest_report, on_error=self.show_error,
                            on_cancelled=lambda: self.statusBar().showMessage(tr("lib.cancelled"), 8000),
                            on_finished=finished)
 
+    # ------------------------------------------------------------------ folder watching
+    def _update_watcher(self) -> None:
+        """Watch the open library's folders (app/watcher.py) unless ingest.watch is off."""
+        from rag_desktop.app.watcher import FolderWatcher
+
+        ing = self.settings.ingest
+        roots = [Path(r) for r in (self.listing.roots if self.listing else ())]
+        key = (ing.watch_debounce_s, ing.watch_poll_s, self.current_library())
+        if self.watcher is not None and (not ing.watch or key != self._watch_key):
+            self.watcher.stop()
+            self.watcher = None
+        if not ing.watch:
+            self.library_panel.set_watch_status(False, 0)
+            return
+        if self.watcher is None:
+            self.watcher = FolderWatcher(self.folders_changed.emit, debounce_s=ing.watch_debounce_s,
+                                         poll_s=ing.watch_poll_s, ignore=[self.current_library()])
+            self._watch_key = key
+        self.watcher.start(roots)
+        self._show_watch_status()
+
+    def _show_watch_status(self) -> None:
+        w = self.watcher
+        if w is not None:
+            self.library_panel.set_watch_status(True, len(w.roots), tuple(str(m) for m in w.missing),
+                                                self._watch_summary)
+
+    def _on_folders_changed(self, roots: frozenset[Path]) -> None:
+        """Re-ingest changed folders in the background (the incremental path: unchanged files are skipped)."""
+        known = {Path(r) for r in (self.listing.roots if self.listing else ())}
+        roots = frozenset(r for r in roots if r in known)
+        self._show_watch_status()
+        if not roots:
+            return
+        if self.ingesting or self.switching:
+            self._watch_pending |= roots
+            return
+        self._watch_auto = True
+        self.start_ingest(sorted(roots))
+
     def _on_ingest_report(self, report: Any) -> None:
+        if self._watch_auto:
+            self._watch_auto = False
+            self._watch_summary = tr("lib.watch_summary", added=len(report.added), updated=len(report.updated),
+                                     removed=len(report.removed))
+            self._show_watch_status()
         self.last_ingest_report = report
         msg = tr("lib.report", added=len(report.added), updated=len(report.updated), removed=len(report.removed),
                  unchanged=len(report.unchanged), skipped=len(report.skipped), s=fmt(report.seconds, 1))
@@ -678,6 +736,7 @@ class MainWindow(QMainWindow):
                 self.conversation_panel.clear_proposal()
                 self.conversation_panel.set_conversation(load())
             self._set_known(self.known_libraries.with_library(target))
+            self._update_watcher()
             self.retranslate_title()
             self.statusBar().showMessage(tr("lib.switched", name=name), 8000)
 
@@ -1205,6 +1264,7 @@ class MainWindow(QMainWindow):
         self.level_box.setCurrentIndex(0 if new.retrieval.level == "doc" else 1)
         # self.service is read when the task runs: a library switch queued before it has then happened
         self.runner.submit("settings", lambda ctx: self.service.update_settings(new), on_error=self.show_error)
+        self._update_watcher()
         if lang_changed:
             i18n.set_language(new.ui.language)
             self.retranslate()
@@ -1368,6 +1428,9 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
         # The window's close button asks like Quit does; a close() from code (tests, --demo) does not.
         if event.spontaneous() and not getattr(self, "_quit_confirmed", False) and not self.confirm_quit():
             event.ignore()

@@ -29,12 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.core.types import Hit
+from rag_desktop.core.types import Hit, OcrLine
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.present import COLOR_A, COLOR_B, COLOR_REGION, SpanKind, WordSpan, highlight_spans
 from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 ZOOMS = (1.0, 1.25, 1.5, 2.0, 2.5)
+PAGE_SUFFIXES = frozenset({".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"})
 
 
 def _normalised_with_map(text: str) -> tuple[str, list[int]]:
@@ -101,6 +102,8 @@ class ViewerDialog(QDialog):
         self.found: dict[str, int] = {}
         self.region: tuple[int, int] | None = None
         self.pending = 0
+        # (doc_id, page) → the page's OCR lines; set by the main window (RagService.ocr_lines).
+        self.ocr_lookup: Callable[[int, int], Sequence[OcrLine]] | None = None
         self.last_error: UserError | None = None
         self._status_key = ""
         self._status_args: dict[str, Any] = {}
@@ -179,7 +182,7 @@ class ViewerDialog(QDialog):
         self.setWindowTitle(hit.title)
         self.found = {}
         self.last_error = None
-        if Path(hit.path).suffix.lower() == ".pdf":
+        if Path(hit.path).suffix.lower() in PAGE_SUFFIXES:  # PDFs and OCR'd images are shown as pages
             self.mode = "pdf"
             self.stack.setCurrentWidget(self.page_scroll)
             self._render()
@@ -221,11 +224,19 @@ class ViewerDialog(QDialog):
             assert words_fn is not None
             return [(s, e, k) for s, e, k in highlight_spans(text, terms, words_fn(text) or None)]
 
+        lookup = self.ocr_lookup
+
         def job(ctx: TaskContext) -> Any:
             from rag_desktop.backends.pdf_render import render_page
 
-            return render_page(hit.path, page, marks, zoom, words=line_marks if words_fn is not None else None,
-                               word_colors=colors)
+            # On a scanned page the marks are placed from the OCR line boxes (no text layer for
+            # the whole-word matcher: the terms are searched in the recognised lines instead).
+            lines = lookup(hit.doc_id, page) if lookup is not None else ()
+            extra = [Highlight(t, colors[k], k, 0.6) for t, k in terms if k in colors] \
+                if lines and words_fn is not None else []
+            return render_page(hit.path, page, marks + extra, zoom,
+                               words=line_marks if words_fn is not None else None,
+                               word_colors=colors, ocr_lines=lines)
 
         self.pending += 1
         self._set_status("viewer.loading")

@@ -350,7 +350,10 @@ def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: py
     assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json",
                  "--ranking", "baseline"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["verdict"]["reason"] == "override" and out["causal"]["method"] == "gated_off"
+    # a per-question override is the person's choice, not the gate's: method "baseline" ("gated_off"
+    # is kept for the gate's own decision, which the UI words differently)
+    assert out["verdict"]["reason"] == "override" and out["causal"]["method"] == "baseline"
+    assert out["causal_off"]["code"] == "chosen"
 
 
 def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagService) -> None:

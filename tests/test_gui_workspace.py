@@ -54,8 +54,9 @@ class WordService(FakeService):
     def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
         return self.tok.word_spans(text)
 
-    def compare(self, query: str, level: str | None = None, k: int | None = None) -> Any:
-        return self.comparison if self.comparison is not None else super().compare(query, level, k)
+    def compare(self, query: str, level: str | None = None, k: int | None = None,
+                ranking: str | None = None) -> Any:
+        return self.comparison if self.comparison is not None else super().compare(query, level, k, ranking)
 
 
 @pytest.fixture()

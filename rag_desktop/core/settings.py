@@ -42,6 +42,9 @@ class IngestSettings:
     embed_batch_size: int = 16
     # Flat index up to this many vectors; IVF above (docs/architecture.md).
     flat_index_max: int = 200_000
+    # Files larger than this are skipped with a reason (0: no limit). A 50 MB text file is
+    # ~15,000 chunks, over two hours of embedding on a laptop CPU (issue 15).
+    max_file_mb: float = 100.0
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,7 @@ def _check(s: Settings) -> None:
     _need(0 <= i.chunk_overlap < i.chunk_size, "ingest.chunk_overlap", "must be >= 0 and < chunk_size")
     _need(i.keywords_per_chunk >= 1, "ingest.keywords_per_chunk", "must be >= 1")
     _need(i.embed_batch_size >= 1, "ingest.embed_batch_size", "must be >= 1")
+    _need(i.max_file_mb >= 0, "ingest.max_file_mb", "must be >= 0 (0: no limit)")
     _need(r.level in ("chunk", "doc"), "retrieval.level", "must be 'chunk' or 'doc'")
     _need(r.k >= 1, "retrieval.k", "must be >= 1")
     _need(-1.0 <= r.theta <= 1.0, "retrieval.theta", "must be a cosine in [-1, 1]")

@@ -85,6 +85,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "lib.folders": ("Folders ({n})", "文件夹（{n}）"),
     "lib.documents": ("Documents ({n})", "文档（{n}）"),
     "lib.skipped": ("Skipped files ({n})", "跳过的文件（{n}）"),
+    "lib.partial": ("partly embedded: {n} chunks kept, not searchable yet — re-scan to finish",
+                    "部分已嵌入：已保留 {n} 个片段，尚不可检索——重新扫描以完成"),
     "lib.pages": ("{n} pages", "{n} 页"),
     "lib.h.name": ("Name", "名称"),
     "lib.h.status": ("Status", "状态"),

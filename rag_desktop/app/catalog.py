@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -82,6 +83,15 @@ CREATE TABLE IF NOT EXISTS problems (
     mtime_ns INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS roots (path TEXT PRIMARY KEY);
+-- vectors of a large file being embedded, committed in parts so an interrupt keeps the work;
+-- keyed by the chunk text's hash, never searched: the file enters documents/chunks (and the
+-- index) in one transaction once every chunk has its vector, and these rows go then.
+CREATE TABLE IF NOT EXISTS staged_vectors (
+    path TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (path, text_hash)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS translations (
     chunk_id INTEGER NOT NULL REFERENCES chunks(chunk_id) ON DELETE CASCADE,
     target_lang TEXT NOT NULL,
@@ -157,7 +167,13 @@ class Catalog:
             raise CatalogError(f"{path}: made by a newer rag_desktop (schema {version}); update the app")
 
     def close(self) -> None:
-        self.db.close()
+        # Closing checkpoints the WAL into the main file, which fails on a full disk: the WAL
+        # then stays and SQLite replays it at the next open, so nothing is lost — and the error
+        # that stopped the ingest (already on its way to the user) must not be replaced by this one.
+        try:
+            self.db.close()
+        except sqlite3.Error as exc:
+            logging.getLogger(__name__).warning("closing %s: %s", printable(self.path), exc)
 
     # ------------------------------------------------------------------ meta
     def get_meta(self, key: str) -> str | None:
@@ -305,6 +321,26 @@ class Catalog:
     def count(self, table: str) -> int:
         assert table in ("documents", "chunks", "term_vectors", "problems")
         return int(self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+    # ------------------------------------------------------------------ staged vectors (large files)
+    def staged_vectors(self, path: str) -> dict[str, npt.NDArray[np.float32]]:
+        """text hash → vector of the chunks of ``path`` embedded by an interrupted ingest."""
+        rows = self.db.execute("SELECT text_hash, vector FROM staged_vectors WHERE path=?", (path,))
+        return {str(h): _vec(v) for h, v in rows}
+
+    def stage_vectors(self, path: str, rows: Iterable[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO staged_vectors(path, text_hash, vector) VALUES (?,?,?)",
+            [(path, h, _blob(v)) for h, v in rows],
+        )
+
+    def delete_staged(self, path: str) -> None:
+        self.db.execute("DELETE FROM staged_vectors WHERE path=?", (path,))
+
+    def staged_counts(self) -> dict[str, int]:
+        """Files with staged (embedded, not yet searchable) chunks, and how many."""
+        rows = self.db.execute("SELECT path, COUNT(*) FROM staged_vectors GROUP BY path ORDER BY path")
+        return {str(p): int(n) for p, n in rows}
 
     # ------------------------------------------------------------------ chunks and vectors
     def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:

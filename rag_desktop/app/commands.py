@@ -119,6 +119,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         bar.done()
         print("rag-desktop: interrupted; files committed so far are kept, run ingest again to finish", file=sys.stderr)
+        for path, n in svc.library.catalog.staged_counts().items():
+            print(f"rag-desktop: {terminal_safe(path)}: {n:,} chunks embedded and kept (not searchable yet); "
+                  "the next ingest embeds only the rest", file=sys.stderr)
         return 130
     finally:
         bar.done()

@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +58,12 @@ except ImportError:  # pragma: no cover - Windows: no advisory lock (see Library
     fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
+
+# A large file commits its vectors every STAGE_CHUNKS chunks (or STAGE_SECONDS): at e5-small's
+# ~0.6 s per 4,096-character chunk on two cores an interrupt loses at most a couple of minutes.
+STAGE_CHUNKS = 256
+STAGE_SECONDS = 60.0
+SIZE_LIMIT_REASON = "larger than the per-file size limit"
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
 # Catalog meta keys that hold values measured with the library's encoder; a re-embed drops them.
@@ -188,6 +194,10 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "chunks_embedded": self.chunks_embedded,
         }
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def sha256_file(path: Path, cancel: CancelToken | None = None) -> str:
@@ -427,10 +437,17 @@ class Library:
                     changed |= self._drop_stale(key, old, reason, None, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), reason))
                     continue
+                too_big = self._size_problem(st.st_size)
+                if too_big is not None:
+                    changed |= self._drop_stale(key, old, too_big, st, chunk_index, doc_index, report)
+                    report.skipped.append(FileProblem(printable(path), too_big))
+                    continue
                 if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
                     report.unchanged.append(printable(path))
                     continue
                 prob = problem_states.get(key)
+                if prob is not None and prob[2].startswith(SIZE_LIMIT_REASON):
+                    prob = None  # the file fits the limit now (or the limit was raised): read it
                 # A scan skipped while OCR was off is tried again once OCR is on.
                 if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns \
                         and not (ocr is not None and prob[2] in OCR_RETRY_REASONS):
@@ -466,8 +483,9 @@ class Library:
                     changed |= self._drop_stale(key, old, exc.reason, st, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), exc.reason))
                     continue
-                yield Progress("embed", i, n, f"{display_name(path)}: {len(prepared.chunks)} chunks", eta, key)
-                vecs = self._embed_sorted(embedder, [c.text for c in prepared.chunks], cancel)
+                vecs = yield from self._embed_file(
+                    key, f"{display_name(path)} ({i}/{n})", [c.text for c in prepared.chunks], embedder, cancel
+                )
                 doc_vec = vecs.mean(axis=0)  # paper 000 §4.1: mean-pooled per file
                 doc_vec = (doc_vec / max(float(np.linalg.norm(doc_vec)), 1e-12)).astype(np.float32)
                 new_terms = self._missing_terms(prepared.candidate_terms)
@@ -496,6 +514,7 @@ class Library:
                     )
                     if term_vecs is not None:
                         self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
+                    self.catalog.delete_staged(key)
                     self.catalog.set_meta("keywords_dirty", "1")
                 changed = True
                 if old is not None and old.sha256 != digest:
@@ -532,6 +551,9 @@ class Library:
                 for p in list(problem_states):
                     if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
                         self.catalog.forget_problem(p)
+                for p in self.catalog.staged_counts():
+                    if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
+                        self.catalog.delete_staged(p)
         except Cancelled:
             report.cancelled = True
         except BaseException:
@@ -569,6 +591,7 @@ class Library:
         """
         with self.catalog.transaction():
             removed_chunks = self.catalog.delete_document(old.doc_id) if old is not None else []
+            self.catalog.delete_staged(key)
             if st is not None:
                 self.catalog.record_problem(key, reason, st.st_size, st.st_mtime_ns)
             if old is not None:
@@ -600,6 +623,7 @@ class Library:
         with self.catalog.transaction() as db:
             db.execute("DELETE FROM documents")
             db.execute("DELETE FROM term_vectors")
+            db.execute("DELETE FROM staged_vectors")
             db.execute("DELETE FROM keywords")
             # Everything measured on the old encoder's scale goes with its vectors (issue 11: the
             # key 'tau' was never written, τ is 'tau_auto'; the cached cos_baseline and the stored
@@ -677,6 +701,65 @@ class Library:
             counts=counts,
             candidate_terms=sorted(cand),
         )
+
+    def _size_problem(self, size: int) -> str | None:
+        """The reason to skip a file of ``size`` bytes under ``ingest.max_file_mb``, or None."""
+        limit = self.settings.ingest.max_file_mb
+        if limit <= 0 or size <= limit * 1_000_000:
+            return None
+        mb = size / 1_000_000
+        shown = f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
+        return (f"{SIZE_LIMIT_REASON} ({shown} MB > ingest.max_file_mb = {limit:g} MB) — "
+                "raise max_file_mb under [ingest] in settings.toml (0: no limit) to include it")
+
+    def _embed_file(
+        self, key: str, label: str, texts: list[str], embedder: Embedder, cancel: CancelToken
+    ) -> Generator[Progress, None, npt.NDArray[np.float32]]:
+        """Embed one file's chunks (returned in input order), with progress inside the file.
+
+        A file of more than ``STAGE_CHUNKS`` chunks commits its vectors in parts (every
+        ``STAGE_CHUNKS`` chunks or ``STAGE_SECONDS``) to ``staged_vectors``, keyed by the chunk
+        text's hash; an interrupted run keeps them, and the next run embeds only the chunks
+        that have no staged vector (also after an edit: unchanged chunks are reused). Staged
+        vectors are never searched — the file enters the library in one transaction when all
+        its chunks have vectors — so the one-file-one-state promise holds: a file is fully in
+        (its new version) or its previous version is (issue 15, item 2).
+        """
+        total = len(texts)
+        out = np.zeros((total, embedder.dim), dtype=np.float32)
+        hashes = [_text_hash(t) for t in texts]
+        staged = self.catalog.staged_vectors(key)
+        todo: list[int] = []
+        for j, h in enumerate(hashes):
+            v = staged.get(h)
+            if v is not None and v.shape[0] == embedder.dim:
+                out[j] = v
+            else:
+                todo.append(j)
+        del staged
+        resumed = total - len(todo)
+        stage = total > STAGE_CHUNKS or resumed > 0
+        msg = label if not resumed else f"{label}: resuming, {resumed:,} of {total:,} chunks kept from before"
+        yield Progress("embed", resumed, total, msg, None, key)
+        todo.sort(key=lambda j: len(texts[j]))  # batches of similar length: less padding
+        bs = self.settings.ingest.embed_batch_size
+        t0 = last = time.monotonic()
+        pending: list[int] = []
+        done = resumed
+        for start in range(0, len(todo), bs):
+            cancel.raise_if_set()
+            idx = todo[start : start + bs]
+            out[idx] = embedder.embed_passages([texts[j] for j in idx])
+            done += len(idx)
+            pending.extend(idx)
+            now = time.monotonic()
+            if stage and done < total and (len(pending) >= STAGE_CHUNKS or now - last >= STAGE_SECONDS):
+                with self.catalog.transaction():
+                    self.catalog.stage_vectors(key, ((hashes[j], out[j]) for j in pending))
+                pending, last = [], now
+            rate = (done - resumed) / max(now - t0, 1e-9)
+            yield Progress("embed", done, total, label, (total - done) / rate if rate > 0 else None, key)
+        return out
 
     def _embed_sorted(self, embedder: Embedder, texts: list[str], cancel: CancelToken) -> npt.NDArray[np.float32]:
         """Embed in batches of similar length (less padding), returned in input order."""

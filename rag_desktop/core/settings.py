@@ -65,6 +65,9 @@ class IngestSettings:
     watch: bool = True
     watch_debounce_s: float = 2.0
     watch_poll_s: float = 0.0
+    # Files larger than this are skipped with a reason (0: no limit). A 50 MB text file is
+    # ~15,000 chunks, over two hours of embedding on a laptop CPU (issue 15).
+    max_file_mb: float = 100.0
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,7 @@ def _check(s: Settings) -> None:
     _need(72 <= i.ocr_dpi <= 600, "ingest.ocr_dpi", "must be in 72..600")
     _need(i.watch_debounce_s > 0, "ingest.watch_debounce_s", "must be > 0")
     _need(i.watch_poll_s >= 0, "ingest.watch_poll_s", "must be >= 0 (0: the OS's change events)")
+    _need(i.max_file_mb >= 0, "ingest.max_file_mb", "must be >= 0 (0: no limit)")
     _need(r.level in ("chunk", "doc"), "retrieval.level", "must be 'chunk' or 'doc'")
     _need(r.k >= 1, "retrieval.k", "must be >= 1")
     _need(-1.0 <= r.theta <= 1.0, "retrieval.theta", "must be a cosine in [-1, 1]")

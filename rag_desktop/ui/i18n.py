@@ -106,6 +106,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "lib.folders": ("Folders ({n})", "文件夹（{n}）"),
     "lib.documents": ("Documents ({n})", "文档（{n}）"),
     "lib.skipped": ("Skipped files ({n})", "跳过的文件（{n}）"),
+    "lib.partial": ("partly embedded: {n} chunks kept, not searchable yet — re-scan to finish",
+                    "部分已嵌入：已保留 {n} 个片段，尚不可检索——重新扫描以完成"),
     "lib.pages": ("{n} pages", "{n} 页"),
     "lib.watching": ("Watching {n} folders for changes", "正在监视 {n} 个文件夹的变化"),
     "lib.watch_off": ("Folder watching is off (Settings: ingest.watch)", "文件夹监视已关闭（设置：ingest.watch）"),

@@ -75,6 +75,8 @@ def build_listing(service: Any) -> Listing:
         rows.append(DocRow(d.doc_id, d.title, d.path, d.kind, d.lang, d.n_pages, status,
                            warnings.get(d.doc_id, ()), service.library.ocr_cache.has(d.sha256)))
     skipped = tuple((p.path, p.reason) for p in cat.problems())
+    # A large file whose ingest was interrupted: its embedded chunks are kept, not searchable yet.
+    skipped += tuple((path, tr("lib.partial", n=n)) for path, n in cat.staged_counts().items())
     return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped)
 
 

@@ -105,8 +105,10 @@ _PROBE_PROMPT = {
     "写出一个想查找这份文档内容的人会在搜索框里输入的简短问题（不超过25个字），使用标题里的词语。只回复问题本身。",
 }
 # The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
-# not count" the embedded 0.5B model answered "no" to every document, answering ones included; asking
-# whether it gives the information "even in part", and naming what counts as "no", gets "yes" for them.
+# not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
+# wording it says "yes" to those — and also to an unrelated one (a ColBERTv2 note for a solar-panel
+# question). A judge that says yes to everything makes every ranking's first document relevant, Δ = 0 and
+# the decision "neither" (the baseline order): the safe side. A stronger local model judges better.
 _JUDGE_PROMPT = {
     "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers the "
     "question? Answer yes if it does, even in part. Answer no if it is about something else, or only names "

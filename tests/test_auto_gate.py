@@ -88,7 +88,7 @@ def _probe_calls(model: ScriptedModel) -> int:
 
 
 def _is_judge(prompt: str) -> bool:
-    return "\nQuestion: " in prompt and "\nDocument: " in prompt
+    return "Question: " in prompt and "\nDocument: " in prompt
 
 
 @pytest.fixture(scope="module")

@@ -104,14 +104,17 @@ _PROBE_PROMPT = {
     "zh": "下面是一份文档的标题和部分小标题：\n\n{heads}\n\n"
     "写出一个想查找这份文档内容的人会在搜索框里输入的简短问题（不超过25个字），使用标题里的词语。只回复问题本身。",
 }
-# Instruction and question first, the document last: the documents of one probe share the prompt's
-# prefix, which llama.cpp keeps in its KV cache, so each further document costs only its own tokens.
+# The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
+# not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
+# wording it says "yes" to those — and also to an unrelated one (a ColBERTv2 note for a solar-panel
+# question). A judge that says yes to everything makes every ranking's first document relevant, Δ = 0 and
+# the decision "neither" (the baseline order): the safe side. A stronger local model judges better.
 _JUDGE_PROMPT = {
-    "en": "Does the document below contain the information that answers the question? A document that only "
-    "mentions the topic, or repeats the question's words without giving the answer, does not count.\n\n"
-    "Question: {q}\n\nDocument: {title}\n{text}\n\nReply with one word: yes or no.",
-    "zh": "下面的文档是否包含回答这个问题所需的信息？只提到主题、或只重复问题中的词语而没有给出答案的文档不算。\n\n"
-    "问题：{q}\n\n文档：{title}\n{text}\n\n只回复一个字：是 或 否。",
+    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers the "
+    "question? Answer yes if it does, even in part. Answer no if it is about something else, or only names "
+    "the topic without the information.\nAnswer (yes or no):",
+    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？如果给出了（哪怕只是一部分），"
+    "回答“是”；如果它讲的是别的内容，或只提到主题而没有相关信息，回答“否”。\n回答（是或否）：",
 }
 
 

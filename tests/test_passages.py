@@ -66,12 +66,13 @@ def _cand(rank: int, start: int, score: float) -> P.Candidate:
 
 
 def test_selection_keeps_every_answering_chunk_and_reads_in_order() -> None:
-    cands = [_cand(1, 0, 0.5), _cand(1, 100, 0.9), _cand(1, 200, 0.8), _cand(2, 0, 0.3), _cand(3, 50, 0.3),
-             _cand(4, 0, 0.1)]
-    chosen = P.select(cands, 4)
-    assert [(c.chunk_rank, c.window.start) for c in chosen] == [(1, 100), (1, 200), (2, 0), (3, 50)]
+    cands = [_cand(1, 0, 0.5), _cand(1, 100, 0.9), _cand(1, 200, 0.2), _cand(2, 0, 0.3), _cand(3, 50, 0.3),
+             _cand(3, 300, 0.4), _cand(4, 0, 0.05)]
+    chosen = P.select(cands, 5)
+    # each chunk's best, then the window after the best one (1, 200), then the best remaining (1, 0)
+    assert [(c.chunk_rank, c.window.start) for c in chosen] == [(1, 0), (1, 100), (1, 200), (2, 0), (3, 300)]
     assert [(c.chunk_rank, c.window.start) for c in P.select(cands, 2)] == [(1, 100), (2, 0)]
-    # chunk 4's best window scores below a quarter of the best: it does not answer, it is left out
+    # chunk 4's best window scores below a tenth of the best: it does not answer, it is left out
     assert all(c.chunk_rank != 4 for c in P.select(cands, 10))
     assert P.select(cands, 0) == []
     heading_only = P.Candidate(5, P.Window(0, 20, "4 数据出境安全评估的工作流程"), 5.0)
@@ -93,7 +94,7 @@ def test_prompt_header_names_title_heading_and_printed_page() -> None:
 def test_each_article_gets_its_own_window_named_by_chapter_and_article() -> None:
     text = ("第三章 交通费\n\n第七条 市内交通费每人每天包干80元。\n\n第四章 住宿费和伙食补助\n\n"
             "第八条 住宿费：一线城市每人每晚不超过600元，省会城市不超过450元，其他地区不超过350元。")
-    ws = P.split_windows(text, min_chars=200)
+    ws = P.split_windows(text, min_chars=200)  # the articles are short: only the boundary splits them
     assert [w.text.split("\n\n")[-1][:3] for w in ws] == ["第七条", "第八条"]
     paras = [p.text for p in P.paragraphs(text)]
     first = next(i for i, p in enumerate(P.paragraphs(text)) if p.end > ws[1].start)

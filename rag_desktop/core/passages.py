@@ -29,8 +29,8 @@ Choices (the issue leaves them open):
   re-ingested. BM25 over the windows takes milliseconds, and the columns' dense / causal
   ranking still decides *which chunks* are read (rank coarse, read fine).
 * Selection keeps the column's ranking: every top chunk whose best window scores at least a
-  quarter of the best window's score contributes that window, in rank order, then the
-  remaining slots go to the best-scoring windows of any of those chunks.
+  tenth of the best window's score contributes that window, in rank order; then the window
+  following each of the two best windows; then the best-scoring remaining windows.
   Passages are then numbered in reading order (chunk rank, then position in the chunk), so
   neighbouring windows of a chunk read as one text.
 """
@@ -45,8 +45,10 @@ from rag_desktop.core.prompting import split_sentences
 
 PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
-DEFAULT_MIN_CHARS = 160
-DEFAULT_MAX_CHARS = 700
+# Paragraph-sized: a Chinese paragraph of 300–900 characters is a few sentences, an English one a
+# short paragraph (measured on the demo set: 160-character windows split CJK PDF lists apart).
+DEFAULT_MIN_CHARS = 300
+DEFAULT_MAX_CHARS = 900
 
 # A heading: a short line that starts with a section number or a Chinese structural marker.
 _CN_NUM = "零〇一二三四五六七八九十百千两"
@@ -214,13 +216,18 @@ def heading_before(paras: Sequence[str], upto: int) -> str:
     return ""
 
 
-def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.25) -> list[Candidate]:
-    """Every chunk's best window (rank order), then the best remaining windows; reading order.
+def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.1,
+           follow: int = 2) -> list[Candidate]:
+    """The windows the model reads, in reading order (chunk rank, then position).
+
+    1. Every chunk's best window, in the column's rank order (the ranking decides what is read).
+    2. The window right after each of the ``follow`` best windows: an answer often continues in
+       the next paragraph (a heading's section, a list, "several explanations compete…").
+    3. The best remaining windows by score.
 
     A window scoring below ``min_share`` of the best window's score does not answer this
-    question (its chunk was ranked for other reasons): it is left out, so the context holds
-    the paragraphs that answer rather than one filler paragraph per chunk. A window that is
-    only headings (a chunk ending on a heading) holds nothing to read and is left out too.
+    question (its chunk was ranked for other reasons) and is left out; so is a window that is
+    only headings (a chunk ending on a heading: nothing to read).
     """
     if max_passages <= 0:
         return []
@@ -232,12 +239,20 @@ def select(candidates: Sequence[Candidate], max_passages: int, min_share: float 
     for c in usable:
         by_chunk.setdefault(c.chunk_rank, []).append(c)
     chosen: list[Candidate] = []
+
+    def take(c: Candidate) -> None:
+        if len(chosen) < max_passages and c not in chosen:
+            chosen.append(c)
+
     for rank in sorted(by_chunk):
-        if len(chosen) >= max_passages:
-            break
-        chosen.append(max(by_chunk[rank], key=lambda c: c.score))
-    rest = sorted((c for c in usable if c not in chosen), key=lambda c: -c.score)
-    chosen += rest[: max(0, max_passages - len(chosen))]
+        take(max(by_chunk[rank], key=lambda c: c.score))
+    for top in sorted(usable, key=lambda c: -c.score)[:follow]:
+        after = sorted((c for c in by_chunk[top.chunk_rank] if c.window.start >= top.window.end),
+                       key=lambda c: c.window.start)
+        if after:
+            take(after[0])
+    for c in sorted(usable, key=lambda c: -c.score):
+        take(c)
     return sorted(chosen, key=lambda c: (c.chunk_rank, c.window.start))
 
 

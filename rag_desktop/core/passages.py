@@ -28,9 +28,9 @@ Choices (the issue leaves them open):
   would move that cost to ingest (about 8 windows per chunk) and need every library
   re-ingested. BM25 over the windows takes milliseconds, and the columns' dense / causal
   ranking still decides *which chunks* are read (rank coarse, read fine).
-* Selection keeps the column's ranking: every top chunk whose best window scores at least a
-  tenth of the best window's score contributes that window, in rank order; then the window
-  following each of the two best windows; then the best-scoring remaining windows.
+* Selection keeps the column's ranking (:func:`select`): scores are compared only inside a
+  chunk, and the chunks take turns in rank order, each giving its best window, then the one
+  after it, then its next best.
   Passages are then numbered in reading order (chunk rank, then position in the chunk), so
   neighbouring windows of a chunk read as one text.
 """
@@ -216,43 +216,43 @@ def heading_before(paras: Sequence[str], upto: int) -> str:
     return ""
 
 
-def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.1,
-           follow: int = 2) -> list[Candidate]:
+def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.1) -> list[Candidate]:
     """The windows the model reads, in reading order (chunk rank, then position).
 
-    1. Every chunk's best window, in the column's rank order (the ranking decides what is read).
-    2. The window right after each of the ``follow`` best windows: an answer often continues in
-       the next paragraph (a heading's section, a list, "several explanations compete…").
-    3. The best remaining windows by score.
+    Rank coarse, read fine: window scores are compared only *inside* a chunk; which chunks are
+    read, and how much of each, follows the column's ranking. Round robin over the chunks in
+    rank order: each turn a chunk gives its best window not yet taken — first its best, then the
+    window right after its best (an answer often continues in the next paragraph: a heading's
+    section, a list), then the next best — until ``max_passages``. Comparing lexical scores
+    across chunks would undo the column's ranking: a keyword-stuffed distractor scores highest
+    in every window (measured on the demo set: it filled the slots of the answering document).
 
-    A window scoring below ``min_share`` of the best window's score does not answer this
-    question (its chunk was ranked for other reasons) and is left out; so is a window that is
-    only headings (a chunk ending on a heading: nothing to read).
+    A window below ``min_share`` of its chunk's best score, a window without any question term
+    (score 0) when its chunk has one, and a window that is only headings (a chunk ending on a
+    heading: nothing to read) are left out.
     """
     if max_passages <= 0:
         return []
-    usable = [c for c in candidates if not _only_headings(c.window.text)] or list(candidates)
-    best = max((c.score for c in usable), default=0.0)
-    if best > 0:
-        usable = [c for c in usable if c.score >= min_share * best]
     by_chunk: dict[int, list[Candidate]] = {}
-    for c in usable:
-        by_chunk.setdefault(c.chunk_rank, []).append(c)
+    for c in candidates:
+        if not _only_headings(c.window.text):
+            by_chunk.setdefault(c.chunk_rank, []).append(c)
+    if not by_chunk:
+        by_chunk = {c.chunk_rank: [c] for c in candidates}
+    queues: dict[int, list[Candidate]] = {}
+    for rank, cs in by_chunk.items():
+        best = max(c.score for c in cs)
+        keep = [c for c in cs if best <= 0 or c.score >= max(min_share * best, 1e-12)]
+        top = max(keep, key=lambda c: c.score)
+        after = sorted((c for c in keep if c.window.start >= top.window.end), key=lambda c: c.window.start)
+        order = [top, *after[:1]]
+        order += sorted((c for c in keep if c not in order), key=lambda c: -c.score)
+        queues[rank] = order
     chosen: list[Candidate] = []
-
-    def take(c: Candidate) -> None:
-        if len(chosen) < max_passages and c not in chosen:
-            chosen.append(c)
-
-    for rank in sorted(by_chunk):
-        take(max(by_chunk[rank], key=lambda c: c.score))
-    for top in sorted(usable, key=lambda c: -c.score)[:follow]:
-        after = sorted((c for c in by_chunk[top.chunk_rank] if c.window.start >= top.window.end),
-                       key=lambda c: c.window.start)
-        if after:
-            take(after[0])
-    for c in sorted(usable, key=lambda c: -c.score):
-        take(c)
+    while len(chosen) < max_passages and any(queues.values()):
+        for rank in sorted(queues):
+            if queues[rank] and len(chosen) < max_passages:
+                chosen.append(queues[rank].pop(0))
     return sorted(chosen, key=lambda c: (c.chunk_rank, c.window.start))
 
 

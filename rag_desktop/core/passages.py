@@ -28,9 +28,9 @@ Choices (the issue leaves them open):
   would move that cost to ingest (about 8 windows per chunk) and need every library
   re-ingested. BM25 over the windows takes milliseconds, and the columns' dense / causal
   ranking still decides *which chunks* are read (rank coarse, read fine).
-* Selection keeps the column's ranking: every top chunk whose best window scores at least a
-  quarter of the best window's score contributes that window, in rank order, then the
-  remaining slots go to the best-scoring windows of any of those chunks.
+* Selection keeps the column's ranking (:func:`select`): scores are compared only inside a
+  chunk, and the chunks take turns in rank order, each giving its best window, then the one
+  after it, then its next best.
   Passages are then numbered in reading order (chunk rank, then position in the chunk), so
   neighbouring windows of a chunk read as one text.
 """
@@ -45,8 +45,10 @@ from rag_desktop.core.prompting import split_sentences
 
 PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
-DEFAULT_MIN_CHARS = 160
-DEFAULT_MAX_CHARS = 700
+# Paragraph-sized: a Chinese paragraph of 300–900 characters is a few sentences, an English one a
+# short paragraph (measured on the demo set: 160-character windows split CJK PDF lists apart).
+DEFAULT_MIN_CHARS = 300
+DEFAULT_MAX_CHARS = 900
 
 # A heading: a short line that starts with a section number or a Chinese structural marker.
 _CN_NUM = "零〇一二三四五六七八九十百千两"
@@ -214,30 +216,43 @@ def heading_before(paras: Sequence[str], upto: int) -> str:
     return ""
 
 
-def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.25) -> list[Candidate]:
-    """Every chunk's best window (rank order), then the best remaining windows; reading order.
+def select(candidates: Sequence[Candidate], max_passages: int, min_share: float = 0.1) -> list[Candidate]:
+    """The windows the model reads, in reading order (chunk rank, then position).
 
-    A window scoring below ``min_share`` of the best window's score does not answer this
-    question (its chunk was ranked for other reasons): it is left out, so the context holds
-    the paragraphs that answer rather than one filler paragraph per chunk. A window that is
-    only headings (a chunk ending on a heading) holds nothing to read and is left out too.
+    Rank coarse, read fine: window scores are compared only *inside* a chunk; which chunks are
+    read, and how much of each, follows the column's ranking. Round robin over the chunks in
+    rank order: each turn a chunk gives its best window not yet taken — first its best, then the
+    window right after its best (an answer often continues in the next paragraph: a heading's
+    section, a list), then the next best — until ``max_passages``. Comparing lexical scores
+    across chunks would undo the column's ranking: a keyword-stuffed distractor scores highest
+    in every window (measured on the demo set: it filled the slots of the answering document).
+
+    A window below ``min_share`` of its chunk's best score, a window without any question term
+    (score 0) when its chunk has one, and a window that is only headings (a chunk ending on a
+    heading: nothing to read) are left out.
     """
     if max_passages <= 0:
         return []
-    usable = [c for c in candidates if not _only_headings(c.window.text)] or list(candidates)
-    best = max((c.score for c in usable), default=0.0)
-    if best > 0:
-        usable = [c for c in usable if c.score >= min_share * best]
     by_chunk: dict[int, list[Candidate]] = {}
-    for c in usable:
-        by_chunk.setdefault(c.chunk_rank, []).append(c)
+    for c in candidates:
+        if not _only_headings(c.window.text):
+            by_chunk.setdefault(c.chunk_rank, []).append(c)
+    if not by_chunk:
+        by_chunk = {c.chunk_rank: [c] for c in candidates}
+    queues: dict[int, list[Candidate]] = {}
+    for rank, cs in by_chunk.items():
+        best = max(c.score for c in cs)
+        keep = [c for c in cs if best <= 0 or c.score >= max(min_share * best, 1e-12)]
+        top = max(keep, key=lambda c: c.score)
+        after = sorted((c for c in keep if c.window.start >= top.window.end), key=lambda c: c.window.start)
+        order = [top, *after[:1]]
+        order += sorted((c for c in keep if c not in order), key=lambda c: -c.score)
+        queues[rank] = order
     chosen: list[Candidate] = []
-    for rank in sorted(by_chunk):
-        if len(chosen) >= max_passages:
-            break
-        chosen.append(max(by_chunk[rank], key=lambda c: c.score))
-    rest = sorted((c for c in usable if c not in chosen), key=lambda c: -c.score)
-    chosen += rest[: max(0, max_passages - len(chosen))]
+    while len(chosen) < max_passages and any(queues.values()):
+        for rank in sorted(queues):
+            if queues[rank] and len(chosen) < max_passages:
+                chosen.append(queues[rank].pop(0))
     return sorted(chosen, key=lambda c: (c.chunk_rank, c.window.start))
 
 

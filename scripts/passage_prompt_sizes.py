@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Prompt size and citation-target size with whole chunks vs answer passages (issue 12).
+
+For every question of a QA set (default: tests/data/demo_qa over resources/demo), builds the
+app's own answer prompt for the baseline column (``RagService.answer``'s path: top 4 chunks,
+passages selected by ``PassageFinder``, ``build_answer_messages`` with the generator's own
+tokenizer, loaded vocabulary-only) and reports the prompt tokens, whether a gold answer is in
+what the model reads, and the passage-selection time. No text is generated, so this runs in
+seconds where an eval-qa run takes an hour on a shared CPU; prompt tokens are what the time to
+first token grows with.
+
+    .venv/bin/python scripts/passage_prompt_sizes.py [--library DIR] [--generator embedded]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rag_desktop.app import model_files
+from rag_desktop.app.service import RagService
+from rag_desktop.core import prompting
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.qa_metrics import normalize_answer
+from rag_desktop.core.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT / "tests/data/demo_qa")
+    ap.add_argument("--docs", type=Path, default=ROOT / "resources/demo")
+    ap.add_argument("--library", type=Path, default=Path("/tmp/rag_desktop_prompt_sizes/lib"))
+    ap.add_argument("--generator", default="embedded")
+    ap.add_argument("--n-sources", type=int, default=4)
+    args = ap.parse_args()
+
+    import llama_cpp
+
+    spec = model_files.embedded_spec(args.generator)
+    gguf = model_files.prepare_joined(spec) if spec is not None else Path(args.generator)
+    vocab = llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)
+
+    def count(text: str) -> int:
+        return len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    settings = Settings().replace("retrieval", level="chunk")
+    svc = RagService(args.library, settings)
+    if not svc.library.catalog.documents():
+        for _ in svc.ingest([args.docs]):
+            pass
+    rows = []
+    for line in (args.data / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        q = json.loads(line)
+        question = str(q["question"])
+        lang = detect_lang(question)
+        golds = [normalize_answer(g) for g in q["answers"]]
+        hits = svc.context(question, "chunk").baseline.hits[: args.n_sources]
+        t0 = time.perf_counter()
+        ps = svc.passage_finder().find(question, hits)
+        t_sel = time.perf_counter() - t0
+        row: dict[str, object] = {"id": q["_id"], "lang": lang}
+        for mode, srcs, locs in (("chunks", hits, None), ("passages", ps.hits, ps.locators)):
+            msgs, used = prompting.build_answer_messages(question, srcs, lang, count, 8192, 512, locs)
+            row[f"{mode}_tokens"] = sum(count(m.content) for m in msgs)
+            row[f"{mode}_gold_read"] = any(g and g in normalize_answer(h.text) for h in used for g in golds)
+            row[f"{mode}_chars_per_source"] = statistics.mean(len(h.text) for h in used) if used else 0
+        row["select_s"] = round(t_sel, 2)
+        rows.append(row)
+        print(json.dumps(row, ensure_ascii=False), flush=True)
+    svc.close()
+    for lang in ("zh", "en", None):
+        sel = [r for r in rows if lang is None or r["lang"] == lang]
+        if not sel:
+            continue
+        name = lang or "all"
+        ct = statistics.mean(float(r["chunks_tokens"]) for r in sel)  # type: ignore[arg-type]
+        pt = statistics.mean(float(r["passages_tokens"]) for r in sel)  # type: ignore[arg-type]
+        cg = sum(bool(r["chunks_gold_read"]) for r in sel)
+        pg = sum(bool(r["passages_gold_read"]) for r in sel)
+        print(f"{name:>4}: n={len(sel)}  prompt tokens chunks {ct:.0f} → passages {pt:.0f} ({pt / ct:.2f}x); "
+              f"gold answer in what the model reads: chunks {cg}/{len(sel)}, passages {pg}/{len(sel)}; "
+              f"selection {statistics.mean(float(r['select_s']) for r in sel):.2f} s")  # type: ignore[arg-type]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

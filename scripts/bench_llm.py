@@ -645,7 +645,8 @@ def part_cfrag_groups(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     from rag_desktop.core.types import Hit
 
     tune = cfrag.CFTuning()
-    gen = LlamaCppGenerator(gguf, n_ctx=args.n_ctx, threads=args.threads)
+    # keep_prefix off: each group reads its own shared prefix, nothing kept from the previous group
+    gen = LlamaCppGenerator(gguf, n_ctx=args.n_ctx, threads=args.threads, keep_prefix=False)
     gen.load()
     rng = random.Random(args.seed)
     pool = bc.demo_sentences()["en"]
@@ -683,7 +684,6 @@ def part_cfrag_groups(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "written": sum(gen.count_tokens(t) for t in texts), "texts": texts}
 
     def batched(reqs: list[Any]) -> dict[str, Any]:
-        gen._prefix_tokens = []  # a fresh start: no prefix kept from another group
         t0 = time.perf_counter()
         out = gen.generate_many(reqs)
         s = time.perf_counter() - t0

@@ -815,11 +815,8 @@ class LlamaCppGenerator:
             for sid in range(1, MAX_BATCH_SEQS + 1):
                 lc.llama_memory_seq_rm(mem, sid, -1, -1)
             reused = _longest_common_prefix([self._prefix_tokens, prefix]) if self.keep_prefix else 0
-            if reused < len(self._prefix_tokens):
-                if reused == 0:
-                    lc.llama_memory_clear(mem, True)
-                else:
-                    lc.llama_memory_seq_rm(mem, 0, reused, -1)
+            # Seq 0 keeps exactly the reused part, whatever it held before (positions must follow on).
+            lc.llama_memory_seq_rm(mem, 0, reused, -1)
             self._prefix_tokens = prefix[:reused]
             ok = True
             for start in range(reused, n_pre, n_batch):

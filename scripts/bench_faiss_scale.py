@@ -1,5 +1,5 @@
 """Query latency of the vector index at 10^5 and 10^6 synthetic vectors (docs/architecture.md,
-"Deploying a shared library"; docs/benchmarks.md §5).
+"Deploying a shared library"; docs/benchmarks.md §7).
 
 Vectors: 384-d (multilingual-e5-small, the embedded encoder), drawn as a seeded mixture of
 2,000 Gaussian clusters on the unit sphere (real embeddings are clustered; uniform random

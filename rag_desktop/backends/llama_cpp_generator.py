@@ -42,7 +42,18 @@ Choices made where issue 5 leaves room (each one tested in tests/test_llama_cpp_
   in one batch and token by token, so greedy answers differed after a few tokens); with
   it the logits of a sequence decoded among others are bit-identical to those of the
   sequence decoded alone, which is what makes batched and one-at-a-time results equal
-  for a seed (tests/test_llama_cpp_generator.py).
+  for requests that share their prefix and differ in short suffixes (tested, greedy and
+  seeded). It is not a general guarantee — two more layout effects remain, measured: (1)
+  llama.cpp's CPU weight repacking (Q4_0/Q4_K/IQ4_NL/Q8_0 on AVX2) multiplies 4 rows at a
+  time with one kernel and the rest with another, so a row depends on the batch height
+  (Qwen2.5-0.5B Q4_K_M: 0.38 on logits of ~20 for a sequence decoded among four vs alone;
+  0 with repacking off); (2) with long suffixes whose KV cells interleave with other
+  sequences' cells, flash attention's blocked CPU kernel sums them in a different grouping
+  (SmolLM2, four ~500-token prompts: a greedy answer diverged). So a batched call is
+  reproducible for its seeds (same requests → same texts), and usually but not always
+  equal to the requests run one at a time. Full equality would need per-sequence KV
+  buffers (``kv_unified=False``, whose memory grows with the number of sequences) and
+  repacking off (slower prefill); not done.
 """
 
 from __future__ import annotations
@@ -328,16 +339,7 @@ class LlamaCppGenerator:
             while True:
                 self.load_attempts.append(n_ctx)
                 try:
-                    llm = llama_cpp.Llama(
-                        model_path=str(self.model_path),
-                        n_ctx=n_ctx,
-                        n_batch=min(self.n_batch, n_ctx),
-                        n_threads=self.threads,
-                        n_threads_batch=self.threads,
-                        n_gpu_layers=self.n_gpu_layers,
-                        flash_attn=True,  # row-independent attention: see the module doc ("Batched decoding")
-                        verbose=False,
-                    )
+                    llm = self._new_llama(llama_cpp, n_ctx)
                     break
                 except ValueError as exc:
                     if "context" in str(exc).lower() and n_ctx > floor:
@@ -347,26 +349,42 @@ class LlamaCppGenerator:
                         f"llama.cpp could not load {self.model_path} with n_ctx={n_ctx}: {exc}. "
                         f"Check that the file is a complete GGUF model and that enough memory is free"
                     ) from exc
-            self._llm = llm
-            self._n_ctx = int(llm.n_ctx())
-            self.metadata = {**meta, **dict(llm.metadata)}
-            self._lc = llama_cpp.llama_cpp
-            self._set_abort = _bind_abort_setter(llama_cpp)
-            if self._set_abort is not None:
-                token_ref = self
+            self._install(llama_cpp, llm, meta)
 
-                def _abort(_data: Any) -> bool:
-                    tok = token_ref._abort_token
-                    stop = bool(token_ref._closing or (tok is not None and tok.is_set))
-                    if stop:
-                        # llama.cpp logs the rollback of an aborted decode as an error; it is
-                        # expected here, so mute llama-cpp-python's log for this request.
-                        _LLAMA_LOG.setLevel(logging.CRITICAL)
-                    return stop
+    def _new_llama(self, llama_cpp: Any, n_ctx: int) -> Any:
+        return llama_cpp.Llama(
+            model_path=str(self.model_path),
+            n_ctx=n_ctx,
+            n_batch=min(self.n_batch, n_ctx),
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            n_gpu_layers=self.n_gpu_layers,
+            flash_attn=True,  # row-independent attention: see the module doc ("Batched decoding")
+            verbose=False,
+        )
 
-                self._abort_cb = llama_cpp.llama_cpp.ggml_abort_callback(_abort)
-                self._null_cb = llama_cpp.llama_cpp.ggml_abort_callback()
-            _LIVE.add(self)
+    def _install(self, llama_cpp: Any, llm: Any, meta: dict[str, Any]) -> None:
+        """Adopt a freshly loaded model (called by load() under the lock)."""
+        self._llm = llm
+        self._n_ctx = int(llm.n_ctx())
+        self.metadata = {**meta, **dict(llm.metadata)}
+        self._lc = llama_cpp.llama_cpp
+        self._set_abort = _bind_abort_setter(llama_cpp)
+        if self._set_abort is not None:
+            token_ref = self
+
+            def _abort(_data: Any) -> bool:
+                tok = token_ref._abort_token
+                stop = bool(token_ref._closing or (tok is not None and tok.is_set))
+                if stop:
+                    # llama.cpp logs the rollback of an aborted decode as an error; it is
+                    # expected here, so mute llama-cpp-python's log for this request.
+                    _LLAMA_LOG.setLevel(logging.CRITICAL)
+                return stop
+
+            self._abort_cb = llama_cpp.llama_cpp.ggml_abort_callback(_abort)
+            self._null_cb = llama_cpp.llama_cpp.ggml_abort_callback()
+        _LIVE.add(self)
 
     def close(self) -> None:
         """Free the model (idempotent); call before loading another model and at exit.
@@ -747,9 +765,11 @@ class LlamaCppGenerator:
           "cancelled" with their partial text, and the cache is cleared.
         * ``on_token(i, text)`` receives request i's visible text as it is decoded.
 
-        Results match ``generate_many`` of each request on its own for a given seed
-        (tested); the text is llama-cpp-python's chat template and sampler chain, so
-        greedy results also match :meth:`stream`.
+        One request gives exactly what :meth:`stream` gives (llama-cpp-python's chat
+        template and sampler chain; tested, greedy and seeded). Several requests give the
+        same texts as one at a time when they share a prefix and differ in short suffixes
+        (tested); in general only up to llama.cpp's layout-dependent last bits (module
+        doc, "Batched decoding"). The same call with the same seeds is reproducible.
         """
         reqs = list(requests)
         if not reqs:
@@ -795,11 +815,8 @@ class LlamaCppGenerator:
             for sid in range(1, MAX_BATCH_SEQS + 1):
                 lc.llama_memory_seq_rm(mem, sid, -1, -1)
             reused = _longest_common_prefix([self._prefix_tokens, prefix]) if self.keep_prefix else 0
-            if reused < len(self._prefix_tokens):
-                if reused == 0:
-                    lc.llama_memory_clear(mem, True)
-                else:
-                    lc.llama_memory_seq_rm(mem, 0, reused, -1)
+            # Seq 0 keeps exactly the reused part, whatever it held before (positions must follow on).
+            lc.llama_memory_seq_rm(mem, 0, reused, -1)
             self._prefix_tokens = prefix[:reused]
             ok = True
             for start in range(reused, n_pre, n_batch):

@@ -23,8 +23,9 @@ Behaviour a caller can rely on:
 * ``generate_many`` sends the requests concurrently, one connection and thread each (at
   most ``max_parallel`` at a time), so a server with parallel slots (llama.cpp server
   ``--parallel N``, vLLM) decodes them together; each request carries its own seed, and
-  the results are what :meth:`OpenAIGenerator.stream` gives for it alone. A server without
-  slots queues them — no slower than sending them one after another.
+  the results are what :meth:`OpenAIGenerator.stream` gives for it alone. llama-cpp-python's
+  own server is the exception (:attr:`OpenAIGenerator.serial_server`): a new request
+  interrupts the running one there, so the requests go one at a time.
 * Thinking text (``<think>…</think>`` in the content) is removed as for the local
   backend; a ``reasoning_content`` field (vLLM's reasoning parser) is ignored. For models
   whose name contains "qwen3" the "/no_think" switch is added unless ``thinking=True``.
@@ -367,6 +368,17 @@ class OpenAIGenerator:
         self.last_thinking = "".join(think.thinking)
         yield GenEvent(GenEventKind.DONE, finish_reason=finish or "stop")
 
+    @property
+    def serial_server(self) -> bool:
+        """True for llama-cpp-python's own server (recognised by its ``/extras/tokenize/count``
+        route): it has no parallel slots and by default interrupts the running request when
+        a new one arrives (``interrupt_requests``), so concurrent requests would cancel each
+        other — generate_many sends them one at a time there."""
+        if not self._tokenize_probed:
+            with contextlib.suppress(GeneratorError):
+                self.count_tokens("probe")
+        return self._tokenize_route is not None and self._tokenize_route[0].endswith("/extras/tokenize/count")
+
     def generate_many(
         self,
         requests: Sequence[GenRequest],
@@ -380,7 +392,7 @@ class OpenAIGenerator:
         order); ``on_token`` is called from the worker threads, serialised by a lock.
         """
         reqs = list(requests)
-        if len(reqs) <= 1 or self.max_parallel == 1:
+        if len(reqs) <= 1 or self.max_parallel == 1 or self.serial_server:
             return generate_sequentially(self, reqs, cancel=cancel, on_token=on_token)
         lock = threading.Lock()
 

@@ -26,6 +26,7 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.ui import i18n
 from rag_desktop.ui.chips import Chip
 from rag_desktop.ui.columns import COL_CHANGE, COL_TITLE
+from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.main_window import MainWindow
 from rag_desktop.ui.present import rank_change
 from rag_desktop.ui.rank_chart import movements
@@ -116,9 +117,13 @@ def test_asking_fills_every_column_with_the_right_arrows(qtbot: Any, env: Any) -
     assert m.data(m.index(0, COL_CHANGE), Qt.ItemDataRole.ForegroundRole).color() == QColor("#1B7F3B")
     assert m.data(m.index(1, COL_CHANGE), Qt.ItemDataRole.ForegroundRole).color() == QColor("#B3261E")
     assert not win.stacks["cross_encoder"].isVisibleTo(win)  # no reranker configured
-    # CF-RAG rows: winner's evidence first (docs 1, 3), then docs 2, 4; chunk rows matched by document
+    # CF-RAG rows: winner's evidence first (docs 1, 3), then docs 2, 4; chunk rows matched by document;
+    # then what CF-RAG filtered out (the duplicate of doc 1), last and marked (issue 14, item 6)
     assert column_texts(win, "cfrag", COL_TITLE)[:2] == ["Seminar on the Wason task", "Reasoning Lab Newsletter"]
-    assert column_texts(win, "cfrag", COL_CHANGE) == ["=", "▲1", "▼1", "="]
+    assert column_texts(win, "cfrag", COL_CHANGE) == ["=", "▲1", "▼1", "=", "▼4"]
+    cf = win.columns["cfrag"].model
+    assert [r.note for r in cf.rows][-1] == tr("col.cf_filtered", why=tr("trace.status.duplicate"))
+    assert all(not r.note.startswith(tr("col.cf_filtered", why="")[:8]) for r in cf.rows[:4])
     # the snippet of the causal column carries the A/B spans
     assert any(m.rows[0].spans)
 

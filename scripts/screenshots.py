@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                        args.timeout, f"the ranking of {q!r}")
             return
         if on_progress is not None:  # CF-RAG under way: the live trace tab
-            wait_until(lambda: win.trace_view.empty.text().startswith(i18n.tr("trace.running")[:12])
+            wait_until(lambda: win.trace_view._empty_key == "trace.running"  # a CF-RAG step, not model prep
                        or (win.state is not None and win.state.cfrag is not None), args.timeout, "CF-RAG to start")
             on_progress()
         wait_until(lambda: win.state is not None and (win.state.cfrag is not None or bool(win.state.errors))

@@ -28,10 +28,10 @@ def _window(qtbot: Any, svc: Any, settings: Settings, sfile: Path) -> MainWindow
     return win
 
 
-def _ask(qtbot: Any, win: MainWindow, q: str) -> None:
+def _ask(qtbot: Any, win: MainWindow, q: str, timeout: int = 10000) -> None:
     win.ask(q)
     qtbot.waitUntil(lambda: win.state is not None and win.state.comparison is not None and not win.runner.busy,
-                    timeout=10000)
+                    timeout=timeout)
 
 
 def test_a_question_leaves_a_hand_edited_settings_file_alone(qtbot: Any, tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_the_causal_column_says_why_it_shows_the_baseline_order(qtbot: Any, libr
             svc.library.catalog.set_json("gate", gate)
         i18n.set_language(lang)
         win = _window(qtbot, svc, settings, tmp_path / "s.toml")
-        _ask(qtbot, win, "Why do people choose the matching cards?")
+        _ask(qtbot, win, "Why do people choose the matching cards?", timeout=300000)  # loads the embedder
         sub = win.columns["causal"].subtitle.text()
         assert "switched off" not in sub  # the service's English sentence is never shown
         if method == "baseline":

@@ -496,3 +496,16 @@ def test_quit_when_idle_does_not_ask(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     assert not win.work_running()
     assert win.request_quit() is True
+
+
+def test_model_preparation_is_not_shown_as_cfrag_steps(qtbot: Any, env: Any) -> None:
+    from rag_desktop.core.types import Progress
+
+    win, _svc, _ = env
+    ask(qtbot, win)
+    assert win.state is not None
+    win._cf_progress(win.state.qid, Progress("model_ready", 491400064, 491400064, "ready"))
+    text = win.trace_view.empty.text() + win.columns["cfrag"].placeholder.text()
+    assert "491400064" not in text and "starting" in text  # bytes of the model file are not "step n/N"
+    win._cf_progress(win.state.qid, Progress("cfrag.hypotheses", 8, 10, ""))
+    assert "step 8/10" in win.trace_view.empty.text()

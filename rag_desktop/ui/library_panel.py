@@ -166,6 +166,9 @@ class LibraryPanel(QWidget):
         self.rescan_btn.clicked.connect(self.rescan)
         self.cancel_btn.clicked.connect(self.cancel)
         self.tree.itemDoubleClicked.connect(self._on_double)
+        vp = self.tree.viewport()
+        if vp is not None:
+            vp.installEventFilter(self)  # re-wrap the skipped files' reasons when the panel's width changes
         self.listing: Listing | None = None
         self.set_busy(False)
         self.retranslate()
@@ -335,12 +338,27 @@ class LibraryPanel(QWidget):
             if child is not None and why_item is not None:  # in the tree now: show each reason whole
                 child.setExpanded(True)
                 why_item.setFirstColumnSpanned(True)
-                why_item.setText(0, self._wrapped(why_item.toolTip(0), 2))
+        self._wrap_reasons()
         hh = self.tree.header()
         hh.setStretchLastSection(False)
         hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         hh.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
         hh.resizeSection(1, 96)  # a long skip reason is elided here and whole in its tooltip
+
+    def eventFilter(self, obj: Any, event: Any) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if event.type() == QEvent.Type.Resize and obj is self.tree.viewport():
+            self._wrap_reasons()
+        return False
+
+    def _wrap_reasons(self) -> None:
+        for child in self.skipped_items():
+            why_item = child.child(0)
+            if why_item is not None:
+                text = self._wrapped(why_item.toolTip(0), 2)
+                if why_item.text(0) != text:
+                    why_item.setText(0, text)
 
     def _wrapped(self, text: str, depth: int) -> str:
         """``text`` broken into lines that fit the tree's width at ``depth`` (a spanned tree row

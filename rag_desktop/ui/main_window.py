@@ -1074,6 +1074,12 @@ class MainWindow(QMainWindow):
             return
         key = f"stage.{p.stage}"
         stage = tr(key) if i18n.has_tr(key) else p.stage
+        if not p.stage.startswith("cfrag."):
+            # the model being made ready first (its counts are bytes, not CF-RAG's steps)
+            self.columns["cfrag"].set_placeholder("col.cf_preparing", stage=stage)
+            self.answers["cfrag"].set_progress(stage)
+            self.trace_view.clear("trace.preparing", stage=stage)
+            return
         self.columns["cfrag"].set_placeholder("col.cf_running", stage=stage, cur=p.current, total=p.total)
         self.answers["cfrag"].set_progress(tr("answer.cf_step", stage=stage, cur=p.current, total=p.total))
         # the trace tab follows the run live instead of saying "queued" until the end

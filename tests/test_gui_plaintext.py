@@ -95,3 +95,14 @@ def test_answer_pane_tooltips_are_plain(qtbot: Any) -> None:
     pane.set_progress("reading <img src=q>.pdf")
     assert_literal(pane.status.toolTip(), "reading <img src=q>.pdf")
     assert pane.status.textFormat() == Qt.TextFormat.PlainText
+
+
+def test_chip_and_trace_tooltips_are_plain(qtbot: Any) -> None:
+    """Keyword terms come from documents and trace cells from the model: their tooltips too."""
+    from rag_desktop.ui.chips import Chip
+    from rag_desktop.ui.trace_view import _item
+
+    chip = Chip("term", "term", "B", "#56B4E9", MARKUP + "\nweight 0.1")
+    qtbot.addWidget(chip)
+    assert_literal(chip.toolTip(), "<table>", "weight 0.1")
+    assert_literal(_item("cell", "evidence " + MARKUP).toolTip(), "evidence", "<img src=")

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.types import AbsorbedTerm, Keyword, KeywordSplit
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import COLOR_A, COLOR_B, fmt
 
 
@@ -105,7 +106,7 @@ class Chip(QLabel):
         self.setText(shown)
         self.kind = kind
         self.term = term
-        self.setToolTip(tooltip)
+        self.setToolTip(plain_tooltip(tooltip))  # terms come from documents: never markup
         self.setStyleSheet(_chip_style(color))
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
 

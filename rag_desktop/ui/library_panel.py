@@ -36,6 +36,8 @@ from rag_desktop.ui.i18n import has_tr, tr
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import format_eta
 
+REASON_ROLE = Qt.ItemDataRole.UserRole + 1  # a skipped file's whole reason, on its wrapped row
+
 
 @dataclass(frozen=True)
 class DocRow:
@@ -326,7 +328,8 @@ class LibraryPanel(QWidget):
             skipped.addChild(it)
             # The whole reason, wrapped across the panel under the file (the cell above is elided).
             why = QTreeWidgetItem([reason, ""])
-            why.setToolTip(0, reason)
+            why.setToolTip(0, plain_tooltip(reason))
+            why.setData(0, REASON_ROLE, reason)  # the raw reason, re-wrapped on resize
             why.setForeground(0, QBrush(QColor(STATUS_COLORS["skipped"])))
             it.addChild(why)
         for top in (folders, docs, skipped):
@@ -356,7 +359,7 @@ class LibraryPanel(QWidget):
         for child in self.skipped_items():
             why_item = child.child(0)
             if why_item is not None:
-                text = self._wrapped(why_item.toolTip(0), 2)
+                text = self._wrapped(str(why_item.data(0, REASON_ROLE) or ""), 2)
                 if why_item.text(0) != text:
                     why_item.setText(0, text)
 

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.cfrag_types import CFTrace, CounterfactualCandidate
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import fmt, scorer_text
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 10
@@ -124,7 +125,7 @@ def _item(text: str, tooltip: str = "", value: float | None = None) -> QTableWid
     it = QTableWidgetItem(text)  # plain text: counterfactuals and answers are model output
     it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
     if tooltip:
-        it.setToolTip(tooltip)
+        it.setToolTip(plain_tooltip(tooltip))  # model output and passages: never markup
     if value is not None:
         it.setData(VALUE_ROLE, float(value))
     return it

@@ -121,3 +121,16 @@ def test_progress_lines_name_the_model_bytes_eta_and_tokens() -> None:
     i18n.set_language("zh")
     assert progress_text(Progress("reading", 1240, 1240, "model")) == "正在阅读 1,240 个词元…"
     i18n.set_language("en")
+
+
+def test_one_return_asks_once_and_a_quick_re_ask_is_not_dropped(qtbot: Any, env: Any) -> None:
+    """An editable QComboBox emits returnPressed twice per key press: one question per press,
+    yet the same words asked again right away (a person re-asking) are asked again."""
+    win, _svc = env
+    calls: list[str] = []
+    win.ask = lambda *a, **k: calls.append(win.query.currentText())  # what the Return handler calls
+    type_and_ask(qtbot, win, FIRST)
+    assert calls == [FIRST]
+    qtbot.wait(1)  # the event loop turns once; no time window is needed
+    type_and_ask(qtbot, win, FIRST)
+    assert calls == [FIRST, FIRST]

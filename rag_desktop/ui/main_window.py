@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -265,7 +266,11 @@ class MainWindow(QMainWindow):
         self.query.setObjectName("query")
         self.query.setEditable(True)
         self.query.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.query.setMinimumWidth(420)
+        # Its width comes from the window, not from the longest question in the history (which
+        # pushed the window past a 1280 px screen once the bar also held the level and rerank boxes).
+        self.query.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.query.setMinimumContentsLength(24)
+        self.query.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.query.addItems(list(self.ui_state.recent_questions))
         self.query.setCurrentIndex(-1)
         line = self.query.lineEdit()
@@ -281,6 +286,9 @@ class MainWindow(QMainWindow):
         self.level_box.setCurrentIndex(0 if self.settings.retrieval.level == "doc" else 1)
         # Per question: what the causal column shows (None: the setting / the calibration gate).
         self.override_box = QComboBox()
+        self.override_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        for box in (self.level_box, self.override_box):  # their whole text; the question field gives way
+            box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         for data in (None, "baseline", "causal", "hybrid"):
             self.override_box.addItem("", data)
         self.auto_answer = QCheckBox()
@@ -410,6 +418,7 @@ class MainWindow(QMainWindow):
         self.view_menu = self.menuBar().addMenu("")
         self.view_menu.addAction(self.act_focus)
         self.view_menu.addAction(self.act_lang)
+        self.view_menu.addAction(self.conversation_dock.toggleViewAction())
         self.runner.busy_changed.connect(self._on_busy)
 
     def _word_spans(self, text: str) -> list[WordSpan]:
@@ -841,13 +850,16 @@ class MainWindow(QMainWindow):
         twice for one key press; the second, for the same text at once, is the same question
         (before issue 12 it silently restarted the search; with follow-ups it would read the
         question as a follow-up of itself)."""
-        text = self.query.currentText().strip()
-        now = time.monotonic()
-        last = getattr(self, "_last_return", ("", 0.0))
-        if text == last[0] and now - last[1] < 0.5:
+        # Both emissions come from one key event: ignore any until the event loop turns again
+        # (a time window instead also dropped a quick, deliberate re-ask of the same words).
+        if getattr(self, "_return_handled", False):
             return
-        self._last_return = (text, now)
+        self._return_handled = True
+        QTimer.singleShot(0, self._return_done)
         self.ask()
+
+    def _return_done(self) -> None:
+        self._return_handled = False
 
     def ask(self, question: str | None = None, *, typed: str | None = None) -> None:
         """Ask ``question`` (default: the question box). A follow-up in a conversation is first
@@ -1338,6 +1350,9 @@ class MainWindow(QMainWindow):
         self.conversation_dock.setObjectName("conversation_dock")
         self.conversation_dock.setWidget(self.conversation_panel)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.conversation_dock)
+        # Hidden until wanted (View → Conversation, or a follow-up to confirm): at 1280×800 a
+        # docked thread beside three columns squeezed the question bar's boxes to nothing.
+        self.conversation_dock.hide()
         load = getattr(self.service, "load_conversation", None)
         self.conversation_panel.set_conversation(load() if load is not None else Conversation())
 

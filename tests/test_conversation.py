@@ -21,6 +21,7 @@ from rag_desktop.core.conversation import (
     Conversation,
     Turn,
     build_rewrite_messages,
+    kept_share,
     needs_rewrite,
     parse_rewrite,
 )
@@ -181,3 +182,15 @@ def test_chat_rewrites_follow_ups_keeps_history_and_exports(svc: RagService, tmp
     assert svc.load_conversation() == Conversation()  # /new started a new thread
     rewrites = [p for p in gen.prompts if "独立问题" in p[0].content]
     assert len(rewrites) == 1 and "追问：那有效期呢？" in rewrites[0][-1].content
+
+
+def test_a_rewrite_that_drops_the_follow_ups_words_falls_back_to_them() -> None:
+    # seen with the 1.5B model: a new question came back as the previous one
+    assert parse_rewrite("What did the Wason selection task show?", "ColBERT late interaction scoring") == \
+        ("ColBERT late interaction scoring", "dropped_words")
+    # real follow-ups keep their own words, in both languages, and a bare "and?" cannot be checked
+    assert parse_rewrite("Why do people pass the drinking-age version of the Wason task?",
+                         "and in the drinking-age version?")[1] == ""
+    assert parse_rewrite("数据出境安全评估结论的有效期是多久？", "那有效期呢？")[1] == ""
+    assert parse_rewrite("What did the drinking-age version show?", "and?")[1] == ""
+    assert kept_share("ColBERT late interaction scoring", "ColBERT late interaction: how are passages scored?") >= 0.5

@@ -18,12 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import load_template
+from rag_desktop.core.qa_metrics import answer_tokens
 from rag_desktop.core.types import ChatMessage
 
 HISTORY_TURNS = 3  # the last turns the rewrite sees (older ones rarely hold the referent)
 ANSWER_CHARS = 300  # of each earlier answer: enough for what "it"/"那" points at
+# A standalone form adds context to the follow-up; it keeps the follow-up's own words. A reply
+# that keeps fewer than half of them answers another question (seen: a new question,
+# "ColBERT late interaction scoring", came back as the previous one), so the user's words win.
+KEEP_SHARE = 0.5
 MAX_GROWTH = 4  # a rewrite longer than 4× the follow-up + 80 characters is rambling, not a question
 
 
@@ -86,7 +92,7 @@ class Rewrite:
     note: str = ""
     seconds: float = 0.0
     raw: str = field(default="", compare=False)
-    reason: str = ""  # "", "timeout", "failed", "empty", "not_a_question": for the UI's own words
+    reason: str = ""  # "", "timeout", "failed", "empty", "not_a_question", "dropped_words": for the UI
 
 
 def needs_rewrite(conversation: Conversation) -> bool:
@@ -123,7 +129,20 @@ NOTES = {
     "failed": "the rewrite failed",
     "empty": "the model returned no rewrite",
     "not_a_question": "the model's rewrite was not a single question",
+    "dropped_words": "the model's rewrite dropped the words of your question",
 }
+
+
+def kept_share(question: str, rewrite: str) -> float:
+    """The share of the question's content tokens (words other than English stopwords; CJK
+    characters one by one) that the rewrite still contains. 1.0 when the question has fewer
+    than two: "and?" or "why?" carries nothing a rewrite could keep."""
+    stop = load_stopwords("en")
+    q = [t for t in answer_tokens(question) if t not in stop]
+    if len(q) < 2:
+        return 1.0
+    r = set(answer_tokens(rewrite))
+    return sum(t in r for t in q) / len(q)
 
 
 def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
@@ -136,6 +155,8 @@ def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
         return question, "empty"
     if len(line) > MAX_GROWTH * len(question) + 80:
         return question, "not_a_question"
+    if kept_share(question, line) < KEEP_SHARE:
+        return question, "dropped_words"
     return line, ""
 
 

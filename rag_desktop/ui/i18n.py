@@ -363,6 +363,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "conv.note.failed": ("the rewrite failed", "改写失败"),
     "conv.note.empty": ("the model returned no rewrite", "模型没有给出改写"),
     "conv.note.not_a_question": ("the model's rewrite was not a single question", "模型的改写不是一个问题"),
+    "conv.note.dropped_words": ("the model's rewrite dropped the words of your question",
+                                "模型的改写丢掉了你问题中的词"),
     "answer.reading": ("reading {n} tokens…", "正在阅读 {n} 个词元…"),
     "answer.passages": ("chose {n} of {total} passages", "从 {total} 个段落中选出 {n} 个"),
     "answer.elapsed": ("{doing} · {s} s", "{doing} · {s} 秒"),

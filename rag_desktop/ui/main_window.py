@@ -1366,7 +1366,7 @@ class MainWindow(QMainWindow):
         if rewrite is None or not needs_rewrite(conv) or not self.auto_answer.isChecked():
             return False
         self.conversation_panel.show_rewriting(q)
-        self.conversation_dock.show()
+        self.statusBar().showMessage(tr("conv.rewriting"), 0)
 
         def job(ctx: TaskContext) -> Iterator[object]:
             prepare = getattr(self.service, "prepare_generator", None)
@@ -1375,8 +1375,19 @@ class MainWindow(QMainWindow):
             yield rewrite(q, conv, ctx.cancel)
 
         def done(rw: Any) -> None:
-            if self.conversation_panel.pending == q:
-                self.conversation_panel.show_proposal(rw)
+            if self.conversation_panel.pending != q:
+                return
+            if not rw.rewritten:
+                # Nothing to confirm (the model kept the question, or its rewrite was unusable): the
+                # user's words are asked at once and the note says why. Only a real rewrite waits
+                # for a person to check it — a new question is not held up behind a dialog.
+                self.conversation_panel.clear_proposal()
+                if rw.reason:
+                    self.statusBar().showMessage(tr("conv.fallback", note=tr(f"conv.note.{rw.reason}")), 8000)
+                self.ask(q, typed=q)
+                return
+            self.conversation_dock.show()
+            self.conversation_panel.show_proposal(rw)
 
         def failed(err: UserError) -> None:  # the service falls back itself; this is a crash
             from rag_desktop.core.conversation import Rewrite

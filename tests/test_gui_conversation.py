@@ -134,3 +134,20 @@ def test_one_return_asks_once_and_a_quick_re_ask_is_not_dropped(qtbot: Any, env:
     qtbot.wait(1)  # the event loop turns once; no time window is needed
     type_and_ask(qtbot, win, FIRST)
     assert calls == [FIRST, FIRST]
+
+
+def test_the_conversation_panel_never_widens_the_window(qtbot: Any, env: Any) -> None:
+    """At 1280 px the docked panel made the window wider than the screen; where docking would
+    need more room than the screen has, it floats instead, and the window keeps its width."""
+    win, _svc = env
+    avail = win.screen().availableGeometry()
+    win.resize(max(avail.width(), win.minimumSizeHint().width()), 800)
+    qtbot.wait(50)
+    before = win.frameGeometry().width()
+    assert not win.conversation_dock.isVisible()  # hidden until wanted
+    win.show_conversation()
+    qtbot.wait(50)
+    assert win.conversation_dock.isVisible()
+    floating = win.minimumSizeHint().width() + win.conversation_dock.minimumSizeHint().width() > avail.width()
+    assert win.conversation_dock.isFloating() == floating
+    assert win.frameGeometry().width() == before

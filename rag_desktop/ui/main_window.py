@@ -1386,7 +1386,7 @@ class MainWindow(QMainWindow):
                     self.statusBar().showMessage(tr("conv.fallback", note=tr(f"conv.note.{rw.reason}")), 8000)
                 self.ask(q, typed=q)
                 return
-            self.conversation_dock.show()
+            self.show_conversation()
             self.conversation_panel.show_proposal(rw)
 
         def failed(err: UserError) -> None:  # the service falls back itself; this is a crash
@@ -1398,6 +1398,22 @@ class MainWindow(QMainWindow):
         self.runner.submit("rewrite", job, on_progress=lambda p: self.statusBar().showMessage(progress_text(p)),
                            on_result=done, on_error=failed)
         return True
+
+    def show_conversation(self) -> None:
+        """Open the conversation panel; float it over the window's right edge when docking it
+        would push the window past its screen (at 1280 px the three columns leave no room)."""
+        dock = self.conversation_dock
+        scr = self.screen()
+        if scr is not None and not dock.isVisible():
+            avail = scr.availableGeometry()
+            need = self.minimumSizeHint().width() + dock.minimumSizeHint().width()
+            dock.setFloating(need > avail.width())
+            if dock.isFloating():
+                w = max(dock.minimumSizeHint().width(), 320)
+                geo = self.frameGeometry()
+                dock.setGeometry(min(geo.right(), avail.right()) - w, geo.top() + 80, w, max(360, geo.height() - 160))
+        dock.show()
+        dock.raise_()
 
     def _record_turn(self, st: QueryState) -> None:
         from rag_desktop.core.conversation import Turn

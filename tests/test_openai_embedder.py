@@ -14,17 +14,16 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
+from llama_server import running_server
 
 from rag_desktop.app.library import EmbedderMismatch, IngestReport
 from rag_desktop.app.service import RagService
@@ -297,36 +296,13 @@ def real_embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
         pytest.skip(str(exc))
     port = free_port()
     log = tmp_path_factory.mktemp("embed-server") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
+    with running_server(
             [sys.executable, "-c", MEAN_POOLING_SERVER, "--model", str(model), "--model_alias", "smollm2-embed",
              "--embedding", "true", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
              "--n_threads", str(os.cpu_count() or 1), "--n_threads_batch", str(os.cpu_count() or 1)],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start in 120 s:\n{log.read_text()[-2000:]}")
-            time.sleep(0.25)
+        port, log,
+    ) as base:
         yield base, model
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.mark.slow

@@ -12,14 +12,13 @@ import importlib.util
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from llama_server import running_server
 
 from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.backends.openai_generator import GeneratorError, OpenAIGenerator, estimate_tokens
@@ -275,36 +274,13 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(str(exc))
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
+    with running_server(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 1),
              "--n_threads_batch", str(os.cpu_count() or 1)],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start in 120 s:\n{log.read_text()[-2000:]}")
-            time.sleep(0.25)
+        port, log,
+    ) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.mark.slow

@@ -25,8 +25,8 @@ from rag_desktop.app import model_files
 from rag_desktop.app.service import RagService
 from rag_desktop.core import prompting
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.qa_metrics import normalize_answer
 from rag_desktop.core.settings import Settings
+from rag_desktop.core.text import normalize_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from rag_desktop.core.cleaning import (
     join_lines,
     page_at,
 )
-from rag_desktop.core.lang import joins_without_space
+from rag_desktop.core.text import joins_without_space
 from rag_desktop.core.types import CleanedText, Page
 
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_desktop.core import keywords as K
-from rag_desktop.core.lang import is_han
 from rag_desktop.core.protocols import Tokenizer
+from rag_desktop.core.text import is_han
 from rag_desktop.core.types import Keyword, Lang
 
 

@@ -12,14 +12,13 @@ from hypothesis import strategies as st
 
 from rag_desktop.core.qa_metrics import (
     QAScores,
-    answer_tokens,
     containment_match,
     exact_match,
     mean_scores,
-    normalize_answer,
     score_answer,
     token_f1,
 )
+from rag_desktop.core.text import answer_tokens, normalize_answer
 
 # --------------------------------------------------------------------------- reference
 # The official SQuAD v1.1 evaluation functions, verbatim in substance. For ASCII text our
@@ -147,7 +146,7 @@ def test_empty_gold_list_is_an_error() -> None:
 
 
 def test_chinese_and_arabic_numerals_are_the_same_number() -> None:
-    from rag_desktop.core.qa_metrics import chinese_number, normalize_answer
+    from rag_desktop.core.text import chinese_number, normalize_answer
 
     assert normalize_answer("第55条") == normalize_answer("第五十五条")
     assert normalize_answer("第５５条") == normalize_answer("第五十五条")  # full-width digits too

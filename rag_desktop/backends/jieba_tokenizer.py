@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rag_desktop.backends.errors import MissingDependency
+from rag_desktop.core.text import HAN_CLASS
 from rag_desktop.core.types import Lang
 
 Variant = Literal["plain", "improved"]
 
-_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-_RUNS = re.compile(rf"([{_HAN}]+)")
+_RUNS = re.compile(rf"([{HAN_CLASS}]+)")  # core.text's Han class, shared with the language detector
 # Numbers keep their decimals, percent and unit letters together (10g, 3.5%, 1,000)
 # so the improved keyword filter can drop them whole; words start with a letter and
 # may contain digits (h100, qwen3). Hyphens and apostrophes split words, as the

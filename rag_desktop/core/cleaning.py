@@ -59,7 +59,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
-from rag_desktop.core.lang import joins_without_space
+from rag_desktop.core.text import joins_without_space
 from rag_desktop.core.types import CleanedText, Page
 
 PARAGRAPH_BREAK = "\n\n"

@@ -21,7 +21,7 @@ from typing import Any
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import load_template
-from rag_desktop.core.qa_metrics import answer_tokens
+from rag_desktop.core.text import answer_tokens
 from rag_desktop.core.types import ChatMessage
 
 HISTORY_TURNS = 3  # the last turns the rewrite sees (older ones rarely hold the referent)

@@ -53,8 +53,8 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-from rag_desktop.core.lang import han_runs
 from rag_desktop.core.protocols import Tokenizer
+from rag_desktop.core.text import han_runs
 from rag_desktop.core.types import Keyword, Lang
 
 KeywordVariant = Literal["plain", "improved"]

@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import re
 
+from rag_desktop.core.text import HAN_RUN
 from rag_desktop.core.types import Lang
 
 # Each pattern matches *runs* of its class; the count of characters is the length removed by
 # ``sub`` — one match per run rather than per character, which is several times faster.
-# Han ideographs: Unified, Extension A, Compatibility (assigned points), Extensions B–H.
-HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufa6d\ufa70-\ufad9\U00020000-\U0003134f"
-_HAN = re.compile(f"[{HAN_CLASS}]+")
 _LATIN = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]+")
 # Letters only (no voicing marks, middle dot or unassigned points), so that these counts are
 # part of the letter count and "other letters" can be had by subtraction.
@@ -64,7 +62,7 @@ def script_counts(text: str) -> dict[str, int]:
     if text.isascii():  # fast path: only ASCII letters can be present
         latin = len(text.translate(_ASCII_NON_LETTERS))
         return {"han": 0, "latin": latin, "kana_hangul": 0, "other_alpha": 0}
-    han = _count(_HAN, text)
+    han = _count(HAN_RUN, text)
     latin = _count(_LATIN, text)
     kana_hangul = _count(_KANA_HANGUL, text)
     letters = sum(map(str.isalpha, text))  # a C loop; exact, unlike regex \w tricks
@@ -87,40 +85,3 @@ def detect_lang(text: str) -> Lang:
     if score_en >= score_other:
         return "en"
     return "other"
-
-
-# --------------------------------------------------------------------------- characters
-# Two questions about one character, asked by different stages, kept here side by side
-# because they differ on purpose (kana, punctuation, full-width forms).
-
-
-def is_han(ch: str) -> bool:
-    """A Han ideograph (``HAN_CLASS``): what jieba segments into words."""
-    return _HAN.fullmatch(ch) is not None
-
-
-def han_runs(text: str) -> list[str]:
-    """Maximal runs of Han characters in ``text``, in order."""
-    return _HAN.findall(text)
-
-
-def joins_without_space(ch: str) -> bool:
-    """True for Han ideographs, kana, bopomofo, CJK punctuation and full-width forms: text
-    in which a line break is not a word break, so joining lines must not insert a space.
-
-    Hangul is not included: Korean separates words with spaces, like Latin text.
-    """
-    if ch < "\u3000":  # Latin, Greek, Cyrillic, ... (the common case) in one comparison
-        return False
-    o = ord(ch)
-    return (
-        0x4E00 <= o <= 0x9FFF
-        or 0x3400 <= o <= 0x4DBF
-        or 0x3000 <= o <= 0x30FF  # CJK symbols and punctuation, hiragana, katakana
-        or 0x3100 <= o <= 0x312F  # bopomofo
-        or 0x31F0 <= o <= 0x31FF
-        or 0xF900 <= o <= 0xFAFF
-        or 0xFE30 <= o <= 0xFE4F
-        or 0xFF00 <= o <= 0xFFEF  # full-width forms: ，。！？（）
-        or 0x20000 <= o <= 0x3134F
-    )

@@ -25,18 +25,12 @@ import statistics
 import unicodedata
 from collections.abc import Sequence
 
+from rag_desktop.core.text import joins_without_space
 from rag_desktop.core.types import OcrLine
 
 _SPACE_RE = re.compile(r"\s+")
 _NO_SPACE_BEFORE = set(",.;:!?%)]}")
 _NO_SPACE_AFTER = set("([{")
-
-
-def is_cjk(ch: str) -> bool:
-    """A Han character, CJK punctuation or kana/hangul: scripts written without spaces."""
-    o = ord(ch)
-    return (0x3000 <= o <= 0x30FF or 0x3400 <= o <= 0x4DBF or 0x4E00 <= o <= 0x9FFF
-            or 0xF900 <= o <= 0xFAFF or 0xFF01 <= o <= 0xFF60 or 0xAC00 <= o <= 0xD7AF)
 
 
 _SPACE_BEFORE_PUNCT_RE = re.compile(r"(?<=[A-Za-z0-9]) (?=[,.;:!?](?:\s|$))")
@@ -51,7 +45,7 @@ def fold_width(text: str) -> str:
     out: list[str] = []
     prev = ""
     for ch in text:
-        if "\uff01" <= ch <= "\uff5e" and not ch.isalnum() and prev and is_cjk(prev) \
+        if "\uff01" <= ch <= "\uff5e" and not ch.isalnum() and prev and joins_without_space(prev) \
                 and not ("\uff01" <= prev <= "\uff5e"):
             out.append(ch)
         else:
@@ -121,7 +115,8 @@ def join_words(words: Sequence[str]) -> str:
             continue
         if out:
             a, b = out[-1], w[0]
-            glue = (is_cjk(a) and is_cjk(b)) or b in _NO_SPACE_BEFORE or a in _NO_SPACE_AFTER
+            glue = (joins_without_space(a) and joins_without_space(b)) or b in _NO_SPACE_BEFORE \
+                or a in _NO_SPACE_AFTER
             if not glue:
                 out += " "
         out += w

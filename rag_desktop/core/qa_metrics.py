@@ -19,126 +19,12 @@ score over the golds, as SQuAD does.
 
 from __future__ import annotations
 
-import re
-import string
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rag_desktop.core.citations import cited_numbers
-
-# SQuAD v1.1 removes string.punctuation; we additionally remove every Unicode
-# punctuation character (category P*): CJK punctuation (，。！？、；：「」『』《》（）…),
-# full-width forms and typographic quotes/dashes. For plain-ASCII English this is
-# exactly SQuAD's behaviour.
-_ASCII_PUNCT = frozenset(string.punctuation)
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def is_cjk(ch: str) -> bool:
-    """True for a CJK ideograph, kana or hangul syllable (one token per character)."""
-    cp = ord(ch)
-    return (
-        0x4E00 <= cp <= 0x9FFF  # CJK Unified Ideographs
-        or 0x3400 <= cp <= 0x4DBF  # Extension A
-        or 0x20000 <= cp <= 0x2A6DF  # Extension B
-        or 0x2A700 <= cp <= 0x2EBEF  # Extensions C-F
-        or 0xF900 <= cp <= 0xFAFF  # Compatibility Ideographs
-        or 0x3040 <= cp <= 0x30FF  # Hiragana + Katakana
-        or 0xAC00 <= cp <= 0xD7AF  # Hangul syllables
-    )
-
-
-def _is_punct(ch: str) -> bool:
-    return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
-
-
-# Chinese numerals (issue 12: 第55条 and 第五十五条 are the same article). A run is read as a
-# number when it holds a digit character (一…九, 〇/零, 两) or 十; 百/千/万 alone ("百分之")
-# are left as they are.
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
-              "八": 8, "九": 9}
-_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
-_CN_RUN = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
-
-
-def chinese_number(run: str) -> int | None:
-    """The value of a Chinese numeral ("五十五" → 55, "十" → 10, "二〇二五" → 2025, "一万二千" → 12000);
-    None when the run is not a well-formed number."""
-    if not run or not any(ch in _CN_DIGITS or ch == "十" for ch in run):
-        return None
-    if all(ch in _CN_DIGITS for ch in run) and len(run) > 1:  # digit by digit: 二〇二五
-        return int("".join(str(_CN_DIGITS[ch]) for ch in run))
-    total, section, digit = 0, 0, None
-    for ch in run:
-        if ch in ("零", "〇"):  # a placeholder inside a number (一百零五)
-            continue
-        if ch in _CN_DIGITS:
-            if digit is not None and _CN_DIGITS[ch] != 0:
-                return None  # two digits without a unit between them: not one number
-            digit = _CN_DIGITS[ch]
-        elif ch in _CN_UNITS:
-            section += (1 if digit is None else digit) * _CN_UNITS[ch]
-            digit = None
-        else:  # 万
-            total += (section + (digit or 0)) * 10_000
-            section, digit = 0, None
-    return total + section + (digit or 0)
-
-
-def arabic_numerals(text: str) -> str:
-    """Chinese numerals replaced by Arabic digits; a run that is no well-formed number stays."""
-    def sub(m: re.Match[str]) -> str:
-        v = chinese_number(m.group(0))
-        return m.group(0) if v is None else str(v)
-
-    return _CN_RUN.sub(sub, text)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation, extended for Chinese.
-
-    Steps, in SQuAD's order (lower → remove punctuation → remove articles → fix
-    whitespace), preceded by NFKC so that full-width letters/digits ("１９９８", "ＡＢＣ")
-    fold to ASCII and by writing Chinese numerals as Arabic digits (第五十五条 → 第55条, so
-    both forms of a number compare equal), and followed by removing whitespace next to a CJK
-    character ("克里斯蒂安 贝尔" == "克里斯蒂安·贝尔" once the middle dot is stripped), because
-    spacing inside Chinese text carries no meaning.
-    """
-    s = arabic_numerals(unicodedata.normalize("NFKC", text)).lower()
-    s = "".join(ch for ch in s if not _is_punct(ch))  # SQuAD deletes punctuation (no space)
-    s = _ARTICLES.sub(" ", s)
-    s = " ".join(s.split())
-    # Drop spaces adjacent to CJK characters.
-    out: list[str] = []
-    for i, ch in enumerate(s):
-        if ch == " ":
-            prev = s[i - 1] if i > 0 else ""
-            nxt = s[i + 1] if i + 1 < len(s) else ""
-            if (prev and is_cjk(prev)) or (nxt and is_cjk(nxt)):
-                continue
-        out.append(ch)
-    return "".join(out)
-
-
-def answer_tokens(text: str) -> list[str]:
-    """Tokens of the *normalised* answer: whitespace words, each CJK character alone."""
-    tokens: list[str] = []
-    for word in normalize_answer(text).split():
-        buf = ""
-        for ch in word:
-            if is_cjk(ch):
-                if buf:
-                    tokens.append(buf)
-                    buf = ""
-                tokens.append(ch)
-            else:
-                buf += ch
-        if buf:
-            tokens.append(buf)
-    return tokens
+from rag_desktop.core.text import answer_tokens, normalize_answer
 
 
 def _golds(golds: str | Sequence[str]) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Literal
 from rag_desktop.core import citations
 from rag_desktop.core.cfrag import evidence_rows
 from rag_desktop.core.cfrag_types import CFTrace, EvidenceTrace
+from rag_desktop.core.text import HAN_RUN
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
 from rag_desktop.ui.i18n import has_tr, tr
 
@@ -115,7 +116,7 @@ def cfrag_hits(trace: CFTrace) -> list[Hit]:
 
 # --------------------------------------------------------------------------- highlighting
 
-_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_HAN = HAN_RUN  # core.text: the one Han class (keywords, jieba and the language detector use it too)
 
 
 def _term_pattern(term: str) -> re.Pattern[str] | None:

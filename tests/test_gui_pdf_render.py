@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 from test_gui_support import PDF
 
-from rag_desktop.backends.pdf_render import (
-    Highlight,
-    hex_to_rgb,
-    page_count,
-    region_segments,
-    render_page,
-)
+from rag_desktop.backends.pdf_render import page_count, render_page
 from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.core.highlight import Highlight, hex_to_rgb, region_segments
 
 
 def words_on_page(path: Path, page: int, word: str) -> int:

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.core.highlight import Highlight, hex_to_rgb, region_segments
 from rag_desktop.core.types import Hit, OcrLine
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.present import COLOR_A, COLOR_B, COLOR_REGION, SpanKind, WordSpan, highlight_spans
@@ -63,8 +64,6 @@ def find_region(full_text: str, chunk_text: str) -> tuple[int, int] | None:
     reader text; we look for the chunk's first and last searchable pieces and span the
     region between them.
     """
-    from rag_desktop.backends.pdf_render import region_segments
-
     norm, where = _normalised_with_map(full_text)
     low = norm.lower()
     segs = region_segments(chunk_text, max_len=50, max_n=400)
@@ -209,8 +208,6 @@ class ViewerDialog(QDialog):
     def _render(self) -> None:
         if self.hit is None or self.mode != "pdf":
             return
-        from rag_desktop.backends.pdf_render import Highlight, hex_to_rgb, region_segments
-
         hit, page = self.hit, self.current_page
         zoom = float(self.zoom_box.currentData() or 1.5)
         marks = [Highlight(s, hex_to_rgb(COLOR_REGION), "region", 0.35)
@@ -227,7 +224,7 @@ class ViewerDialog(QDialog):
         lookup = self.ocr_lookup
 
         def job(ctx: TaskContext) -> Any:
-            from rag_desktop.backends.pdf_render import render_page
+            from rag_desktop.app.documents import render_page
 
             # On a scanned page the marks are placed from the OCR line boxes (no text layer for
             # the whole-word matcher: the terms are searched in the recognised lines instead).
@@ -268,10 +265,9 @@ class ViewerDialog(QDialog):
         words_fn = self.words_fn
 
         def job(ctx: TaskContext) -> Any:
-            from rag_desktop.backends.readers import read_document
+            from rag_desktop.app.documents import page_texts
 
-            parsed = read_document(Path(hit.path), ctx.cancel)
-            pages = [p.text for p in parsed.pages]
+            pages = page_texts(hit.path, ctx.cancel)
             # the words of the whole text, on the worker (segmenting a long document takes a moment)
             return pages, (tuple(words_fn("\n\n".join(pages))) or None if words_fn is not None else None)
 

@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_desktop.app.library import IngestReport
 from rag_desktop.app.ocr import OcrCache
 from rag_desktop.app.runtime import Runtime
+from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import SYSTEM_CLOSED_BOOK, SYSTEM_COUNTERFACTUAL, SYSTEM_HYPOTHESIS, SYSTEM_SYNTHESIS
 from rag_desktop.core.cfrag_types import (
@@ -29,6 +31,7 @@ from rag_desktop.core.cfrag_types import (
     SpectralTrace,
     SubsetTrace,
 )
+from rag_desktop.core.conversation import Conversation, Rewrite
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
     AbsorbedTerm,
@@ -306,13 +309,14 @@ class FakeService:
         self.compare_error: BaseException | None = None
         self.closed = False
         self.opened: list[FakeService] = []
+        self.conversation = Conversation()
 
     def close(self) -> None:
         self.closed = True
 
-    def with_library(self, folder: Path, settings: Settings) -> FakeService:
+    def with_library(self, library_dir: Path, settings: Settings) -> FakeService:
         """Another (empty) library sharing this one's runtime, like RagService.with_library."""
-        other = FakeService(folder, settings)
+        other = FakeService(library_dir, settings)
         other.runtime = self.runtime
         self.opened.append(other)
         return other
@@ -325,9 +329,24 @@ class FakeService:
         self.calibrations_started = getattr(self, "calibrations_started", 0) + 1
         return None
 
-    def ingest(self, folders: Sequence[Path], cancel: CancelToken | None = None,
-               calibrate_after: bool = False) -> Iterator[Any]:
-        from rag_desktop.app.library import IngestReport
+    def calibration_progress(self) -> dict[str, Any]:
+        return {"status": "idle", "done": 0, "total": 0}
+
+    def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
+        return []  # no tokenizer: the marks fall back to word prefixes
+
+    def rewrite_followup(self, question: str, conversation: Conversation, cancel: CancelToken | None = None,
+                         timeout_s: float | None = None) -> Rewrite:
+        return Rewrite(question, question, False, "")  # the question is kept as it stands
+
+    def load_conversation(self) -> Conversation:
+        return self.conversation
+
+    def save_conversation(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+
+    def ingest(self, folders: Sequence[Path], cancel: CancelToken | None = None, *,
+               calibrate_after: bool = False) -> Iterator[Progress | IngestReport]:
         from rag_desktop.core.types import Document, FileProblem
 
         rep = IngestReport()
@@ -402,3 +421,9 @@ class ScriptedRuntimeLike:
         return self.gen
 
     def close(self) -> None: ...
+
+
+def conforms(svc: FakeService) -> LibraryService:
+    """Never called: mypy (tests/test_quality.py) checks here that the fake keeps the UI's
+    service contract (app.service_api.LibraryService), so it cannot drift from RagService."""
+    return svc

@@ -22,3 +22,11 @@ def test_ruff_is_clean() -> None:
 def test_mypy_is_clean() -> None:
     proc = _run(str(BIN / "mypy"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_fake_service_keeps_the_ui_contract() -> None:
+    """The GUI tests' fake service is checked against app.service_api.LibraryService
+    (tests/test_gui_support.py ``conforms``): a service method the UI starts calling, or a
+    changed signature, fails here instead of only in the fakes at run time."""
+    proc = _run(str(BIN / "mypy"), "tests/test_gui_support.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -113,6 +113,11 @@ class Runtime:
                 self._tokenizers[variant] = tok
             return self._tokenizers[variant]
 
+    def reset_tokenizers(self) -> None:
+        """Forget the tokenizers (and the user words a library taught them); rebuilt on next use."""
+        with self._lock:
+            self._tokenizers.clear()
+
     def scorer(self) -> CrossEncoder:
         """s(q, e): the configured cross-encoder, else the labelled embedding-cosine substitute."""
         with self._lock:

@@ -187,6 +187,9 @@ class RagService:
         Used by the desktop app to switch libraries; the caller closes this service afterwards
         (``close`` closes only the library, never the shared models).
         """
+        # The tokenizer learnt this library's user words (Library/Retriever add them); the
+        # next library must not segment with them, so the shared runtime forgets its tokenizers.
+        self.runtime.reset_tokenizers()
         return RagService(library_dir, settings or self.settings, runtime=self.runtime)
 
     @staticmethod
@@ -247,6 +250,12 @@ class RagService:
         except OSError as exc:  # never let the calibration break an ingest
             log.warning("could not start the background calibration: %s", exc)
             return None
+
+    def calibration_progress(self) -> dict[str, Any]:
+        """The background calibration's status (app.auto_gate.progress): the library panel shows it."""
+        from rag_desktop.app import auto_gate
+
+        return auto_gate.progress(self.library.catalog)
 
     def ocr_lines(self, doc_id: int, page: int) -> tuple[OcrLine, ...]:
         """The recognised lines of an OCR'd page (empty for text pages): the viewer's marks."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import rag_desktop
+from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def last_library(libraries_file: Path | None = None) -> Path | None:
 
 def build_window(library: Path | None, demo: bool, *, settings: Settings | None = None,
                  settings_file: Path | None = None,
-                 service_factory: Callable[[Path, Settings], Any] | None = None,
+                 service_factory: Callable[[Path, Settings], LibraryService] | None = None,
                  auto_answer: bool = True) -> Any:
     """Create the service and the main window (a QApplication must exist). Raises on failure."""
     from rag_desktop.app.config import default_library_dir, demo_library_dir
@@ -75,13 +76,12 @@ def build_window(library: Path | None, demo: bool, *, settings: Settings | None 
     i18n.set_language(settings.ui.language)
     libraries_file = settings_file.with_name("libraries.toml") if settings_file else None
     lib = demo_library_dir() if demo else (library or last_library(libraries_file) or default_library_dir())
-    if service_factory is None:
-        from rag_desktop.app.service import RagService
+    from rag_desktop.app.session import Session
 
-        service_factory = RagService
-    service = service_factory(lib, settings)
-    win = MainWindow(service, settings, settings_file=settings_file, auto_answer=auto_answer,
-                     libraries_file=libraries_file, service_factory=service_factory)
+    # The Session owns the models and the open library; the window only asks it to switch.
+    session = Session.start(lib, settings) if service_factory is None else Session(service_factory(lib, settings))
+    win = MainWindow(session, settings, settings_file=settings_file, auto_answer=auto_answer,
+                     libraries_file=libraries_file)
     if problem:
         from rag_desktop.ui.worker import UserError
 
@@ -135,10 +135,7 @@ def run_gui(library: Path | None, demo: bool) -> int:
     win.runner.wait(30000)
     win.render_runner.wait(5000)
     try:
-        win.service.close()
-        runtime = getattr(win.service, "runtime", None)
-        if runtime is not None:
-            runtime.close()
+        win.session.close()  # the library, then the models
     except Exception:  # closing must never turn a clean exit into a crash
-        log.exception("while closing the service")
+        log.exception("while closing the session")
     return code

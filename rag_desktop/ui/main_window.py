@@ -42,6 +42,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.app.service_api import LibraryService
+from rag_desktop.app.session import Session
 from rag_desktop.core.cfrag import margin_summary
 from rag_desktop.core.cfrag_types import CFResult
 from rag_desktop.core.settings import Settings
@@ -186,14 +188,15 @@ class ErrorBar(QFrame):
 class MainWindow(QMainWindow):
     folders_changed = Signal(object)  # frozenset[Path], emitted from the folder watcher's thread
 
-    def __init__(self, service: Any, settings: Settings, *, settings_file: Path | None = None,
+    def __init__(self, session: Session | LibraryService, settings: Settings, *, settings_file: Path | None = None,
                  auto_answer: bool = True, libraries_file: Path | None = None,
-                 service_factory: Callable[[Path, Settings], Any] | None = None,
                  ui_state_file: Path | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("main_window")
-        self.service = service
+        # The Session owns the models and the open library (app.session); a bare service (the
+        # widget tests' fakes) gets a Session that owns no models.
+        self.session = session if isinstance(session, Session) else Session(session)
         self.settings = settings
         self.settings_file = settings_file
         # The list of libraries lives beside the settings file (app.config.libraries_path by default).
@@ -204,7 +207,6 @@ class MainWindow(QMainWindow):
         self.ui_state_file = ui_state_file or (settings_file.with_name("ui_state.toml") if settings_file
                                                else None)
         self.ui_state = self._load_ui_state()
-        self.service_factory = service_factory
         self.switching = False
         self.runner = TaskRunner(self, serial=True)
         self.render_runner = TaskRunner(self, serial=True)
@@ -238,12 +240,10 @@ class MainWindow(QMainWindow):
 
     def poll_calibration(self) -> None:
         """Show the background calibration's progress; restart one a crash interrupted."""
-        from rag_desktop.app import auto_gate
-
         if self.switching:
             return
         try:
-            info = auto_gate.progress(self.service.library.catalog)
+            info = self.service.calibration_progress()
         except Exception:  # a library being closed or switched: try again at the next tick
             return
         self.library_panel.show_calibration(info)
@@ -423,9 +423,8 @@ class MainWindow(QMainWindow):
 
     def _word_spans(self, text: str) -> list[WordSpan]:
         """The words of ``text`` as the keyword tokenizer sees them (worker threads only: it may
-        load jieba); [] from a service without one, and the marks fall back to word prefixes."""
-        fn = getattr(self.service, "word_spans", None)
-        return list(fn(text)) if fn is not None else []
+        load jieba); [] when it has none, and the marks fall back to word prefixes."""
+        return list(self.service.word_spans(text))
 
     def _render_runner(self) -> TaskRunner:
         # PyMuPDF must not run on two threads at once: while an ingest (which reads PDFs)
@@ -672,16 +671,10 @@ class MainWindow(QMainWindow):
 
         self.runner.submit("library.peek", job, on_result=self.library_panel.set_summaries)
 
-    def _open_service(self, folder: Path, settings: Settings) -> Any:
-        """A service on ``folder`` (worker thread): sharing the loaded models when the service can."""
-        share = getattr(self.service, "with_library", None)
-        if share is not None:
-            return share(folder, settings)
-        if self.service_factory is not None:
-            return self.service_factory(folder, settings)
-        from rag_desktop.app.service import RagService
-
-        return RagService(folder, settings)
+    @property
+    def service(self) -> LibraryService:
+        """The open library's service (the Session's: a switch replaces it)."""
+        return self.session.service
 
     def _reset_results(self) -> None:
         self.state = None
@@ -724,26 +717,15 @@ class MainWindow(QMainWindow):
         settings = self.settings
 
         def job(ctx: TaskContext) -> Any:
-            old = self.service
-            new = self._open_service(target, settings)  # raises → the old library stays open
-            self.service = new  # tasks queued after this one use the new library
-            try:
-                old.close()
-                if getattr(new, "runtime", None) is not getattr(old, "runtime", None):
-                    runtime = getattr(old, "runtime", None)
-                    if runtime is not None:
-                        runtime.close()
-            except Exception:  # closing the old library must not undo the switch
-                log.exception("while closing the library %s", getattr(old.library, "folder", "?"))
-            return build_listing(new)
+            # Raises → the old library stays open; tasks queued after this one use the new library.
+            return build_listing(self.session.open(target, settings))
 
         def opened(listing: Listing) -> None:
             self.listing = listing
             self.library_panel.set_listing(listing)
-            load = getattr(self.service, "load_conversation", None)
-            if load is not None:  # each library has its own conversation
-                self.conversation_panel.clear_proposal()
-                self.conversation_panel.set_conversation(load())
+            # each library has its own conversation
+            self.conversation_panel.clear_proposal()
+            self.conversation_panel.set_conversation(self.service.load_conversation())
             self._set_known(self.known_libraries.with_library(target))
             self._update_watcher()
             self.retranslate_title()
@@ -897,13 +879,11 @@ class MainWindow(QMainWindow):
             # readable words for stemmed terms
             surfaces = {t: s for t, s in svc.surfaces(sorted(comparison_terms(comp))).items() if s}
             words: dict[str, tuple[WordSpan, ...]] = {}
-            spans_of = getattr(svc, "word_spans", None)
-            if spans_of is not None:
-                for ranked in (comp.baseline, comp.causal, comp.cross_encoder):
-                    for h in (ranked.hits if ranked is not None else ()):
-                        flat = flat_text(h.text)
-                        if flat not in words:
-                            words[flat] = tuple(spans_of(flat))
+            for ranked in (comp.baseline, comp.causal, comp.cross_encoder):
+                for h in (ranked.hits if ranked is not None else ()):
+                    flat = flat_text(h.text)
+                    if flat not in words:
+                        words[flat] = tuple(svc.word_spans(flat))
             return CompareResult(comp, surfaces, words)
 
         self.statusBar().showMessage(tr("status.retrieving"))
@@ -948,7 +928,8 @@ class MainWindow(QMainWindow):
         words = st.words
 
         def row_words(h: Hit) -> tuple[WordSpan, ...] | None:
-            return words.get(flat_text(h.text)) if words else None
+            # no words (a service without a tokenizer): None, and the marks fall back to prefixes
+            return words.get(flat_text(h.text)) or None
 
         self.columns["baseline"].set_rows(
             [make_row(h, None, [(tr("score.s_sim"), h.s_sim)]) for h in base.hits],
@@ -1339,7 +1320,6 @@ class MainWindow(QMainWindow):
     def _build_conversation(self) -> None:
         from PySide6.QtWidgets import QDockWidget
 
-        from rag_desktop.core.conversation import Conversation
         from rag_desktop.ui.conversation import ConversationPanel
 
         self.conversation_panel = ConversationPanel()
@@ -1353,26 +1333,23 @@ class MainWindow(QMainWindow):
         # Hidden until wanted (View → Conversation, or a follow-up to confirm): at 1280×800 a
         # docked thread beside three columns squeezed the question bar's boxes to nothing.
         self.conversation_dock.hide()
-        load = getattr(self.service, "load_conversation", None)
-        self.conversation_panel.set_conversation(load() if load is not None else Conversation())
+        self.conversation_panel.set_conversation(self.service.load_conversation())
 
     def _propose_rewrite(self, q: str) -> bool:
         """Start rewriting a follow-up (True), or False when ``q`` is asked as it stands: no
-        previous question, answers off (no model to rewrite with), or no rewriting service."""
+        previous question, or answers off (no model to rewrite with)."""
         from rag_desktop.core.conversation import needs_rewrite
 
-        rewrite = getattr(self.service, "rewrite_followup", None)
+        svc = self.service
         conv = self.conversation_panel.conversation
-        if rewrite is None or not needs_rewrite(conv) or not self.auto_answer.isChecked():
+        if not needs_rewrite(conv) or not self.auto_answer.isChecked():
             return False
         self.conversation_panel.show_rewriting(q)
         self.statusBar().showMessage(tr("conv.rewriting"), 0)
 
         def job(ctx: TaskContext) -> Iterator[object]:
-            prepare = getattr(self.service, "prepare_generator", None)
-            if prepare is not None:  # the model may still be joining (first launch)
-                yield from prepare(ctx.cancel)
-            yield rewrite(q, conv, ctx.cancel)
+            yield from svc.prepare_generator(ctx.cancel)  # the model may still be joining (first launch)
+            yield svc.rewrite_followup(q, conv, ctx.cancel)
 
         def done(rw: Any) -> None:
             if self.conversation_panel.pending != q:
@@ -1431,11 +1408,8 @@ class MainWindow(QMainWindow):
 
     def _save_conversation(self, conv: Any) -> None:
         self.conversation_panel.set_conversation(conv)
-        save = getattr(self.service, "save_conversation", None)
-        if save is None:
-            return
         try:
-            save(conv)
+            self.service.save_conversation(conv)
         except OSError as exc:
             self.statusBar().showMessage(str(exc), 8000)
 
@@ -1451,7 +1425,7 @@ class MainWindow(QMainWindow):
             self.export_conversation(Path(path))
 
     def export_conversation(self, path: Path) -> Path:
-        name = Path(getattr(getattr(self.service, "library", None), "folder", "library")).name
+        name = Path(self.service.library.folder).name or "library"
         path.write_text(self.conversation_panel.conversation.to_markdown(f"{tr('conv.title')} — {name}"),
                         encoding="utf-8")
         self.statusBar().showMessage(tr("conv.exported", path=str(path)), 8000)
@@ -1460,9 +1434,7 @@ class MainWindow(QMainWindow):
     def prepare_model_in_background(self) -> None:
         """Join/verify the embedded generator at launch on its own thread (issue 12), so the first
         question does not wait for it silently; the status bar shows name, MB done and ETA."""
-        prepare = getattr(self.service, "prepare_generator", None)
-        if prepare is None:
-            return
+        prepare = self.service.prepare_generator
         self.model_runner = TaskRunner(self, serial=True)  # retrieval must not queue behind the join
 
         def job(ctx: TaskContext) -> Iterator[object]:

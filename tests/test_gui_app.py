@@ -22,7 +22,7 @@ from test_gui_support import DEMO, ScriptedGenerator, ScriptedRuntime
 from rag_desktop.app.config import demo_library_dir, load_settings, load_ui_state
 from rag_desktop.app.library import scan_folder
 from rag_desktop.app.service import RagService
-from rag_desktop.backends.pdf_render import region_segments
+from rag_desktop.core.highlight import region_segments
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Progress
 from rag_desktop.ui import i18n

@@ -93,7 +93,7 @@ def test_create_switch_back_remove_and_restart(qtbot: Any, tmp_path: Path, monke
     first_service, runtime = win.service, win.service.runtime
 
     # New library… (the name dialog answered) → an empty library, opened on the worker
-    monkeypatch.setattr("rag_desktop.ui.main_window.QInputDialog.getText", lambda *a, **k: ("Second", True))
+    monkeypatch.setattr("rag_desktop.ui.library_actions.QInputDialog.getText", lambda *a, **k: ("Second", True))
     win.act_new_library.trigger()
     assert win.switching and win.listing is None
     win.ask("anything")  # refused while the library opens

@@ -218,7 +218,8 @@ def test_a_folder_of_scans_ingests_and_answers(scans: Path, tmp_path: Path) -> N
         lines = svc.ocr_lines(docs["contract.pdf"].doc_id, 1)
         assert lines and any("greased" in ln.text for ln in lines)
         # The viewer's marks on the scanned page come from those boxes.
-        from rag_desktop.backends.pdf_render import Highlight, render_page
+        from rag_desktop.backends.pdf_render import render_page
+        from rag_desktop.core.highlight import Highlight
 
         rp = render_page(scans / "contract.pdf", 1, [Highlight("greased", (1.0, 0.8, 0.0))], ocr_lines=lines)
         assert rp.found["greased"] == 1

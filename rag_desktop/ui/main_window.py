@@ -5,9 +5,10 @@ this class only arranges widgets and routes results. Results of an older questio
 arrive after a newer one was asked are dropped (each question has an id).
 
 Libraries: the window keeps the list of known libraries (``app.config.LibraryList``, saved
-beside the settings). Switching opens the new library on the worker (sharing the loaded
-models through ``RagService.with_library``), then closes the old one there; it is refused,
-with the reason, while files are being added.
+beside the settings). Switching opens the new library on the worker through the Session
+(app.session, which keeps the loaded models), then closes the old one there; it is refused,
+with the reason, while files are being added. That work is in ui/library_actions.py and the
+follow-up thread in ui/conversation_actions.py, mixins of this class.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -52,8 +52,10 @@ from rag_desktop.ui import i18n
 from rag_desktop.ui.answer_pane import AnswerPane, progress_text
 from rag_desktop.ui.chips import ChipsPanel
 from rag_desktop.ui.columns import ResultColumn, Row, flat_text, make_row
+from rag_desktop.ui.conversation_actions import ConversationActions
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.library_panel import LibraryPanel, Listing, build_listing
+from rag_desktop.ui.library_actions import LibraryActions
+from rag_desktop.ui.library_panel import LibraryPanel, Listing
 from rag_desktop.ui.present import (
     SpanKind,
     WordSpan,
@@ -185,7 +187,7 @@ class ErrorBar(QFrame):
         self.details_btn.setText(tr("error.details"))
 
 
-class MainWindow(QMainWindow):
+class MainWindow(LibraryActions, ConversationActions, QMainWindow):
     folders_changed = Signal(object)  # frozenset[Path], emitted from the folder watcher's thread
 
     def __init__(self, session: Session | LibraryService, settings: Settings, *, settings_file: Path | None = None,
@@ -237,18 +239,6 @@ class MainWindow(QMainWindow):
         self._calib_timer.timeout.connect(self.poll_calibration)
         self._calib_timer.start(3000)
         self.poll_calibration()
-
-    def poll_calibration(self) -> None:
-        """Show the background calibration's progress; restart one a crash interrupted."""
-        if self.switching:
-            return
-        try:
-            info = self.service.calibration_progress()
-        except Exception:  # a library being closed or switched: try again at the next tick
-            return
-        self.library_panel.show_calibration(info)
-        if info["status"] == "interrupted" and not self.ingesting:
-            self.service.start_auto_calibration()
 
     # ================================================================== layout
     def _build(self) -> None:
@@ -432,6 +422,19 @@ class MainWindow(QMainWindow):
         return self.runner if self.ingesting else self.render_runner
 
     # ================================================================== i18n
+    def _reset_results(self) -> None:
+        self.state = None
+        self.selected_doc = None
+        for m in METHODS:
+            self.columns[m].clear()
+            self.answers[m].reset()
+        self.stacks["cross_encoder"].setVisible(False)
+        self.trace_view.clear()
+        self.chart.clear()
+        self.chips.set_split(None)
+        self.why.set_explanation(None, None)
+        self.viewer.hide()
+
     def retranslate(self) -> None:
         self.retranslate_title()
         self.conversation_panel.retranslate()
@@ -506,316 +509,6 @@ class MainWindow(QMainWindow):
         line = self.query.lineEdit()
         if line is not None:
             line.selectAll()
-
-    # ================================================================== library
-    def refresh_library(self, then: Callable[[Listing], None] | None = None) -> None:
-        def done(listing: Listing) -> None:
-            self.listing = listing
-            self.library_panel.set_listing(listing)
-            self.retranslate_title()
-            self._update_watcher()
-            if then is not None:
-                then(listing)
-
-        self.runner.submit("library.list", lambda ctx: build_listing(self.service), on_result=done,
-                           on_error=self.show_error)
-
-    def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, tr("lib.choose_folder"))
-        if folder:
-            self.start_ingest([Path(folder)])
-
-    def rescan(self) -> None:
-        roots = [Path(r) for r in (self.listing.roots if self.listing else ())]
-        if not roots:
-            self.statusBar().showMessage(tr("lib.no_folders"), 8000)
-            return
-        self.start_ingest(roots)
-
-    def start_ingest(self, folders: list[Path]) -> None:
-        if self.ingesting:
-            self.statusBar().showMessage(tr("lib.already_ingesting"), 5000)
-            return
-        if self.switching:
-            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
-            return
-        self.ingesting = True
-        self.library_panel.set_busy(True)
-        render_pool = self.render_runner
-
-        def job(ctx: TaskContext) -> Iterator[object]:
-            render_pool.wait()  # no page render may be using PyMuPDF while we read PDFs
-            yield from self.service.ingest(folders, ctx.cancel, calibrate_after=True)
-
-        def finished() -> None:
-            self.ingesting = False
-            self.library_panel.set_busy(False)
-            self.refresh_library()
-            if self._watch_pending:  # folders changed while this ingest ran
-                pending, self._watch_pending = frozenset(self._watch_pending), set()
-                QTimer.singleShot(0, lambda: self._on_folders_changed(pending))
-
-        self.runner.submit("ingest", job, on_progress=self.library_panel.show_progress,
-                           on_result=self._on_ingest_report, on_error=self.show_error,
-                           on_cancelled=lambda: self.statusBar().showMessage(tr("lib.cancelled"), 8000),
-                           on_finished=finished)
-
-    # ------------------------------------------------------------------ folder watching
-    def _update_watcher(self) -> None:
-        """Watch the open library's folders (app/watcher.py) unless ingest.watch is off."""
-        from rag_desktop.app.watcher import FolderWatcher
-
-        ing = self.settings.ingest
-        roots = [Path(r) for r in (self.listing.roots if self.listing else ())]
-        key = (ing.watch_debounce_s, ing.watch_poll_s, self.current_library())
-        if self.watcher is not None and (not ing.watch or key != self._watch_key):
-            self.watcher.stop()
-            self.watcher = None
-        if not ing.watch:
-            self.library_panel.set_watch_status(False, 0)
-            return
-        if self.watcher is None:
-            self.watcher = FolderWatcher(self.folders_changed.emit, debounce_s=ing.watch_debounce_s,
-                                         poll_s=ing.watch_poll_s, ignore=[self.current_library()])
-            self._watch_key = key
-        self.watcher.start(roots)
-        self._show_watch_status()
-
-    def _show_watch_status(self) -> None:
-        w = self.watcher
-        if w is not None:
-            self.library_panel.set_watch_status(True, len(w.roots), tuple(str(m) for m in w.missing),
-                                                self._watch_summary)
-
-    def _on_folders_changed(self, roots: frozenset[Path]) -> None:
-        """Re-ingest changed folders in the background (the incremental path: unchanged files are skipped)."""
-        known = {Path(r) for r in (self.listing.roots if self.listing else ())}
-        roots = frozenset(r for r in roots if r in known)
-        self._show_watch_status()
-        if not roots:
-            return
-        if self.ingesting or self.switching:
-            self._watch_pending |= roots
-            return
-        self._watch_auto = True
-        self.start_ingest(sorted(roots))
-
-    def _on_ingest_report(self, report: Any) -> None:
-        if self._watch_auto:
-            self._watch_auto = False
-            self._watch_summary = tr("lib.watch_summary", added=len(report.added), updated=len(report.updated),
-                                     removed=len(report.removed))
-            self._show_watch_status()
-        self.last_ingest_report = report
-        msg = tr("lib.report", added=len(report.added), updated=len(report.updated), removed=len(report.removed),
-                 unchanged=len(report.unchanged), skipped=len(report.skipped), s=fmt(report.seconds, 1))
-        if report.cancelled:
-            msg = tr("lib.cancelled") + " " + msg
-        self.statusBar().showMessage(msg, 15000)
-
-    def _open_doc_from_library(self, doc_id: int) -> None:
-        if self.listing is None:
-            return
-        d = next((d for d in self.listing.documents if d.doc_id == doc_id), None)
-        if d is not None:
-            self.open_hit(Hit(d.doc_id, d.doc_id, "doc", d.title, d.path, 1, "", 0.0, 0, "other"))
-
-    # ================================================================== several libraries
-    def current_library(self) -> Path:
-        return Path(self.service.library.folder).expanduser().resolve()
-
-    def _init_libraries(self) -> None:
-        from rag_desktop.app.config import LibraryList, load_libraries
-        from rag_desktop.core.settings import SettingsError
-
-        try:
-            known = load_libraries(self.libraries_file)
-        except (SettingsError, OSError) as exc:
-            log.warning("the list of libraries is unreadable: %s", exc)
-            self.show_error(UserError("libraries", tr("lib.list_unreadable", detail=str(exc)), "", repr(exc)))
-            known = LibraryList()
-        self._set_known(known.with_library(self.current_library()))
-
-    def _set_known(self, known: Any) -> None:
-        """Adopt, show and persist the list of libraries (a write failure is reported, not fatal)."""
-        from rag_desktop.app.config import save_libraries
-
-        self.known_libraries = known
-        self.library_panel.set_libraries(known.libraries, known.current)
-        self._peek_libraries()
-        try:
-            save_libraries(known, self.libraries_file)
-        except OSError as exc:
-            from rag_desktop.ui.worker import describe_error
-
-            msg, hint = describe_error(exc)
-            self.show_error(UserError("libraries", msg, hint, repr(exc)))
-
-    def _peek_libraries(self) -> None:
-        """Read what the other known libraries hold (worker: it opens their catalogs)."""
-        others = [p for p in self.known_libraries.libraries if p != self.known_libraries.current]
-        if not others:
-            return
-
-        def job(ctx: TaskContext) -> dict[str, Any]:
-            from rag_desktop.app.service import RagService
-
-            out: dict[str, Any] = {}
-            for p in others:
-                try:
-                    out[p] = RagService.peek_library(Path(p))
-                except Exception as exc:  # an unreadable library is shown as not found; the log has why
-                    log.warning("cannot read the library %s: %s", p, exc)
-                    out[p] = None
-            return out
-
-        self.runner.submit("library.peek", job, on_result=self.library_panel.set_summaries)
-
-    @property
-    def service(self) -> LibraryService:
-        """The open library's service (the Session's: a switch replaces it)."""
-        return self.session.service
-
-    def _reset_results(self) -> None:
-        self.state = None
-        self.selected_doc = None
-        for m in METHODS:
-            self.columns[m].clear()
-            self.answers[m].reset()
-        self.stacks["cross_encoder"].setVisible(False)
-        self.trace_view.clear()
-        self.chart.clear()
-        self.chips.set_split(None)
-        self.why.set_explanation(None, None)
-        self.viewer.hide()
-
-    def switch_library(self, folder: Path) -> bool:
-        """Open the library in ``folder`` (created if new) instead of the open one.
-
-        Refused, with the reason, while files are being added; queries and answers of the old
-        library are stopped. The new library is opened on the worker and the old one closed
-        there, so nothing slow runs on the GUI thread. Returns whether a switch was started.
-        """
-        target = folder.expanduser().resolve()
-        name = target.name or str(target)
-        if target == self.current_library():
-            self.statusBar().showMessage(tr("lib.already_open", name=name), 5000)
-            return False
-        if self.ingesting:
-            self.show_error(UserError("library.switch", tr("lib.switch_refused"), tr("lib.switch_refused_hint"), ""))
-            return False
-        if self.switching:
-            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
-            return False
-        self.switching = True
-        self.runner.cancel_all()  # the old library's questions and answers stop; queued ones drain
-        self.render_runner.cancel_all()
-        self._reset_results()
-        self.listing = None
-        self.library_panel.set_listing(None)
-        self.statusBar().showMessage(tr("lib.switching", name=name))
-        settings = self.settings
-
-        def job(ctx: TaskContext) -> Any:
-            # Raises → the old library stays open; tasks queued after this one use the new library.
-            return build_listing(self.session.open(target, settings))
-
-        def opened(listing: Listing) -> None:
-            self.listing = listing
-            self.library_panel.set_listing(listing)
-            # each library has its own conversation
-            self.conversation_panel.clear_proposal()
-            self.conversation_panel.set_conversation(self.service.load_conversation())
-            self._set_known(self.known_libraries.with_library(target))
-            self._update_watcher()
-            self.retranslate_title()
-            self.statusBar().showMessage(tr("lib.switched", name=name), 8000)
-
-        def failed(err: UserError) -> None:
-            self.show_error(err)
-            self.refresh_library()  # the old library is still open: show it again
-
-        def finished() -> None:
-            self.switching = False
-
-        self.runner.submit("library.switch", job, on_result=opened, on_error=failed, on_finished=finished)
-        return True
-
-    def retranslate_title(self) -> None:
-        self.setWindowTitle(tr("app.title") + (f" — {self.listing.library}" if self.listing else ""))
-
-    def new_library(self) -> None:
-        from rag_desktop.app.config import data_dir
-
-        name, ok = QInputDialog.getText(self, tr("lib.new_title"),
-                                        tr("lib.new_prompt", path=str(data_dir() / "libraries")))
-        if ok and name.strip():
-            self.create_library(name)
-
-    def create_library(self, name: str) -> bool:
-        """"New library…": a library folder called ``name`` in the user data folder, then switch to it."""
-        from rag_desktop.app.config import new_library_dir
-
-        try:
-            folder = new_library_dir(name)
-        except ValueError as exc:
-            self.show_error(UserError("library.new", tr("err.value", detail=str(exc)), tr("err.hint.value"),
-                                      repr(exc)))
-            return False
-        return self.switch_library(folder)
-
-    def choose_library(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, tr("lib.open_folder_title"))
-        if folder:
-            self.open_library_folder(Path(folder))
-
-    def open_library_folder(self, folder: Path) -> bool:
-        """"Open library…": a library folder anywhere (a copy from another machine, a USB
-        disk), or an empty folder for a new one; a folder of documents is refused with a hint."""
-        from rag_desktop.app.library import library_folder_problem
-
-        problem = library_folder_problem(folder.expanduser())
-        if problem is not None:
-            kind, detail = problem
-            self.show_error(UserError("library.open",
-                                      tr("lib.not_a_library", path=str(folder), reason=tr(f"lib.reason.{kind}")),
-                                      tr("lib.not_a_library_hint"), detail))
-            return False
-        return self.switch_library(folder)
-
-    def remove_library(self, folder: Path, confirm: bool = True) -> bool:
-        """Remove a library from the list (never its files), after the user confirms."""
-        target = folder.expanduser().resolve()
-        name = target.name or str(target)
-        if target == self.current_library():
-            self.statusBar().showMessage(tr("lib.remove_current"), 8000)
-            return False
-        if confirm:
-            answer = QMessageBox.question(self, tr("lib.remove_title"),
-                                          tr("lib.remove_confirm", name=name, path=str(target)))
-            if answer != QMessageBox.StandardButton.Yes:
-                return False
-        self._set_known(self.known_libraries.without(target))
-        self.statusBar().showMessage(tr("lib.removed", name=name), 8000)
-        return True
-
-    # ================================================================== calibration
-    def open_calibration(self) -> None:
-        from rag_desktop.ui.calibration_wizard import CalibrationWizard
-
-        if self.ingesting or self.switching:
-            self.statusBar().showMessage(tr("cal.busy") if self.ingesting else tr("lib.busy_switching"), 8000)
-            return
-        dlg = CalibrationWizard(self.service, self.runner, self._apply_gate, self)
-        self.calibration_wizard = dlg
-        dlg.open()
-
-    def _apply_gate(self, _decision: Any) -> None:
-        """The wizard stored a decision: let the causal column follow it (persisted)."""
-        from rag_desktop.app.calibration import gated_settings
-
-        self.apply_settings(gated_settings(self.settings))
-        self.statusBar().showMessage(tr("cal.applied"), 10000)
 
     # ================================================================== asking
     def remember_question(self, q: str) -> None:
@@ -1316,120 +1009,6 @@ class MainWindow(QMainWindow):
             return False
         self._quit_confirmed = True
         return bool(self.close())
-    # ================================================================== conversation (issue 12)
-    def _build_conversation(self) -> None:
-        from PySide6.QtWidgets import QDockWidget
-
-        from rag_desktop.ui.conversation import ConversationPanel
-
-        self.conversation_panel = ConversationPanel()
-        self.conversation_panel.ask_standalone.connect(lambda q, typed: self.ask(q, typed=typed))
-        self.conversation_panel.new_requested.connect(self.new_conversation)
-        self.conversation_panel.export_requested.connect(self.choose_conversation_export)
-        self.conversation_dock = QDockWidget(self)
-        self.conversation_dock.setObjectName("conversation_dock")
-        self.conversation_dock.setWidget(self.conversation_panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.conversation_dock)
-        # Hidden until wanted (View → Conversation, or a follow-up to confirm): at 1280×800 a
-        # docked thread beside three columns squeezed the question bar's boxes to nothing.
-        self.conversation_dock.hide()
-        self.conversation_panel.set_conversation(self.service.load_conversation())
-
-    def _propose_rewrite(self, q: str) -> bool:
-        """Start rewriting a follow-up (True), or False when ``q`` is asked as it stands: no
-        previous question, or answers off (no model to rewrite with)."""
-        from rag_desktop.core.conversation import needs_rewrite
-
-        svc = self.service
-        conv = self.conversation_panel.conversation
-        if not needs_rewrite(conv) or not self.auto_answer.isChecked():
-            return False
-        self.conversation_panel.show_rewriting(q)
-        self.statusBar().showMessage(tr("conv.rewriting"), 0)
-
-        def job(ctx: TaskContext) -> Iterator[object]:
-            yield from svc.prepare_generator(ctx.cancel)  # the model may still be joining (first launch)
-            yield svc.rewrite_followup(q, conv, ctx.cancel)
-
-        def done(rw: Any) -> None:
-            if self.conversation_panel.pending != q:
-                return
-            if not rw.rewritten:
-                # Nothing to confirm (the model kept the question, or its rewrite was unusable): the
-                # user's words are asked at once and the note says why. Only a real rewrite waits
-                # for a person to check it — a new question is not held up behind a dialog.
-                self.conversation_panel.clear_proposal()
-                if rw.reason:
-                    self.statusBar().showMessage(tr("conv.fallback", note=tr(f"conv.note.{rw.reason}")), 8000)
-                self.ask(q, typed=q)
-                return
-            self.show_conversation()
-            self.conversation_panel.show_proposal(rw)
-
-        def failed(err: UserError) -> None:  # the service falls back itself; this is a crash
-            from rag_desktop.core.conversation import Rewrite
-
-            if self.conversation_panel.pending == q:
-                self.conversation_panel.show_proposal(Rewrite(q, q, False, err.message, reason="failed"))
-
-        self.runner.submit("rewrite", job, on_progress=lambda p: self.statusBar().showMessage(progress_text(p)),
-                           on_result=done, on_error=failed)
-        return True
-
-    def show_conversation(self) -> None:
-        """Open the conversation panel; float it over the window's right edge when docking it
-        would push the window past its screen (at 1280 px the three columns leave no room)."""
-        dock = self.conversation_dock
-        scr = self.screen()
-        if scr is not None and not dock.isVisible():
-            avail = scr.availableGeometry()
-            need = self.minimumSizeHint().width() + dock.minimumSizeHint().width()
-            dock.setFloating(need > avail.width())
-            if dock.isFloating():
-                w = max(dock.minimumSizeHint().width(), 320)
-                geo = self.frameGeometry()
-                dock.setGeometry(min(geo.right(), avail.right()) - w, geo.top() + 80, w, max(360, geo.height() - 160))
-        dock.show()
-        dock.raise_()
-
-    def _record_turn(self, st: QueryState) -> None:
-        from rag_desktop.core.conversation import Turn
-
-        conv = self.conversation_panel.conversation.add(Turn(st.typed or st.question, st.question))
-        self._save_conversation(conv)
-
-    def _record_answer(self, st: QueryState, m: str, answer: Answer) -> None:
-        """The thread keeps the causal column's answer (the baseline's when there is none)."""
-        if m not in ("causal", "baseline") or (m == "baseline" and "causal" in st.answers):
-            return
-        turns = self.conversation_panel.conversation.turns
-        if turns and turns[-1].standalone == st.question:
-            self._save_conversation(self.conversation_panel.conversation.with_answer(answer.text))
-
-    def _save_conversation(self, conv: Any) -> None:
-        self.conversation_panel.set_conversation(conv)
-        try:
-            self.service.save_conversation(conv)
-        except OSError as exc:
-            self.statusBar().showMessage(str(exc), 8000)
-
-    def new_conversation(self) -> None:
-        from rag_desktop.core.conversation import Conversation
-
-        self.conversation_panel.clear_proposal()
-        self._save_conversation(Conversation())
-
-    def choose_conversation_export(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, tr("conv.export_title"), "conversation.md", "Markdown (*.md)")
-        if path:
-            self.export_conversation(Path(path))
-
-    def export_conversation(self, path: Path) -> Path:
-        name = Path(self.service.library.folder).name or "library"
-        path.write_text(self.conversation_panel.conversation.to_markdown(f"{tr('conv.title')} — {name}"),
-                        encoding="utf-8")
-        self.statusBar().showMessage(tr("conv.exported", path=str(path)), 8000)
-        return path
 
     def prepare_model_in_background(self) -> None:
         """Join/verify the embedded generator at launch on its own thread (issue 12), so the first

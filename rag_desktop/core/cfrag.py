@@ -65,8 +65,8 @@ from rag_desktop.core.citations import CITATION_RE, parse_citations
 from rag_desktop.core.generation import GenRequest, GenResult, generate_many
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.qa_metrics import token_f1
-from rag_desktop.core.text import answer_tokens, is_cjk, normalize_answer
 from rag_desktop.core.settings import CFRagSettings, SettingsError
+from rag_desktop.core.text import answer_tokens, is_cjk, normalize_answer
 from rag_desktop.core.types import (
     Answer,
     CancelToken,

@@ -55,3 +55,43 @@ def test_column_heading_follows_the_verdict_and_the_language(qtbot) -> None:  # 
         assert "重排序会降低" in col.header.text()
     finally:
         i18n.set_language("en")
+
+
+def test_first_rows_line_up_when_one_heading_has_a_verdict(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Issue 17: the causal column's verdict line and longer subtitle pushed its rows below the
+    baseline's; align_headings gives every heading and subtitle the tallest one's height."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QHBoxLayout, QWidget
+    from test_gui_support import make_lists
+
+    from rag_desktop.ui.columns import make_row
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    lay = QHBoxLayout(host)
+    cols = [ResultColumn("baseline", "col.baseline", show_change=False), ResultColumn("causal", "col.causal"),
+            ResultColumn("cfrag", "col.cfrag", collapsible=True)]
+    for c in cols:
+        c.peers = tuple(cols)
+        lay.addWidget(c)
+    host.resize(1200, 600)
+    host.show()
+    base, causal = make_lists()
+    with i18n.using("en"):
+        cols[0].set_rows([make_row(h, None, []) for h in base.hits], "Dense similarity s_sim")
+        cols[1].set_verdict(Verdict("hybrid", "calibrating", None).to_json())
+        cols[1].set_rows([make_row(h, None, []) for h in causal.hits],
+                         "hybrid (s_sim and s_c) · τ = 0.886, calibrated at ingest: 97th percentile of term-pair "
+                         "cosines · A share 0.15 · empty B: 0 — long enough to wrap in a narrow column")
+        cols[2].set_placeholder("col.placeholder")
+    qtbot.waitUntil(lambda: cols[0].view.isVisible() and cols[1].view.isVisible())
+    qtbot.wait(50)  # let the layouts settle
+
+    def top(w: QWidget) -> int:
+        return w.mapTo(host, QPoint(0, 0)).y()
+
+    assert top(cols[0].view) == top(cols[1].view)
+    assert top(cols[2].placeholder) == top(cols[0].view)  # the folded column's message starts there too
+    host.resize(700, 600)  # narrower: the causal subtitle wraps onto more lines
+    qtbot.wait(50)
+    assert top(cols[0].view) == top(cols[1].view)

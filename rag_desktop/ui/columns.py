@@ -471,6 +471,7 @@ class ResultColumn(QWidget):
         self.subtitle.setTextFormat(Qt.TextFormat.PlainText)
         self.subtitle.setWordWrap(True)
         self.subtitle.setStyleSheet("color: #555;")
+        self.subtitle.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.model = RankedModel(show_change, self)
         self.view = RowView()
         self.view.setObjectName(f"column_{method}")
@@ -510,6 +511,10 @@ class ResultColumn(QWidget):
         self._placeholder_args: dict[str, Any] = {}
         self._subtitle = ""
         self._verdict: dict[str, Any] | None = None  # the causal column's "why this order" (set_verdict)
+        # The columns shown side by side (align_headings): their headings and subtitles take the
+        # same height, so the first rows line up whatever each heading says (issue 17).
+        self.peers: Sequence[ResultColumn] = ()
+        self._aligning = False
         sm = self.view.selectionModel()
         sm.currentRowChanged.connect(self._on_current)
         self.view.entered.connect(self._on_entered)
@@ -529,6 +534,7 @@ class ResultColumn(QWidget):
         if not rows:
             self.set_placeholder("col.empty")
         self._announce_collapse()
+        align_headings(self.peers)
 
     def is_collapsed(self) -> bool:
         """A collapsible column (CF-RAG) folds while it has no rows to show."""
@@ -555,6 +561,7 @@ class ResultColumn(QWidget):
         self.subtitle.setVisible(False)
         self.set_placeholder(key, **args)
         self._announce_collapse()
+        align_headings(self.peers)
 
     def hits(self) -> list[Hit]:
         return [r.hit for r in self.model.rows]
@@ -564,11 +571,29 @@ class ResultColumn(QWidget):
         self._verdict = verdict
         self.header.setWordWrap(True)  # the verdict is a sentence; it must not widen the column
         self.header.setText(heading_text(self.title_key, verdict))
+        align_headings(self.peers)
 
     def retranslate(self) -> None:
         self.header.setText(heading_text(self.title_key, self._verdict))
         self.placeholder.setText(tr(self._placeholder_key, **self._placeholder_args))
         self.model.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, 5)
+        align_headings(self.peers)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        align_headings(self.peers)  # a narrower column may wrap its subtitle onto another line
+
+    def heading_heights(self) -> tuple[int, int]:
+        """(heading, subtitle) heights this column needs at its width (0 for a hidden subtitle)."""
+        lay = self.layout()
+        m = lay.contentsMargins() if lay is not None else None
+        w = max(1, self.width() - (m.left() + m.right() if m is not None else 0))
+
+        def need(label: QLabel) -> int:
+            # heightForWidth is -1 for an empty label
+            return max(0, label.heightForWidth(w) if label.wordWrap() else label.sizeHint().height())
+
+        return need(self.header), (need(self.subtitle) if not self.subtitle.isHidden() else 0)
 
     # -------------------------------------------------------------- selection sync
     def highlight_doc(self, doc_id: int | None, select: bool = True) -> None:
@@ -617,3 +642,25 @@ class ResultColumn(QWidget):
             self.view.selectionModel().SelectionFlag.ClearAndSelect
             | self.view.selectionModel().SelectionFlag.Rows)
 
+
+def align_headings(columns: Sequence[ResultColumn]) -> None:
+    """Give every column's heading the height of the tallest heading, and every subtitle that
+    of the tallest subtitle, so the columns' first rows start at one height (before, the causal
+    column's verdict line pushed its rows below the others').
+
+    A column without a subtitle (the folded CF-RAG strip, a column still waiting) keeps the
+    space empty, so its message starts where the others' rows do."""
+    shown = [c for c in columns if not c.isHidden()]
+    if len(shown) < 2 or any(getattr(c, "_aligning", False) for c in shown):
+        return
+    heights = [c.heading_heights() for c in shown]
+    head = max(h for h, _ in heights)
+    sub = max(s for _, s in heights)
+    for c in shown:
+        c._aligning = True
+        try:
+            c.header.setMinimumHeight(head)
+            c.subtitle.setMinimumHeight(sub)
+            c.subtitle.setVisible(sub > 0)
+        finally:
+            c._aligning = False

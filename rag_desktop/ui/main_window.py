@@ -319,6 +319,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             pane.citation_clicked.connect(self.open_citation)
             self.columns[m], self.answers[m], self.stacks[m] = col, pane, stack
             self.columns_split.addWidget(stack)
+        for col in self.columns.values():
+            col.peers = tuple(self.columns.values())
         self.stacks["cross_encoder"].setVisible(False)
         self.columns["cfrag"].collapsed_changed.connect(self._set_cf_collapsed)
         self.chips = ChipsPanel()

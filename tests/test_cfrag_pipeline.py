@@ -28,7 +28,7 @@ from rag_desktop.core.cfrag import (
     CFTuning,
     run_cfrag,
 )
-from rag_desktop.core.cfrag_types import CFResult, CFTrace, to_jsonable, trace_to_json
+from rag_desktop.core.cfrag.types import CFResult, CFTrace, to_jsonable, trace_to_json
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.settings import CFRagSettings, SettingsError
@@ -247,7 +247,9 @@ WATER = "Water boils at one hundred degrees Celsius at sea level, a fact of phys
 CORPUS = [*BALE, *LEDGER, NEAR_DUP, JUNK, WATER]
 QUERY = "Who is the lead actor in The Dark Knight?"
 
-SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4)
+# σ as given (sigma_rule "fixed"): the scripted corpus was tuned for σ = 0.5; the median rule
+# (the product default) is exercised by test_median_sigma_rule_is_recorded_in_the_trace.
+SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4, sigma_rule="fixed")
 
 
 def make(gen: ScriptedGenerator | None = None) -> tuple[HashEmbedder, IdfOverlapScorer, CosineRetriever,
@@ -710,9 +712,7 @@ def test_degenerate_closed_book_answers_do_not_reject_everything() -> None:
 
 
 def test_median_sigma_rule_is_recorded_in_the_trace() -> None:
-    from rag_desktop.core.cfrag import CFTuning
-
-    res, _, _, _ = run(tuning=CFTuning(sigma_rule="median"))
+    res, _, _, _ = run(settings=replace(SETTINGS, sigma_rule="median"))
     t = res.trace
     kept = t.kept_evidence
     emb = HashEmbedder()

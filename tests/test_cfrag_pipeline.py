@@ -836,3 +836,17 @@ def test_margin_summary_says_when_counterfactuals_cannot_separate_anything() -> 
     assert not m2.separates and m2.spread == pytest.approx(0.004)
     assert "cannot separate" in m2.reason and "paraphrase" in m2.reason
     assert not cfrag.margin_summary(replace(t, counterfactuals=())).separates
+
+
+def test_iter_cfrag_yields_each_step_then_the_result() -> None:
+    # The contract of RagService.cfrag and the UI worker: Progress events, then the result.
+    emb, scorer, retr, gen = make()
+    events = list(cfrag.iter_cfrag(QUERY, retrieve=retr, embedder=emb, scorer=scorer, generator=gen,
+                                   settings=SETTINGS, seed=0))
+    assert all(isinstance(e, Progress) for e in events[:-1]) and isinstance(events[-1], CFResult)
+    assert [e.stage for e in events[:-1]] == [f"cfrag.{s}" for s in cfrag.pipeline._STEPS]
+    assert [t.step for t in events[-1].trace.timings] == list(cfrag.pipeline._STEPS)
+    assert cfrag.cfrag_result(iter(events)) is events[-1]
+    assert events[-1].answer == run()[0].answer
+    with pytest.raises(RuntimeError, match="without a result"):
+        cfrag.cfrag_result(iter(events[:-1]))

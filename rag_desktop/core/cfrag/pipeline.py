@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -353,8 +353,7 @@ def iter_cfrag(
     yield build_result(run, st)
 
 
-def cfrag_result(events: Iterator[Progress | CFResult] | Iterator[object],
-                 on_progress: EventSink | None = None) -> CFResult:
+def cfrag_result(events: Iterable[object], on_progress: EventSink | None = None) -> CFResult:
     """Run a CF-RAG event stream (:func:`iter_cfrag`, ``RagService.cfrag``) to its result.
 
     For callers without a UI (the CLI, evaluations, scripts); ``on_progress`` sees each step.

@@ -185,19 +185,18 @@ def _hypotheses(run: CFRun, st: CFState) -> CFState:
     replies = generate_group(gen, "hypotheses", requests, cancel=run.cancel, usage=usage.append)
     return dataclasses.replace(
         st, evidence_budget=budget, warnings=warnings, usage=st.usage + tuple(usage),
-        replies=tuple((g.text, g.finish_reason, g.mean_logprob, r.seed)
-                      for r, g in zip(requests, replies, strict=True)))
+        replies=tuple((g, r.seed) for r, g in zip(requests, replies, strict=True)))
 
 
 def _arbitration(run: CFRun, st: CFState) -> CFState:
     """Step 6 (§4): φ_coh, φ_causal and Ψ per hypothesis; ranks by Ψ (ties: index)."""
-    S, parsed = st.scores, [parse_hypothesis(text) for text, *_ in st.replies]
+    S, parsed = st.scores, [parse_hypothesis(g.text) for g, _ in st.replies]
     nonempty = [i for i, p in enumerate(parsed) if normalize_answer(p[0])]
     a_vecs = (np.asarray(run.embedder.embed_queries([parsed[i][0] for i in nonempty]), dtype=np.float64)
               if nonempty else np.zeros((0, 1)))
     a_vec_of = {i: a_vecs[r] for r, i in enumerate(nonempty)}
     unranked: list[HypothesisTrace] = []
-    for j, ((text, finish, logprob, hseed), (ans, rat, how)) in enumerate(zip(st.replies, parsed, strict=True)):
+    for j, ((g, hseed), (ans, rat, how)) in enumerate(zip(st.replies, parsed, strict=True)):
         pids = list(st.subset_pids[j])
         sim_ae = 0.0
         if j in a_vec_of and pids:
@@ -207,10 +206,10 @@ def _arbitration(run: CFRun, st: CFState) -> CFState:
         coh = phi_coh(sim_ae, rel_q, pres, run.settings)
         causal = phi_causal(S[0, pids], S[1:, pids]) if pids else 0.0
         unranked.append(HypothesisTrace(
-            index=j, subset=j, answer=ans, rationale=rat, parse=how, raw_text=text, seed=hseed,
+            index=j, subset=j, answer=ans, rationale=rat, parse=how, raw_text=g.text, seed=hseed,
             sim_answer_evidence=sim_ae, query_relevance=rel_q, presence=pres, phi_coh=coh,
-            phi_causal=causal, psi=psi(coh, causal, run.settings.lam), mean_logprob=logprob, rank=0,
-            finish_reason=finish,
+            phi_causal=causal, psi=psi(coh, causal, run.settings.lam), mean_logprob=g.mean_logprob, rank=0,
+            finish_reason=g.finish_reason,
         ))
     order = sorted(range(len(unranked)), key=lambda j: (-unranked[j].psi, j))
     hyps = tuple(dataclasses.replace(h, rank=order.index(h.index) + 1) for h in unranked)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.core.cfrag.calls import Generated
 from rag_desktop.core.cfrag.common import FloatMatrix, IntArray
 from rag_desktop.core.cfrag.sampling import Subset
 from rag_desktop.core.cfrag.spectral import SpectralResult
@@ -88,7 +89,7 @@ class CFState:
     subset_pids: tuple[tuple[int, ...], ...] = ()
     # hypotheses
     evidence_budget: int = -1
-    replies: tuple[tuple[str, str, float | None, int], ...] = ()  # (text, finish_reason, mean_logprob, seed)
+    replies: tuple[tuple[Generated, int], ...] = ()  # per subset: the reply and its generator seed
     # arbitration
     hypotheses: tuple[HypothesisTrace, ...] = ()
     order: tuple[int, ...] = ()  # hypothesis indices, highest Ψ first

@@ -399,6 +399,7 @@ def instrument_generator(gen: Any) -> dict[str, float]:
 
 def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     from rag_desktop.app.service import RagService
+    from rag_desktop.core.cfrag import cfrag_result
     from rag_desktop.core.types import Answer, ChatMessage
 
     lib = args.cache_dir / "lib_demo"
@@ -431,7 +432,7 @@ def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     def cfrag() -> dict[str, Any]:
         before = dict(stats)
         t0 = time.perf_counter()
-        res = svc.cfrag(question)
+        res = cfrag_result(svc.cfrag(question))
         return {"s": time.perf_counter() - t0, "calls": stats["calls"] - before["calls"],
                 "token_events": stats["token_events"] - before["token_events"], "answer": res.answer.text,
                 "decision": res.trace.decision.kind, "steps": {t.step: t.seconds for t in res.trace.timings}}
@@ -589,6 +590,7 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Standard RAG, CF-RAG sequential ("before") and CF-RAG batched ("after") on the same
     questions and model, interleaved per question; CF-RAG broken down per step."""
     from rag_desktop.app.service import RagService
+    from rag_desktop.core.cfrag import cfrag_result
     from rag_desktop.core.types import Answer, ChatMessage
 
     lib = args.cache_dir / "lib_demo"
@@ -635,7 +637,7 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
             gen.batch_shares_context = False
         try:
             t0 = time.perf_counter()
-            res = svc.cfrag(q)
+            res = cfrag_result(svc.cfrag(q))
             s = time.perf_counter() - t0
         finally:
             if undo is not None:
@@ -700,6 +702,7 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
 def part_cfrag_groups(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
     from rag_desktop.core import cfrag
+    from rag_desktop.core.cfrag.prompts import _evidence_budget
     from rag_desktop.core.generation import GenRequest
     from rag_desktop.core.prompting import build_answer_messages
     from rag_desktop.core.types import Hit
@@ -719,7 +722,7 @@ def part_cfrag_groups(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     q = QUESTION_EN
     std_msgs, _ = build_answer_messages(q, hits[:4], "en", gen.count_tokens, gen.n_ctx, 512)
     subsets = [hits[0:4], hits[1:5], [hits[0], hits[2], hits[4], hits[5]]]  # overlapping, ascending, as sampled
-    budget, note = cfrag._evidence_budget(q, [len(s) for s in subsets], gen, tune)
+    budget, note = _evidence_budget(q, [len(s) for s in subsets], gen, tune)
     hyp_msgs = [cfrag.hypothesis_messages(q, s, gen, tune.max_tokens_hypothesis, tune.context_margin_tokens,
                                           budget=budget)[0] for s in subsets]
     groups = {

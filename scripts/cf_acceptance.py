@@ -54,7 +54,7 @@ def main() -> int:
             gen = svc.runtime.generator()
             gen.load()
             for mode in modes:
-                tuning = CFTuning(answer_same_f1=c.answer_same_f1, counterfactual_prompt=mode)  # type: ignore[arg-type]
+                tuning = CFTuning(counterfactual_prompt=mode)  # type: ignore[arg-type]
                 for q in questions:
                     text = str(q["question"])
                     qv = np.asarray(r.embedder.embed_queries([text]), dtype=np.float64)[0]

@@ -38,7 +38,7 @@ from rag_desktop.core.cfrag import (
     select_evidence,
     spectral_clustering,
 )
-from rag_desktop.core.settings import CFRagSettings, SettingsError
+from rag_desktop.core.settings import CFRagSettings, Settings, SettingsError
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Hit
 
 # --------------------------------------------------------------------------- helpers
@@ -224,8 +224,11 @@ def test_arbitration_prefers_discriminative_evidence_over_coherent_noise() -> No
 
 
 def test_tuning_weights_must_sum_to_one() -> None:
+    # The φ_coh weights are settings (cfrag.coh_w_*), validated where the settings are.
     with pytest.raises(SettingsError, match="coh_w"):
-        CFTuning(coh_w_embed=0.5, coh_w_query=0.5, coh_w_presence=0.5)
+        Settings().replace("cfrag", coh_w_embed=0.5, coh_w_query=0.5, coh_w_presence=0.5)
+    with pytest.raises(SettingsError, match="coh_w"):
+        cfrag.pipeline._check_settings(CFRagSettings(coh_w_embed=0.5, coh_w_query=0.5, coh_w_presence=0.5), 0)
 
 
 def test_answer_presence() -> None:

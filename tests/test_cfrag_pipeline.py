@@ -28,7 +28,7 @@ from rag_desktop.core.cfrag import (
     CFTuning,
     run_cfrag,
 )
-from rag_desktop.core.cfrag_types import CFResult, CFTrace, to_jsonable, trace_to_json
+from rag_desktop.core.cfrag.types import CFResult, CFTrace, to_jsonable, trace_to_json
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.settings import CFRagSettings, SettingsError
@@ -247,7 +247,9 @@ WATER = "Water boils at one hundred degrees Celsius at sea level, a fact of phys
 CORPUS = [*BALE, *LEDGER, NEAR_DUP, JUNK, WATER]
 QUERY = "Who is the lead actor in The Dark Knight?"
 
-SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4)
+# σ as given (sigma_rule "fixed"): the scripted corpus was tuned for σ = 0.5; the median rule
+# (the product default) is exercised by test_median_sigma_rule_is_recorded_in_the_trace.
+SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4, sigma_rule="fixed")
 
 
 def make(gen: ScriptedGenerator | None = None) -> tuple[HashEmbedder, IdfOverlapScorer, CosineRetriever,
@@ -710,9 +712,7 @@ def test_degenerate_closed_book_answers_do_not_reject_everything() -> None:
 
 
 def test_median_sigma_rule_is_recorded_in_the_trace() -> None:
-    from rag_desktop.core.cfrag import CFTuning
-
-    res, _, _, _ = run(tuning=CFTuning(sigma_rule="median"))
+    res, _, _, _ = run(settings=replace(SETTINGS, sigma_rule="median"))
     t = res.trace
     kept = t.kept_evidence
     emb = HashEmbedder()
@@ -836,3 +836,17 @@ def test_margin_summary_says_when_counterfactuals_cannot_separate_anything() -> 
     assert not m2.separates and m2.spread == pytest.approx(0.004)
     assert "cannot separate" in m2.reason and "paraphrase" in m2.reason
     assert not cfrag.margin_summary(replace(t, counterfactuals=())).separates
+
+
+def test_iter_cfrag_yields_each_step_then_the_result() -> None:
+    # The contract of RagService.cfrag and the UI worker: Progress events, then the result.
+    emb, scorer, retr, gen = make()
+    events = list(cfrag.iter_cfrag(QUERY, retrieve=retr, embedder=emb, scorer=scorer, generator=gen,
+                                   settings=SETTINGS, seed=0))
+    assert all(isinstance(e, Progress) for e in events[:-1]) and isinstance(events[-1], CFResult)
+    assert [e.stage for e in events[:-1]] == [f"cfrag.{s}" for s in cfrag.pipeline._STEPS]
+    assert [t.step for t in events[-1].trace.timings] == list(cfrag.pipeline._STEPS)
+    assert cfrag.cfrag_result(iter(events)) is events[-1]
+    assert events[-1].answer == run()[0].answer
+    with pytest.raises(RuntimeError, match="without a result"):
+        cfrag.cfrag_result(iter(events[:-1]))

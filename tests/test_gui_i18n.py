@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rag_desktop.ui as ui_pkg
-from rag_desktop.core import cfrag_types
+from rag_desktop.core.cfrag import types as cfrag_types
 from rag_desktop.core.settings import Settings
 from rag_desktop.ui import i18n
 from rag_desktop.ui.i18n import TABLE, tr
@@ -81,7 +81,7 @@ def test_keys_built_at_run_time_exist() -> None:
     dynamic |= {f"cal.m.{m}" for m in METHODS}
     dynamic |= {f"cal.level.{lvl}" for lvl in ("high", "medium", "low")}
     dynamic |= {"stage.probes", "stage.rank_probes"}  # the calibration's progress stages
-    from rag_desktop.core.cfrag import _STEPS
+    from rag_desktop.core.cfrag.pipeline import _STEPS
 
     dynamic |= {f"stage.cfrag.{s}" for s in _STEPS}
     assert sorted(k for k in dynamic if k not in TABLE) == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import SYSTEM_CLOSED_BOOK, SYSTEM_COUNTERFACTUAL, SYSTEM_HYPOTHESIS, SYSTEM_SYNTHESIS
-from rag_desktop.core.cfrag_types import (
+from rag_desktop.core.cfrag.types import (
     CFResult,
     CFTrace,
     ClusterTrace,
@@ -400,14 +400,13 @@ class FakeService:
         used = ranked.hits[:n_sources]
         yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method)
 
-    def cfrag(self, query: str, cancel: CancelToken | None = None, on_event: Callable[[Progress], None] | None = None,
-              level: str | None = None) -> CFResult:
+    def cfrag(self, query: str, cancel: CancelToken | None = None,
+              level: str | None = None) -> Iterator[Progress | CFResult]:
         for i, step in enumerate(("retrieve", "counterfactuals", "hypotheses", "decision"), start=1):
             if cancel is not None:
                 cancel.raise_if_set()
-            if on_event is not None:
-                on_event(Progress(f"cfrag.{step}", i, 4, step))
-        return make_cf_result(query)
+            yield Progress(f"cfrag.{step}", i, 4, step)
+        yield make_cf_result(query)
 
 
 class ScriptedRuntimeLike:

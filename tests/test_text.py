@@ -45,3 +45,15 @@ def test_the_highlighter_treats_every_han_character_as_han() -> None:
 def test_answer_tokens_split_cjk_by_character_and_latin_by_word() -> None:
     # normalised first: article dropped, 五十五 → 55, and no space kept beside a CJK character
     assert text.answer_tokens("The 第五十五条 Rule!") == ["第", "55", "条", "rule"]
+
+
+def test_the_no_space_class_and_its_fast_function_agree_on_every_code_point() -> None:
+    """The regex class (OCR scoring) and the function (cleaning's inner loop) are two spellings
+    of one definition; the slow, obvious check over all of Unicode keeps them one."""
+    import re
+
+    pattern = re.compile(f"[{text.NO_SPACE_CLASS}]")
+    disagree = [cp for cp in range(0x110000)
+                if not 0xD800 <= cp <= 0xDFFF
+                and (pattern.fullmatch(chr(cp)) is not None) != text.joins_without_space(chr(cp))]
+    assert disagree == []

@@ -15,7 +15,8 @@ from rag_desktop.app.config import default_library_dir, load_settings, model_dir
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.errors import ModelUnavailable
-from rag_desktop.core.cfrag_types import to_jsonable
+from rag_desktop.core.cfrag import cfrag_result
+from rag_desktop.core.cfrag.types import to_jsonable
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress, RankedList
 
 
@@ -156,7 +157,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         cmp = svc.compare(args.question, level=args.level, k=args.k, ranking=args.ranking)
         if args.cfrag:
-            cmp = type(cmp)(**{**cmp.__dict__, "cfrag": svc.cfrag(args.question)})
+            cmp = type(cmp)(**{**cmp.__dict__, "cfrag": cfrag_result(svc.cfrag(args.question))})
     finally:
         svc.close()
     if args.json:
@@ -187,7 +188,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     svc = _service(args)
     try:
         if args.method == "cfrag":
-            res = svc.cfrag(args.question)
+            res = cfrag_result(svc.cfrag(args.question))
             if args.json:
                 print_json(to_jsonable(res))
                 return 0

@@ -36,7 +36,8 @@ from typing import Any
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
 from rag_desktop.app.service import RagService
-from rag_desktop.core.cfrag_types import CFTrace
+from rag_desktop.core.cfrag import cfrag_result
+from rag_desktop.core.cfrag.types import CFTrace
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_scores, score_answer
 from rag_desktop.core.settings import Settings
@@ -217,7 +218,7 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
         extra: dict[str, Any] = {"source_texts": [h.text for h in answer.sources], "ttft_s": ttft,
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources]}
         return answer.text, extra
-    res = svc.cfrag(question)
+    res = cfrag_result(svc.cfrag(question))
     return res.answer.text, cf_digest(res.trace)
 
 

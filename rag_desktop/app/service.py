@@ -26,8 +26,8 @@ from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
 from rag_desktop.core.causal import CausalDiagnostics
-from rag_desktop.core.cfrag import CFTuning, run_cfrag
-from rag_desktop.core.cfrag_types import CFResult, to_jsonable
+from rag_desktop.core.cfrag import iter_cfrag
+from rag_desktop.core.cfrag.types import CFResult, to_jsonable
 from rag_desktop.core.conversation import (
     NOTES,
     Conversation,
@@ -543,8 +543,14 @@ class RagService:
         return c
 
     def cfrag(
-        self, query: str, cancel: CancelToken | None = None, on_event: Any = None, level: str | None = None
-    ) -> CFResult:
+        self, query: str, cancel: CancelToken | None = None, level: str | None = None
+    ) -> Iterator[Progress | CFResult]:
+        """CF-RAG over this library: a Progress per step (stage ``cfrag.<step>``), then the CFResult.
+
+        Like :meth:`ingest` and :meth:`answer`, a generator; the UI's worker forwards the
+        Progress events and takes the CFResult as the result, the CLI runs it to its result
+        with :func:`rag_desktop.core.cfrag.cfrag_result`.
+        """
         r = self.retriever()
         lvl = level or "chunk"  # CF-RAG reasons over passages, not whole files
 
@@ -553,14 +559,7 @@ class RagService:
             return r.baseline(qv, lvl, k, -1.0)  # type: ignore[arg-type]
 
         c = self.cfrag_settings()
-        tuning = CFTuning(
-            coh_w_embed=c.coh_w_embed,
-            coh_w_query=c.coh_w_query,
-            coh_w_presence=c.coh_w_presence,
-            answer_same_f1=c.answer_same_f1,
-            sigma_rule="median" if c.sigma_rule == "median" else "settings",
-        )
-        return run_cfrag(
+        yield from iter_cfrag(
             query,
             retrieve=retrieve,
             embedder=r.embedder,
@@ -569,8 +568,6 @@ class RagService:
             settings=c,
             seed=c.seed,
             cancel=cancel,
-            on_event=on_event,
-            tuning=tuning,
         )
 
 

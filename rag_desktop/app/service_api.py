@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from rag_desktop.app.catalog import FileState
 from rag_desktop.app.library import IngestReport
-from rag_desktop.core.cfrag_types import CFResult
+from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.conversation import Conversation, Rewrite
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import (

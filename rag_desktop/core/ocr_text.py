@@ -25,7 +25,7 @@ import statistics
 import unicodedata
 from collections.abc import Sequence
 
-from rag_desktop.core.text import joins_without_space
+from rag_desktop.core.text import NO_SPACE_CLASS, joins_without_space
 from rag_desktop.core.types import OcrLine
 
 _SPACE_RE = re.compile(r"\s+")
@@ -207,8 +207,8 @@ def edit_distance(a: str, b: str) -> int:
     return prev[-1]
 
 
-_CJK_CLASS = "[\u3000-\u30ff\u3400-\u9fff\uff00-\uff60]"
-_CJK_BREAK_RE = re.compile(rf"(?<={_CJK_CLASS})\s+(?={_CJK_CLASS})")
+# a space between two characters of scripts written without spaces (core.text) is not an error
+_CJK_BREAK_RE = re.compile(rf"(?<=[{NO_SPACE_CLASS}])\s+(?=[{NO_SPACE_CLASS}])")
 
 
 def _comparable(text: str) -> str:

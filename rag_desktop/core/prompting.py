@@ -15,10 +15,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from types import MappingProxyType
 
 from rag_desktop.core import citations
 from rag_desktop.core.types import ChatMessage, Citation, Hit, Lang, Locator
@@ -116,6 +117,49 @@ def load_template(name: str) -> PromptTemplate:
     fields = (_ANSWER_FIELDS if name.startswith("answer_")
               else _REWRITE_FIELDS if name.startswith("rewrite_") else _TRANSLATE_FIELDS)
     return _check_fields(tpl, fields)
+
+
+# Files with free-form section names (the CF-RAG prompts, ``prompts/cfrag_*.txt``): a line
+# that is exactly "[name]" starts a section; the worked examples and one-line pieces of a
+# prompt are sections of their own, so the code holds no prompt text.
+_ANY_SECTION_RE = re.compile(r"^\[([a-z_]+)\]\s*$", re.MULTILINE)
+
+
+@cache
+def load_sections(name: str, required: tuple[str, ...] = ()) -> Mapping[str, str]:
+    """The sections of ``rag_desktop/prompts/<name>.txt`` by name (cached, read-only).
+
+    As in :func:`parse_template`: text before the first section is a comment and one
+    trailing newline of a section belongs to the file layout. ``required`` sections must be
+    present and non-empty, so a broken file fails with its name when first used.
+    """
+    resource = resources.files("rag_desktop").joinpath("prompts", f"{name}.txt")
+    try:
+        text = resource.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise TemplateError(f"prompt template file rag_desktop/prompts/{name}.txt is missing") from exc
+    parts = _ANY_SECTION_RE.split(text)
+    sections: dict[str, str] = {}
+    for i in range(1, len(parts) - 1, 2):
+        if parts[i] in sections:
+            raise TemplateError(f"prompt template {name}.txt: section [{parts[i]}] appears twice")
+        sections[parts[i]] = parts[i + 1].strip("\n")
+    for key in required:
+        if not sections.get(key, "").strip():
+            raise TemplateError(f"prompt template {name}.txt: missing or empty section [{key}]")
+    return MappingProxyType(sections)
+
+
+def render_section(name: str, section: str, **values: object) -> str:
+    """Section ``section`` of ``prompts/<name>.txt`` with its ``$placeholders`` filled in."""
+    text = load_sections(name, (section,))[section]
+    try:
+        return string.Template(text).substitute({k: str(v) for k, v in values.items()})
+    except (KeyError, ValueError) as exc:
+        raise TemplateError(
+            f"prompt template {name}.txt: section [{section}] uses an unknown or malformed "
+            f"placeholder ({exc}); allowed: {', '.join(sorted(values))}"
+        ) from exc
 
 
 def template_lang(lang: Lang) -> str:

@@ -1,7 +1,7 @@
 """Frozen dataclasses that flow between the stages (DESIGN.md, "Data that flows").
 
 Every stage takes and returns these; nothing here knows about models, files or Qt.
-All are JSON-serialisable through :func:`rag_desktop.core.cfrag_types.to_jsonable`.
+All are JSON-serialisable through :func:`rag_desktop.core.cfrag.types.to_jsonable`.
 """
 
 from __future__ import annotations

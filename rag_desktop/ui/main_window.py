@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.app.session import Session
 from rag_desktop.core.cfrag import margin_summary
-from rag_desktop.core.cfrag_types import CFResult
+from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Cancelled, Citation, Explanation, Hit, Progress, RankedList
 from rag_desktop.ui import i18n
@@ -704,7 +704,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             )
 
         def cf_job(ctx: TaskContext) -> Iterator[object]:
-            yield from guarded(ctx, lambda: iter([svc.cfrag(q, ctx.cancel, on_event=ctx.emit)]))
+            yield from guarded(ctx, lambda: svc.cfrag(q, ctx.cancel))
 
         self.runner.submit(
             f"query.{st.qid}.cfrag", cf_job,

@@ -14,7 +14,7 @@ from typing import Literal
 
 from rag_desktop.core import citations
 from rag_desktop.core.cfrag import evidence_rows
-from rag_desktop.core.cfrag_types import CFTrace, EvidenceTrace
+from rag_desktop.core.cfrag.types import CFTrace, EvidenceTrace
 from rag_desktop.core.text import HAN_RUN
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
 from rag_desktop.ui.i18n import has_tr, tr

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_desktop.core.cfrag_types import CFResult, to_jsonable
+from rag_desktop.core.cfrag.types import CFResult, to_jsonable
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Hit, RankedList
 from rag_desktop.ui import i18n

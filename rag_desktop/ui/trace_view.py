@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.core.cfrag_types import CFTrace, CounterfactualCandidate
+from rag_desktop.core.cfrag.types import CFTrace, CounterfactualCandidate
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import fmt, scorer_text

@@ -100,18 +100,11 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
 
 
 class TaskContext:
-    """What a task function receives: the cancel token and a way to report events itself.
+    """What a task function receives: the cancel token. Events are yielded, never pushed:
+    a task that reports progress is a generator (like ``RagService.ingest`` / ``cfrag``)."""
 
-    ``emit`` exists for operations that report through a callback instead of yielding
-    (``RagService.cfrag(on_event=...)``); it is safe to call from the worker thread.
-    """
-
-    def __init__(self, cancel: CancelToken, sink: Callable[[object], None]) -> None:
+    def __init__(self, cancel: CancelToken) -> None:
         self.cancel = cancel
-        self._sink = sink
-
-    def emit(self, event: object) -> None:
-        self._sink(event)
 
 
 TaskFn = Callable[[TaskContext], Any]
@@ -150,7 +143,7 @@ class Task(QRunnable):
     def run(self) -> None:  # worker thread
         try:
             self.cancel.raise_if_set()  # cancelled while still queued
-            ctx = TaskContext(self.cancel, self._dispatch)
+            ctx = TaskContext(self.cancel)
             out = self.fn(ctx)
             if isinstance(out, Iterator):
                 for event in out:

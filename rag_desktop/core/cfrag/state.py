@@ -1,0 +1,100 @@
+"""The state CF-RAG's steps pass on (frozen; each step returns a copy with its results)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_desktop.core.cfrag.calls import Generated
+from rag_desktop.core.cfrag.common import FloatMatrix, IntArray
+from rag_desktop.core.cfrag.sampling import Subset
+from rag_desktop.core.cfrag.spectral import SpectralResult
+from rag_desktop.core.cfrag.tuning import CFTuning
+from rag_desktop.core.cfrag.types import (
+    CounterfactualCandidate,
+    DecisionTrace,
+    EvidenceStatus,
+    GenerationUsage,
+    HypothesisTrace,
+    StepTiming,
+)
+from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
+from rag_desktop.core.settings import CFRagSettings
+from rag_desktop.core.types import CancelToken, Hit
+
+Retriever = Callable[[str, int], Sequence[Hit]]
+Vector = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class CFRun:
+    """What a run is given; the same for every step."""
+
+    query: str
+    retrieve: Retriever
+    embedder: Embedder
+    scorer: CrossEncoder
+    generator: Generator
+    settings: CFRagSettings
+    seed: int
+    cancel: CancelToken | None
+    tuning: CFTuning
+
+
+_NO_SPECTRAL = SpectralResult(np.zeros(0, dtype=np.int64), 0, (), 0.0)
+
+
+@dataclass(frozen=True)
+class CFState:
+    """Everything the steps have found so far; each step fills in its own fields."""
+
+    warnings: tuple[str, ...] = ()
+    usage: tuple[GenerationUsage, ...] = ()
+    timings: tuple[StepTiming, ...] = ()
+    vectors: Mapping[tuple[str, int], Vector] = dataclasses.field(default_factory=dict)
+    # retrieve
+    hits_q: tuple[Hit, ...] = ()
+    q_vec: Vector = dataclasses.field(default_factory=lambda: np.zeros(0))
+    # counterfactuals
+    kept_cf: tuple[CounterfactualCandidate, ...] = ()
+    rejected_cf: tuple[CounterfactualCandidate, ...] = ()
+    cf_raw: str = ""
+    queries: tuple[str, ...] = ()
+    # dialectical_retrieval
+    pool: tuple[Hit, ...] = ()
+    retrieved_by: tuple[tuple[int, ...], ...] = ()
+    # scoring
+    raw: FloatMatrix = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    scores: FloatMatrix = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))  # normalised S[i, e]
+    scale: str = ""
+    # filter
+    pool_vecs: FloatMatrix = dataclasses.field(default_factory=lambda: np.zeros((0, 1)))
+    rep: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    merged_by: tuple[frozenset[int], ...] = ()
+    quality: tuple[float, ...] = ()
+    relevance: FloatMatrix = dataclasses.field(default_factory=lambda: np.zeros(0))
+    status: tuple[EvidenceStatus, ...] = ()
+    kept_ids: tuple[int, ...] = ()
+    # clustering
+    sigma: float = 0.0
+    spectral: SpectralResult = _NO_SPECTRAL
+    labels: tuple[int, ...] = ()
+    cluster_of: Mapping[int, int] = dataclasses.field(default_factory=dict)
+    # sampling
+    subsets: tuple[Subset, ...] = ()
+    subset_pids: tuple[tuple[int, ...], ...] = ()
+    # hypotheses
+    evidence_budget: int = -1
+    replies: tuple[tuple[Generated, int], ...] = ()  # per subset: the reply and its generator seed
+    # arbitration
+    hypotheses: tuple[HypothesisTrace, ...] = ()
+    order: tuple[int, ...] = ()  # hypothesis indices, highest Ψ first
+    # decision
+    decision: DecisionTrace | None = None
+    sources: tuple[Hit, ...] = ()
+
+

@@ -3,9 +3,9 @@
 Each setting is declared once: its type (a ``Literal`` lists the choices, in the order the
 Settings dialog offers them), its default, and a :class:`Spec` in the field's metadata with
 its range, step, i18n keys and what 0 means. :func:`validate_section` is the one validator
-(``Settings.validate``, the TOML loader in ``rag_desktop.app.config`` and the CF-RAG
-pipeline use it), and ``ui/settings_dialog.py`` builds its widgets from the same specs, so
-the dialog's ranges cannot drift from what is accepted.
+(``Settings.validate`` calls it for every section, and so the TOML loader in
+``rag_desktop.app.config``), and ``ui/settings_dialog.py`` builds its widgets from the same
+specs, so the dialog's ranges cannot drift from what is accepted.
 
 Loading/saving TOML lives in ``rag_desktop.app.config``; this module only knows
 the values and how to validate them, so ``core`` stays free of I/O.
@@ -81,15 +81,14 @@ def field_spec(
     zero_label_key: str = "",
 ) -> _T:
     """A dataclass field with ``default`` and a :class:`Spec` in its metadata."""
-    spec = Spec(min, max, min_open, max_open, less_than, at_least, sums_to_one, noun, zero_means, unit,
-                step, decimals, path, label_key, help_key, zero_label_key)
+    spec = Spec(min=min, max=max, min_open=min_open, max_open=max_open, less_than=less_than, at_least=at_least,
+                sums_to_one=sums_to_one, noun=noun, zero_means=zero_means, unit=unit, step=step, decimals=decimals,
+                path=path, label_key=label_key, help_key=help_key, zero_label_key=zero_label_key)
     return field(default=default, metadata={"spec": spec})
 
 
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 
 
 @dataclass(frozen=True)

@@ -536,7 +536,7 @@ TABLE: dict[str, tuple[str, str]] = {
                                    "使用较小的内置模型 Qwen2.5-Coder-0.5B：回答约快一倍，但准确度明显较低"),
     "settings.choose_file": ("Choose a GGUF model file", "选择 GGUF 模型文件"),
     "settings.choose_folder": ("Choose a model folder", "选择模型文件夹"),
-    "settings.threads_auto": ("automatic (one per CPU core)", "自动（每个 CPU 核心一个）"),
+    "settings.threads_auto": ("automatic (0)", "自动（0）"),  # the description under it says what 0 does
     "settings.doctor": ("Check models", "检查模型"),
     "settings.doctor_running": ("Checking…", "正在检查…"),
     "settings.defaults": ("Papers' defaults", "恢复论文默认值"),

@@ -71,8 +71,10 @@ def test_keys_built_at_run_time_exist() -> None:
     for tab, fields in TABS:
         dynamic.add(tab)
         for f in fields:
-            dynamic |= {f"set.{f.section}.{f.key}", f"set.{f.section}.{f.key}.tip"}
-            if f.kind == "choice" and f.key != "language":
+            dynamic |= {f"set.{f.section}.{f.key}", f"set.{f.section}.{f.key}.tip", f.label_key, f.help_key}
+            if f.spec.zero_label_key:  # what a spin box shows instead of 0 (threads: "automatic")
+                dynamic.add(f.spec.zero_label_key)
+            if f.kind in ("choice", "float_or_choice") and f.key != "language":
                 dynamic |= {f"choice.{c}" for c in f.choices}
     from rag_desktop.app.calibration import METHODS
     from rag_desktop.core.gate import DECISIONS

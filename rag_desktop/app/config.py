@@ -1,7 +1,9 @@
 """Settings on disk: TOML in the platform's user config folder (platformdirs).
 
 Unknown keys and wrong types are errors that name the key, so a typo in a
-hand-edited file is reported instead of silently ignored.
+hand-edited file is reported instead of silently ignored. What a value may be (type,
+choices, range) is the settings schema's business (``core.settings``): this module only
+reads and writes the file.
 
 The desktop app's list of known libraries (folders) and the one last open live beside the
 settings in ``libraries.toml`` (:class:`LibraryList`); removing a library from the list never
@@ -17,16 +19,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, get_type_hints
 
 import tomli_w
 from platformdirs import user_config_dir, user_data_dir
 
-from rag_desktop.core.settings import Settings, SettingsError
+from rag_desktop.core.settings import SettingInfo, Settings, SettingsError, setting_info
 
 APP_NAME = "rag-desktop"
 
@@ -59,40 +59,14 @@ def model_dir(settings: Settings) -> Path:
     return Path(env) if env else data_dir() / "models"
 
 
-def _coerce(value: Any, hint: Any, key: str) -> Any:
-    """Check/convert one TOML value against the dataclass field's type hint."""
-    origin = get_origin(hint)
-    if origin is typing.Literal:
-        if value not in get_args(hint):
-            raise SettingsError(f"invalid setting {key}: {value!r} is not one of {list(get_args(hint))}")
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for arm in get_args(hint):
-            try:
-                return _coerce(value, arm, key)
-            except SettingsError:
-                continue
-        raise SettingsError(f"invalid setting {key}: {value!r} has the wrong type")
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise SettingsError(f"invalid setting {key}: expected a list")
-        return tuple(str(v) for v in value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise SettingsError(f"invalid setting {key}: expected true or false")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SettingsError(f"invalid setting {key}: expected a whole number")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise SettingsError(f"invalid setting {key}: expected a number")
+def _from_toml(value: Any, info: SettingInfo) -> Any:
+    """TOML's whole numbers become floats where the setting is a number (``temperature = 1``).
+
+    Everything else is checked by the one validator, ``core.settings.validate_section``,
+    when the loaded settings are validated.
+    """
+    if info.kind in ("float", "float_or_choice") and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise SettingsError(f"invalid setting {key}: expected text")
-        return value
     return value
 
 
@@ -109,16 +83,12 @@ def settings_from_dict(data: dict[str, Any]) -> Settings:
             raise SettingsError(f"unknown settings section [{section}]")
         if not isinstance(values, dict):
             raise SettingsError(f"invalid setting {section}: expected a table")
-        cls = top_hints[section]
-        hints = get_type_hints(cls)
         kwargs: dict[str, Any] = {}
         for key, value in values.items():
             if (section, key) in LEGACY_SETTINGS_KEYS:
                 continue
-            if key not in hints:
-                raise SettingsError(f"unknown setting {section}.{key}")
-            kwargs[key] = _coerce(value, hints[key], f"{section}.{key}")
-        sections[section] = cls(**kwargs)
+            kwargs[key] = _from_toml(value, setting_info(section, key))  # an unknown key raises here
+        sections[section] = top_hints[section](**kwargs)
     return Settings(**sections).validate()
 
 
@@ -126,7 +96,7 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(settings):
         section = getattr(settings, f.name)
-        out[f.name] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(section).items()}
+        out[f.name] = dataclasses.asdict(section)
     return out
 
 

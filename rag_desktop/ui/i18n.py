@@ -536,8 +536,7 @@ TABLE: dict[str, tuple[str, str]] = {
                                    "使用较小的内置模型 Qwen2.5-Coder-0.5B：回答约快一倍，但准确度明显较低"),
     "settings.choose_file": ("Choose a GGUF model file", "选择 GGUF 模型文件"),
     "settings.choose_folder": ("Choose a model folder", "选择模型文件夹"),
-    "settings.tau_auto": ("calibrate from the library", "根据文档库自动校准"),
-    "settings.threads_auto": ("automatic (one per CPU core)", "自动（每个 CPU 核心一个）"),
+    "settings.threads_auto": ("automatic (0)", "自动（0）"),  # the description under it says what 0 does
     "settings.doctor": ("Check models", "检查模型"),
     "settings.doctor_running": ("Checking…", "正在检查…"),
     "settings.defaults": ("Papers' defaults", "恢复论文默认值"),
@@ -567,8 +566,11 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.models.n_ctx": ("Context length (tokens)", "上下文长度（词元）"),
     "set.models.n_ctx.tip": ("How much text the generator reads at once", "生成模型一次能读取的文本长度"),
     "set.models.threads": ("Threads", "线程数"),
-    "set.models.threads.tip": ("CPU threads the models may use; lowest value: automatic (one per core)",
-                               "模型可使用的 CPU 线程数；最小值表示自动（每个核心一个）"),
+    "set.models.threads.tip": ("CPU threads the models may use. 0: automatic — the generator takes one thread per "
+                               "physical CPU core, the embedder and the index their library's own default "
+                               "(OMP_NUM_THREADS is respected)",
+                               "模型可使用的 CPU 线程数。0 表示自动：生成模型每个物理 CPU 核心用一个线程，"
+                               "向量模型和索引使用其所用库的默认值（会遵循 OMP_NUM_THREADS）"),
     "set.retrieval.level": ("Rank", "排序单位"),
     "set.retrieval.level.tip": ("Whole documents or passages", "整篇文档或段落"),
     "set.retrieval.k": ("Candidates k", "候选数 k"),
@@ -599,8 +601,11 @@ TABLE: dict[str, tuple[str, str]] = {
                                         "论文中的余弦，或按编码器自身尺度校正的版本（docs/evaluation.md §1.1 有比较）"),
     "set.retrieval.empty_b_rule.tip": ("demote the document, or fall back to s_sim", "将文档排到后面，或回退到 s_sim"),
     "set.retrieval.query_keywords": ("Question keywords |K_q|", "问题关键词数 |K_q|"),
-    "set.retrieval.query_keywords.tip": ("How many keywords K_q are taken from the question (paper: 10)",
-                                         "从问题中提取的关键词 K_q 的数量（论文：10）"),
+    "set.retrieval.query_keywords.tip": ("|K_q|: how many keywords K_q are taken from the question (paper: 10); "
+                                         "a document's keywords that match one of them form its shared set A, "
+                                         "the rest its residual set B that s_c is computed from",
+                                         "|K_q|：从问题中提取的关键词 K_q 的数量（论文：10）；文档关键词中与其匹配的"
+                                         "构成共有集合 A，其余构成计算 s_c 所用的剩余集合 B"),
     "set.retrieval.doc_keywords": ("Document keywords |K_d|", "文档关键词数 |K_d|"),
     "set.retrieval.doc_keywords.tip": ("How many keywords K_d are kept per document; they split into A and B "
                                        "(paper: 15)",
@@ -623,7 +628,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.cfrag.theta_sim.tip": ("A counterfactual must stay on topic: cos(E(q),E(q')) ≥ θ_sim",
                                 "反事实问题须保持同一主题：cos(E(q),E(q')) ≥ θ_sim"),
     "set.cfrag.theta_dedup": ("Duplicate threshold", "去重阈值"),
-    "set.cfrag.theta_dedup.tip": ("Passages at least this similar are merged", "相似度不低于该值的段落将被合并"),
+    "set.cfrag.theta_dedup.tip": ("θ_dedup: passages whose cosine is at least this (−1 to 1) are merged as "
+                                  "duplicates; read on the encoder's own scale when cosines are rescaled",
+                                  "θ_dedup：余弦不低于该值（−1 到 1）的段落视为重复并合并；"
+                                  "余弦重新标定时按编码器自身的尺度读取"),
     "set.cfrag.agreement_threshold": ("Agreement threshold", "一致度阈值"),
     "set.cfrag.agreement_threshold.tip": ("Hypotheses agreeing at least this much: select; otherwise synthesise",
                                           "假设一致度不低于该值时选择，否则综合"),
@@ -660,6 +668,7 @@ TABLE: dict[str, tuple[str, str]] = {
                                              "改写超过此时限的追问将按原话提问"),
     "set.ui.language": ("Language", "语言"),
     "set.ui.language.tip": ("Language of the interface", "界面语言"),
+    "choice.auto": ("calibrate from the library", "根据文档库自动校准"),
     "choice.llama_cpp": ("in this app (llama.cpp)", "在本应用中（llama.cpp）"),
     "choice.openai": ("OpenAI-compatible server", "兼容 OpenAI 的服务器"),
     "choice.doc": ("whole documents", "整篇文档"),

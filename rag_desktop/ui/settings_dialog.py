@@ -1,15 +1,18 @@
 """Settings dialog: models, retrieval, CF-RAG, generation, interface language.
 
-The form is built from one table of fields (section, key, kind), so every setting shown
-is read back the same way and validated by ``Settings.validate`` — an invalid value is
-reported inline, naming the setting, and the dialog stays open. Saving is the window's
-job (``app.config.save_settings``), so the dialog is testable without touching disk.
+The widgets are generated from the settings schema (``core.settings``): a spin box takes its
+range, step and decimals from the field's Spec, a combo box its choices from the field's
+Literal type, labels and descriptions their i18n keys from the Spec. This module only decides
+which settings appear on which tab and in what order (``LAYOUT``), so the dialog cannot
+offer a value the validator refuses or refuse one it accepts. Every value is read back the
+same way and validated by ``Settings.validate`` — an invalid value is reported inline,
+naming the setting, and the dialog stays open. Saving is the window's job
+(``app.config.save_settings``), so the dialog is testable without touching disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -33,78 +36,48 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.core.settings import Settings, SettingsError
+from rag_desktop.core.settings import SettingInfo, Settings, SettingsError, setting_info
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
+# Which settings each tab shows, in order; everything else about a row comes from the schema.
+LAYOUT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("settings.tab.models", "models", (
+        "generator", "generator_backend", "openai_base_url", "openai_model", "embedder", "reranker",
+        "model_dir", "n_ctx", "threads")),
+    ("settings.tab.retrieval", "retrieval", (
+        "level", "k", "theta", "tau", "hybrid_weight", "default_method", "keyword_variant", "empty_b_rule",
+        "score_variant", "query_keywords", "doc_keywords")),
+    ("settings.tab.cfrag", "cfrag", (
+        "n_counterfactuals", "n_candidates", "n_clusters", "n_hypotheses", "lam", "theta_sim", "theta_dedup",
+        "agreement_threshold", "quality_min", "retrieve_k", "evidence_per_hypothesis", "use_counterfactuals",
+        "use_division")),
+    ("settings.tab.generation", "generation", (
+        "temperature", "max_tokens", "thinking", "translate", "passages", "max_passages", "rewrite_timeout_s")),
+    ("settings.tab.interface", "ui", ("language",)),
+)
 
-@dataclass(frozen=True)
-class Field:
-    section: str
-    key: str
-    kind: str  # int | float | bool | choice | text | file | dir | tau
-    lo: float = 0.0
-    hi: float = 1.0
-    step: float = 0.05
-    decimals: int = 2
-    choices: tuple[str, ...] = ()
-
-
-TABS: tuple[tuple[str, tuple[Field, ...]], ...] = (
-    ("settings.tab.models", (
-        Field("models", "generator", "file"),
-        Field("models", "generator_backend", "choice", choices=("llama_cpp", "openai")),
-        Field("models", "openai_base_url", "text"),
-        Field("models", "openai_model", "text"),
-        Field("models", "embedder", "dir"),
-        Field("models", "reranker", "dir"),
-        Field("models", "model_dir", "dir"),
-        Field("models", "n_ctx", "int", 512, 131072),
-        Field("models", "threads", "int", 0, 256),
-    )),
-    ("settings.tab.retrieval", (
-        Field("retrieval", "level", "choice", choices=("doc", "chunk")),
-        Field("retrieval", "k", "int", 1, 1000),
-        Field("retrieval", "theta", "float", -1.0, 1.0, 0.05, 3),
-        Field("retrieval", "tau", "tau", -1.0, 1.0, 0.01, 3),
-        Field("retrieval", "hybrid_weight", "float", 0.0, 1.0, 0.05, 2),
-        Field("retrieval", "default_method", "choice", choices=("hybrid", "causal", "gated", "baseline")),
-        Field("retrieval", "keyword_variant", "choice", choices=("improved", "plain")),
-        Field("retrieval", "empty_b_rule", "choice", choices=("demote", "fallback")),
-        Field("retrieval", "score_variant", "choice", choices=("paper", "centred", "idf", "contrast", "centred_idf")),
-        Field("retrieval", "query_keywords", "int", 1, 100),
-        Field("retrieval", "doc_keywords", "int", 1, 100),
-    )),
-    ("settings.tab.cfrag", (
-        Field("cfrag", "n_counterfactuals", "int", 1, 20),
-        Field("cfrag", "n_candidates", "int", 1, 40),
-        Field("cfrag", "n_clusters", "int", 1, 20),
-        Field("cfrag", "n_hypotheses", "int", 1, 20),
-        Field("cfrag", "lam", "float", 0.0, 1.0, 0.05, 2),
-        Field("cfrag", "theta_sim", "float", -1.0, 1.0, 0.05, 2),
-        Field("cfrag", "theta_dedup", "float", 0.0, 1.0, 0.01, 2),
-        Field("cfrag", "agreement_threshold", "float", 0.0, 1.0, 0.05, 2),
-        Field("cfrag", "quality_min", "float", 0.0, 1.0, 0.05, 2),
-        Field("cfrag", "retrieve_k", "int", 1, 200),
-        Field("cfrag", "evidence_per_hypothesis", "int", 1, 50),
-        Field("cfrag", "use_counterfactuals", "bool"),
-        Field("cfrag", "use_division", "bool"),
-    )),
-    ("settings.tab.generation", (
-        Field("generation", "temperature", "float", 0.0, 2.0, 0.05, 2),
-        Field("generation", "max_tokens", "int", 1, 32768),
-        Field("generation", "thinking", "bool"),
-        Field("generation", "translate", "bool"),
-        Field("generation", "passages", "bool"),
-        Field("generation", "max_passages", "int", 1, 50),
-        Field("generation", "rewrite_timeout_s", "float", 1.0, 600.0, 5.0, 0),
-    )),
-    ("settings.tab.interface", (
-        Field("ui", "language", "choice", choices=("en", "zh")),
-    )),
+TABS: tuple[tuple[str, tuple[SettingInfo, ...]], ...] = tuple(
+    (tab, tuple(setting_info(section, key) for key in keys)) for tab, section, keys in LAYOUT
 )
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+
+# A bound the schema leaves open still needs a number for the spin box: the largest a QSpinBox
+# holds, and for decimals one no setting reaches (a billion seconds, megabytes, …).
+INT_LIMIT = 2**31 - 1
+FLOAT_LIMIT = 1e9
+
+
+def spin_range(info: SettingInfo) -> tuple[float, float]:
+    """The lowest and highest value a spin box for ``info`` may show: the Spec's bounds, with an
+    open bound moved inwards by one unit of the last shown digit ("> 0" with 2 decimals: 0.01)."""
+    s = info.spec
+    unit = 1.0 if info.kind == "int" else 10.0 ** -s.decimals
+    limit = INT_LIMIT if info.kind == "int" else FLOAT_LIMIT
+    lo = -limit if s.min is None else s.min + (unit if s.min_open else 0.0)
+    hi = limit if s.max is None else s.max - (unit if s.max_open else 0.0)
+    return lo, hi
 
 
 class SettingsDialog(QDialog):
@@ -123,16 +96,16 @@ class SettingsDialog(QDialog):
             form = QFormLayout(page)
             for f in fields:
                 editor, holder = self._editor(f, getattr(getattr(settings, f.section), f.key))
-                label = QLabel(tr(f"set.{f.section}.{f.key}"))
-                label.setToolTip(tr(f"set.{f.section}.{f.key}.tip"))
-                holder.setToolTip(tr(f"set.{f.section}.{f.key}.tip"))
+                label = QLabel(tr(f.label_key))
+                label.setToolTip(tr(f.help_key))
+                holder.setToolTip(tr(f.help_key))
                 # What the setting (and its symbol: τ, |K_q|, …) means, under it, not only on hover.
                 cell = QWidget()
                 cell_lay = QVBoxLayout(cell)
                 cell_lay.setContentsMargins(0, 0, 0, 4)
                 cell_lay.setSpacing(1)
                 cell_lay.addWidget(holder)
-                desc = QLabel(tr(f"set.{f.section}.{f.key}.tip"))
+                desc = QLabel(tr(f.help_key))
                 desc.setTextFormat(Qt.TextFormat.PlainText)
                 desc.setWordWrap(True)
                 desc.setStyleSheet("color: #666; font-size: small;")
@@ -190,19 +163,18 @@ class SettingsDialog(QDialog):
         return not self.rows[(section, key)].isHidden()
 
     # -------------------------------------------------------------- editors
-    def _editor(self, f: Field, value: Any) -> tuple[Any, QWidget]:
+    def _editor(self, f: SettingInfo, value: Any) -> tuple[Any, QWidget]:
         if f.kind == "int":
             w = QSpinBox()
-            w.setRange(int(f.lo), int(f.hi))
-            if (f.section, f.key) == ("models", "threads"):
-                w.setSpecialValueText(tr("settings.threads_auto"))  # 0 reads "automatic", not "0"
+            lo, hi = spin_range(f)
+            w.setRange(int(lo), int(hi))
+            w.setSingleStep(int(f.step))
+            if f.spec.zero_label_key and lo == 0:
+                w.setSpecialValueText(tr(f.spec.zero_label_key))  # threads: 0 reads "automatic", not "0"
             w.setValue(int(value))
             return w, w
         if f.kind == "float":
-            d = QDoubleSpinBox()
-            d.setRange(f.lo, f.hi)
-            d.setDecimals(f.decimals)
-            d.setSingleStep(f.step)
+            d = self._double_spin(f)
             d.setValue(float(value))
             return d, d
         if f.kind == "bool":
@@ -215,17 +187,17 @@ class SettingsDialog(QDialog):
                 box.addItem(LANGUAGE_NAMES.get(v, v) if f.key == "language" else tr(f"choice.{v}"), v)
             box.setCurrentIndex(max(0, box.findData(value)))
             return box, box
-        if f.kind == "tau":
+        if f.kind == "float_or_choice":
+            # A number, or the one named choice (retrieval.tau: a cosine, or "auto" = calibrate).
             holder = QWidget()
             row = QHBoxLayout(holder)
             row.setContentsMargins(0, 0, 0, 0)
-            auto = QCheckBox(tr("settings.tau_auto"))
-            num = QDoubleSpinBox()
-            num.setRange(f.lo, f.hi)
-            num.setDecimals(f.decimals)
-            num.setSingleStep(f.step)
-            is_auto = value == "auto"
+            (choice,) = f.choices
+            auto = QCheckBox(tr(f"choice.{choice}"))
+            num = self._double_spin(f)
+            is_auto = value == choice
             auto.setChecked(is_auto)
+            # While "auto" is ticked the number is the paper's τ, the one to start from when unticked.
             num.setValue(self.base.retrieval.tau_paper if is_auto else float(value))
             num.setEnabled(not is_auto)
             auto.toggled.connect(lambda on: num.setEnabled(not on))
@@ -254,6 +226,14 @@ class SettingsDialog(QDialog):
             return line, holder
         return line, line
 
+    @staticmethod
+    def _double_spin(f: SettingInfo) -> QDoubleSpinBox:
+        d = QDoubleSpinBox()
+        d.setDecimals(f.spec.decimals)  # before the range: Qt rounds the bounds to the decimals
+        d.setRange(*spin_range(f))
+        d.setSingleStep(f.step)
+        return d
+
     def _browse(self, line: QLineEdit, kind: str) -> None:
         if kind == "file":
             path, _ = QFileDialog.getOpenFileName(self, tr("settings.choose_file"), "", "GGUF (*.gguf);;* (*)")
@@ -262,11 +242,11 @@ class SettingsDialog(QDialog):
         if path:
             line.setText(path)
 
-    def _value(self, f: Field) -> Any:
+    def _value(self, f: SettingInfo) -> Any:
         e = self.editors[(f.section, f.key)]
-        if f.kind == "tau":
+        if f.kind == "float_or_choice":
             auto, num = e
-            return "auto" if auto.isChecked() else float(num.value())
+            return f.choices[0] if auto.isChecked() else float(num.value())
         if f.kind == "int":
             return int(e.value())
         if f.kind == "float":
@@ -277,12 +257,12 @@ class SettingsDialog(QDialog):
             return e.currentData()
         return e.text().strip()
 
-    def _set_value(self, f: Field, value: Any) -> None:
+    def _set_value(self, f: SettingInfo, value: Any) -> None:
         e = self.editors[(f.section, f.key)]
-        if f.kind == "tau":
+        if f.kind == "float_or_choice":
             auto, num = e
-            auto.setChecked(value == "auto")
-            if value != "auto":
+            auto.setChecked(value in f.choices)
+            if value not in f.choices:
                 num.setValue(float(value))
         elif f.kind in ("int", "float"):
             e.setValue(value)

@@ -57,7 +57,7 @@ from rag_desktop.core.protocols import Tokenizer
 from rag_desktop.core.text import han_runs
 from rag_desktop.core.types import Keyword, Lang
 
-KeywordVariant = Literal["plain", "improved"]
+KeywordVariant = Literal["improved", "plain"]  # the default first: the Settings dialog lists them so
 VARIANTS: tuple[KeywordVariant, ...] = ("plain", "improved")
 
 # Paper 000 §4.4: top-15 terms per document, top-10 per query.

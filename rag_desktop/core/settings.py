@@ -20,6 +20,14 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+# The choices of a setting are the Literal of the module that owns the idea (one declaration;
+# the dialog lists them in that order).
+from rag_desktop.core.causal import EmptyBRule, ScoreVariant
+from rag_desktop.core.keywords import KeywordVariant
+from rag_desktop.core.types import Level
+
+UILanguage = Literal["en", "zh"]  # the languages the UI is translated into (ui/i18n.py)
+
 
 class SettingsError(ValueError):
     """An invalid setting; the message names the key, e.g. ``retrieval.k``."""
@@ -150,7 +158,7 @@ class IngestSettings:
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    level: Literal["doc", "chunk"] = "doc"
+    level: Level = "doc"
     k: int = field_spec(20, min=1)  # candidate window (paper 000 §4.5)
     # similarity threshold θ of Eq. 2 (0: keep the whole window)
     theta: float = field_spec(0.0, min=-1, max=1, noun="a cosine", step=0.05, decimals=3)
@@ -163,11 +171,11 @@ class RetrievalSettings:
     tau_percentile: float = field_spec(97.0, min=0, max=100, min_open=True, max_open=True)
     # w of w·minmax(s_sim) + (1−w)·minmax(s_c)
     hybrid_weight: float = field_spec(0.5, min=0, max=1, step=0.05)
-    keyword_variant: Literal["improved", "plain"] = "improved"
-    empty_b_rule: Literal["demote", "fallback"] = "demote"
+    keyword_variant: KeywordVariant = "improved"
+    empty_b_rule: EmptyBRule = "demote"
     # How s_c is read off B (core.causal.ScoreVariant): "paper" = Eq. 4–5 exactly; "centred",
     # "idf", "contrast", "centred_idf" put it on the encoder's own scale (docs/evaluation.md §1).
-    score_variant: Literal["paper", "centred", "idf", "contrast", "centred_idf"] = "paper"
+    score_variant: ScoreVariant = "paper"
     # "gated": the causal column follows the library's calibration gate (app.auto_gate calibrates
     # it in the background after an ingest); the hybrid, labelled "not calibrated yet", until then.
     default_method: Literal["hybrid", "causal", "gated", "baseline"] = "gated"
@@ -232,7 +240,7 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class UISettings:
-    language: Literal["en", "zh"] = "en"
+    language: UILanguage = "en"
     # The question history moved to app.config.UIState (ui_state.toml): it is not a setting.
 
 

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Literal
 
 Lang = Literal["zh", "en", "other"]
-Level = Literal["chunk", "doc"]
+Level = Literal["doc", "chunk"]  # in the order the Settings dialog offers them
 
 
 class Cancelled(Exception):

@@ -54,7 +54,7 @@ from rag_desktop.core.cfrag.types import (
 )
 from rag_desktop.core.generation import GenRequest
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
-from rag_desktop.core.settings import CFRagSettings, Settings, SettingsError
+from rag_desktop.core.settings import CFRagSettings, check_setting, validate_section
 from rag_desktop.core.text import normalize_answer
 from rag_desktop.core.types import CancelToken, Hit, Progress
 
@@ -300,10 +300,10 @@ _STEPS = tuple(step.name for step in PIPELINE)
 
 
 def _check_settings(s: CFRagSettings, seed: int) -> None:
-    """The settings' own validation (one source of truth), plus the run's seed."""
-    Settings(cfrag=s).validate()
-    if seed < 0:
-        raise SettingsError("invalid setting cfrag.seed: must be >= 0")
+    """The settings schema's own validation (core.settings, one source of truth): the section,
+    and the run's seed by the rule of the ``cfrag.seed`` setting."""
+    validate_section(s)
+    check_setting("cfrag", "seed", seed)
 
 
 def iter_cfrag(

@@ -145,7 +145,7 @@ def test_ingest_json_stays_valid_json_with_mupdf_errors_and_shows_progress_on_a_
     from bad_inputs import pdf_with_a_broken_page, pdf_without_xref
 
     from rag_desktop.app.catalog import Catalog
-    from rag_desktop.backends.pdf_reader import REPAIRED_WARNING
+    from rag_desktop.backends.readers.pdf import REPAIRED_WARNING
 
     folder = tmp_path / "docs"
     folder.mkdir()

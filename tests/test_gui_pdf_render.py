@@ -17,7 +17,7 @@ from rag_desktop.backends.pdf_render import (
     region_segments,
     render_page,
 )
-from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.backends.readers.base import UnreadableDocument
 
 
 def words_on_page(path: Path, page: int, word: str) -> int:

@@ -34,7 +34,7 @@ from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_pat
 from rag_desktop.app.ocr import OcrCache, ocr_document
 from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
 from rag_desktop.backends.faiss_index import FaissIndex
-from rag_desktop.backends.pdf_reader import SCANNED_REASON
+from rag_desktop.backends.readers.pdf import SCANNED_REASON
 from rag_desktop.backends.readers import (
     OCR_SUFFIXES,
     UnreadableDocument,

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from rag_desktop.backends.errors import MissingDependency
-from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.backends.readers.base import UnreadableDocument
 from rag_desktop.core.types import OcrLine
 
 RGB = tuple[float, float, float]

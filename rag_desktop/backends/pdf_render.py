@@ -61,7 +61,7 @@ def _pymupdf() -> ModuleType:
 
             return fitz
         except ImportError as exc:
-            raise MissingDependency("pymupdf", "Showing PDF pages", "pymupdf<2") from exc
+            raise MissingDependency("pymupdf", "Showing PDF pages", "pymupdf") from exc
 
 
 def hex_to_rgb(color: str) -> RGB:

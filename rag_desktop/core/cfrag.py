@@ -62,6 +62,7 @@ from rag_desktop.core.cfrag_types import (
     SubsetTrace,
 )
 from rag_desktop.core.citations import CITATION_RE, parse_citations
+from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.generation import GenRequest, GenResult, generate_many
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.qa_metrics import answer_tokens, is_cjk, normalize_answer, token_f1
@@ -1694,7 +1695,7 @@ def run_cfrag(
     * ``lam=0``: Ψ = φ_coh (φ_causal is still computed and shown in the trace).
     """
     if not query.strip():
-        raise ValueError("cfrag: the question is empty")
+        raise UserInputError("cfrag: the question is empty")
     s = settings
     _check_settings(s, seed)
     for model in (embedder, scorer, generator):

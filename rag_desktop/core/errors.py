@@ -24,12 +24,12 @@ class ErrorKind(StrEnum):
     SETTINGS = "settings"  # a setting is not valid
     MISSING_DEPENDENCY = "missing_dependency"  # a Python package is not installed
     MODEL = "model"  # a configured model is missing or unusable
-    PROMPT = "prompt"  # the prompt does not fit the model's context, or its template is broken
+    PROMPT_TOO_LONG = "prompt_too_long"  # the question does not fit the model's context
     LIBRARY = "library"  # the library folder cannot be used (busy, corrupt, not writable)
     EMBEDDER_MISMATCH = "embedder_mismatch"  # the library was built with another embedder
     DOCUMENT = "document"  # one document cannot be read
     ENDPOINT = "endpoint"  # a model server could not be reached or answered badly
-    DATA = "data"  # evaluation or probe data is not in the expected format
+    DATA = "data"  # a data file (evaluation set, probes, a prompt template) is not in the expected format
     DOWNLOAD = "download"  # fetching a model failed (network, checksum)
     INTERNAL = "internal"  # a bug: not the person's to fix
 

@@ -10,9 +10,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rag_desktop.core.errors import ErrorKind, RagError
 
-class SettingsError(ValueError):
+
+class SettingsError(RagError, ValueError):
     """An invalid setting; the message names the key, e.g. ``retrieval.k``."""
+
+    kind = ErrorKind.SETTINGS
 
 
 @dataclass(frozen=True)

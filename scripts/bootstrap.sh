@@ -57,7 +57,7 @@ case "$mode" in
     # pip brings Qt but not the X11 helper libraries its xcb plugin loads: say exactly which
     # are missing and the apt-get command, instead of Qt's "could not load xcb" that names one.
     if [ -z "${QT_QPA_PLATFORM:-}" ] || [ "${QT_QPA_PLATFORM}" = "xcb" ]; then
-      "$venv/bin/python" -m rag_desktop.app.doctor --qt || exit 1
+      "$venv/bin/python" -m rag_desktop.cli.doctor_qt --qt || exit 1
     fi
     exec "$venv/bin/rag-desktop" gui --demo "$@"
     ;;

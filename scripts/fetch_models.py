@@ -10,7 +10,8 @@ Qwen3-4B (Q4_K_M GGUF), BAAI/bge-m3 and BAAI/bge-reranker-v2-m3 come from the Hu
 (or $HF_ENDPOINT / --endpoint, e.g. a mirror) with progress bars, resume of interrupted
 downloads and a checksum check of every file; at the end the script prints the ``[models]``
 settings lines that point the app at them. Exit status: 0 done, 1 download failed (offline,
-checksum mismatch, ...), 130 interrupted. The logic lives in ``rag_desktop/app/fetch.py``.
+checksum mismatch, ...), 130 interrupted. The logic lives in ``rag_desktop/app/fetch.py``, the
+command line in ``rag_desktop/cli/fetch_models.py``.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import sys
 from pathlib import Path
 
 try:
-    from rag_desktop.app.fetch import main
+    from rag_desktop.cli.fetch_models import main
 except ModuleNotFoundError:  # run from a checkout where the package is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from rag_desktop.app.fetch import main
+    from rag_desktop.cli.fetch_models import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -145,7 +145,7 @@ def test_ingest_json_stays_valid_json_with_mupdf_errors_and_shows_progress_on_a_
     from bad_inputs import pdf_with_a_broken_page, pdf_without_xref
 
     from rag_desktop.app.catalog import Catalog
-    from rag_desktop.backends.pdf_reader import REPAIRED_WARNING
+    from rag_desktop.backends.readers.pdf import REPAIRED_WARNING
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -192,7 +192,7 @@ def test_control_characters_in_names_and_titles_cannot_reach_the_terminal(
 
 
 def test_terminal_safe_escapes() -> None:
-    from rag_desktop.app.commands import terminal_safe
+    from rag_desktop.cli.common import terminal_safe
 
     assert terminal_safe("a\x1b[0mb\x07\x9b\x7f\u202e\t\n") == "a\\x1b[0mb\\x07\\x9b\\x7f\\u202e\\t\\n"
     assert terminal_safe("line 1\nline 2", keep_newlines=True) == "line 1\nline 2"
@@ -232,3 +232,60 @@ def test_ctrl_c_inside_a_big_file_says_what_was_kept(
     assert main(["ingest", str(folder), "--library", str(tmp_path / "lib"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [Path(p).name for p in report["added"]] == ["ledger.txt"]
+
+
+def test_a_plain_value_error_from_a_command_is_an_internal_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #11: the CLI treated every ValueError as the user's mistake (one line, exit 2); a
+    ValueError from deep code is a bug: said so, with how to see the traceback."""
+    import rag_desktop.cli.models as models_cli
+
+    def broken(args: object) -> int:
+        raise ValueError("FaissIndex: ids must be >= 0")
+
+    monkeypatch.setattr(models_cli, "cmd_doctor", broken)
+    assert main(["doctor"]) == 1
+    err = capsys.readouterr().err
+    assert "internal error" in err and "ValueError: FaissIndex: ids must be >= 0" in err
+    assert "-v" in err and "Traceback" not in err
+    with pytest.raises(ValueError, match="ids must be"):
+        main(["-v", "doctor"])
+
+
+def test_a_rag_error_is_the_users_one_line_with_its_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag_desktop.cli.models as models_cli
+    from rag_desktop.core.errors import UserInputError
+    from rag_desktop.core.settings import SettingsError
+
+    def refused(args: object) -> int:
+        raise UserInputError("the question is empty", hint="type a question")
+
+    monkeypatch.setattr(models_cli, "cmd_doctor", refused)
+    assert main(["doctor"]) == 2
+    assert capsys.readouterr().err == "rag-desktop: the question is empty\nrag-desktop: type a question\n"
+
+    def bad_setting(args: object) -> int:
+        raise SettingsError("invalid setting retrieval.k: must be >= 1")
+
+    monkeypatch.setattr(models_cli, "cmd_doctor", bad_setting)
+    assert main(["-v", "doctor"]) == 2  # a settings error is not re-raised with -v (as before)
+    assert capsys.readouterr().err == "rag-desktop: invalid setting retrieval.k: must be >= 1\n"
+
+
+def test_python_dash_m_and_the_entry_point_reach_the_cli_package() -> None:
+    import subprocess
+    import sys
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    scripts = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, func = scripts["rag-desktop"].partition(":")
+    import importlib
+
+    assert callable(getattr(importlib.import_module(module), func))
+    out = subprocess.run([sys.executable, "-m", "rag_desktop", "--help"], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "calibrate" in out.stdout and "eval-qa" in out.stdout

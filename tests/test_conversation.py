@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from library_helpers import ingest_texts
 
-from rag_desktop.app.chat import run_chat
 from rag_desktop.app.service import CONVERSATION_FILE, RagService
+from rag_desktop.cli.chat import run_chat
 from rag_desktop.core.conversation import (
     Conversation,
     Turn,

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from rag_desktop.app.doctor import XCB_PACKAGES, apt_packages, main, parse_ldd, qt_platform_check, qt_xcb_plugin
+from rag_desktop.app.doctor import XCB_PACKAGES, apt_packages, parse_ldd, qt_platform_check, qt_xcb_plugin
+from rag_desktop.cli.doctor_qt import main
 
 # ldd's output (abridged, in its real format) on a desktop that lacks the two libraries the issue
 # found missing — Qt's own error named libxcb-cursor0, which was installed.

@@ -10,8 +10,8 @@ The fake hub answers exactly what huggingface_hub 0.36 asks for:
 * ``GET`` of the same URL (``http_get``), honouring ``Range: bytes=N-`` with ``206`` + ``Content-Range``.
 
 It can cut a transfer mid-file (headers promise the whole file, the socket closes after part of it)
-and can lie about a checksum. The unit under test — rag_desktop.app.fetch and the script — runs for
-real, with the real huggingface_hub doing the HTTP.
+and can lie about a checksum. The unit under test — rag_desktop.app.fetch, its command line
+rag_desktop.cli.fetch_models and the script — runs for real, with the real huggingface_hub doing the HTTP.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import pytest
 from rag_desktop.app import fetch
 from rag_desktop.app.config import settings_from_dict
 from rag_desktop.app.fetch import ChecksumError, FetchError, ModelSource
+from rag_desktop.cli import fetch_models as fetch_cli
 
 pytestmark = pytest.mark.integration
 
@@ -339,7 +340,7 @@ def test_full_fetch_of_the_real_table(hub: FakeHub, online: None, tmp_path: Path
                                       capsys: pytest.CaptureFixture[str]) -> None:
     serve_real_table(hub)
     dest = tmp_path / "models"
-    rc = fetch.main(["--dest", str(dest), "--endpoint", hub.url], token=False, cache_dir=tmp_path / "hf-cache",
+    rc = fetch_cli.main(["--dest", str(dest), "--endpoint", hub.url], token=False, cache_dir=tmp_path / "hf-cache",
                     retry_wait=0.0)
     out = capsys.readouterr()
     assert rc == 0, out.err
@@ -376,7 +377,7 @@ def test_full_fetch_of_the_real_table(hub: FakeHub, online: None, tmp_path: Path
 
     # A second run verifies what is there and downloads nothing.
     hub.log.clear()
-    rc = fetch.main(["--dest", str(dest), "--endpoint", hub.url, "--only", "embedder"], token=False,
+    rc = fetch_cli.main(["--dest", str(dest), "--endpoint", hub.url, "--only", "embedder"], token=False,
                     cache_dir=tmp_path / "hf-cache", retry_wait=0.0)
     out = capsys.readouterr()
     assert rc == 0 and "already present, verified" in out.out
@@ -551,7 +552,7 @@ def test_offline_mode_variable_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_list_shows_the_table_without_network(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dest = tmp_path / "models"
     (dest / "bge-m3").mkdir(parents=True)
-    assert fetch.main(["--list", "--dest", str(dest), "--endpoint", f"http://127.0.0.1:{_free_port()}"]) == 0
+    assert fetch_cli.main(["--list", "--dest", str(dest), "--endpoint", f"http://127.0.0.1:{_free_port()}"]) == 0
     out = capsys.readouterr().out
     for s in fetch.SOURCES.values():
         assert s.repo_id in out

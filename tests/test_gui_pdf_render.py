@@ -11,7 +11,7 @@ import pytest
 from test_gui_support import PDF
 
 from rag_desktop.backends.pdf_render import page_count, render_page
-from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.backends.readers.base import UnreadableDocument
 from rag_desktop.core.highlight import Highlight, hex_to_rgb, region_segments
 
 

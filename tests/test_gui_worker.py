@@ -190,3 +190,35 @@ def test_busy_changes_once_per_burst(qtbot: Any) -> None:
     for _ in range(3):
         runner.submit("x", lambda ctx: None)
     qtbot.waitUntil(lambda: seen == [True, False], timeout=5000)
+
+
+def test_describe_error_dispatches_on_the_kind_of_each_rag_error() -> None:
+    """Issue #11: by kind (isinstance of the family), not by class name."""
+    from rag_desktop.app.catalog import CatalogError
+    from rag_desktop.app.library import EmbedderMismatch
+    from rag_desktop.backends.http_client import EndpointError
+    from rag_desktop.backends.readers import UnreadableDocument
+    from rag_desktop.core.errors import ErrorKind, RagError, UserInputError
+    from rag_desktop.core.prompting import PromptTooLong
+
+    cases: list[tuple[BaseException, str, str]] = [
+        (MissingDependency("faiss", "Searching", "faiss-cpu"), "err.missing_dependency", "err.hint.install"),
+        (ModelUnavailable("no model"), "err.model_unavailable", "err.hint.models"),
+        (SettingsError("retrieval.k"), "err.settings", "err.hint.settings"),
+        (EmbedderMismatch("other embedder"), "err.embedder_mismatch", "err.hint.embedder_mismatch"),
+        (CatalogError("busy"), "err.catalog", "err.hint.catalog"),
+        (PromptTooLong("9000 tokens"), "err.prompt_too_long", "err.hint.prompt_too_long"),
+        (UnreadableDocument("a.pdf", "broken"), "err.unreadable", "err.hint.unreadable"),
+        (EndpointError("refused", "http://h:1"), "err.connection", "err.hint.connection"),
+        (UserInputError("empty"), "err.value", "err.hint.value"),
+        (RagError("odd", kind=ErrorKind.DATA), "err.value", "err.hint.value"),
+    ]
+    for exc, msg_key, hint_key in cases:
+        assert describe_error(exc) == (i18n.tr(msg_key, detail=str(exc)), i18n.tr(hint_key)), exc
+
+    class Renamed(CatalogError):  # a class name the old name-matching did not know
+        pass
+
+    assert describe_error(Renamed("busy"))[0] == i18n.tr("err.catalog", detail="busy")
+    internal = RagError("a bug")
+    assert "RagError" in describe_error(internal)[0]  # INTERNAL: worded as unexpected, with the log

@@ -23,8 +23,8 @@ from rag_desktop.app.library import IngestReport
 from rag_desktop.app.ocr import OcrCache
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.errors import MissingDependency
-from rag_desktop.backends.pdf_reader import SCANNED_REASON, read_pdf
 from rag_desktop.backends.rapid_ocr import RapidOcrEngine
+from rag_desktop.backends.readers.pdf import SCANNED_REASON, read_pdf
 from rag_desktop.backends.scan_pages import pages_needing_ocr, recognise_pages
 from rag_desktop.core.ocr_text import (
     char_accuracy,

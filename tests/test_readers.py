@@ -42,7 +42,6 @@ from bad_inputs import (
 )
 from docx.enum.section import WD_SECTION
 
-from rag_desktop.backends.pdf_reader import PASSWORD_REASON, SCANNED_REASON, scanned_pages_warning
 from rag_desktop.backends.readers import (
     LEGACY_DOC_REASON,
     SUPPORTED_SUFFIXES,
@@ -51,7 +50,8 @@ from rag_desktop.backends.readers import (
     is_readable_name,
     read_document,
 )
-from rag_desktop.backends.text_reader import decode_text
+from rag_desktop.backends.readers.pdf import PASSWORD_REASON, SCANNED_REASON, scanned_pages_warning
+from rag_desktop.backends.readers.text import decode_text
 from rag_desktop.core.chunking import chunk_text
 from rag_desktop.core.cleaning import clean_pages
 from rag_desktop.core.lang import detect_lang

@@ -14,8 +14,9 @@ import pytest
 from library_helpers import ingest_texts
 from test_gui_support import ANSWER_TEXT, ScriptedGenerator
 
-from rag_desktop.app.calibration import load_typed_probes, run_calibrate, score_probes
+from rag_desktop.app.calibration import load_typed_probes, score_probes
 from rag_desktop.app.service import RagService
+from rag_desktop.cli.calibrate import calibrate_command
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind
 
@@ -96,7 +97,7 @@ def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, caps
                            encoding="utf-8")
     other = RagService(svc.library.folder, svc.settings)
     args = argparse.Namespace(probes_file=probes_file, auto_label=False, probes=30, json=True)
-    assert run_calibrate(args, other) == 0
+    assert calibrate_command(args, other) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert out["decision"]["decision"] in ("causal", "hybrid", "neither")

@@ -462,3 +462,38 @@ def describe(gate: dict[str, Any] | None) -> str:
 
 def dumps_state(catalog: Catalog) -> str:
     return json.dumps(load_state(catalog) or {}, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class AutoCalibrationReport:
+    """What ``calibrate --auto`` decided: the stored gate record, its probes and how long it took."""
+
+    gate: dict[str, Any] | None
+    probes: tuple[str, ...]
+    seconds: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.gate, "probes": list(self.probes), "seconds": self.seconds}
+
+
+def cancel_auto(svc: Any) -> dict[str, Any]:
+    """Ask a running automatic calibration of this library to stop; returns how far it got."""
+    request_cancel(svc.library.catalog)
+    return progress(svc.library.catalog)
+
+
+def run_auto(svc: Any, n_probes: int | None = None,
+             on_progress: Callable[[Progress], None] | None = None) -> AutoCalibrationReport:
+    """``calibrate --auto`` (also the background process after an ingest); raises Cancelled when
+    ``calibrate --cancel`` asked it to stop (a later run resumes)."""
+    cfg = AutoGateConfig() if n_probes is None else AutoGateConfig(n_probes=n_probes)
+    decision: GateDecision | None = None
+    for ev in run_auto_gate(svc, config=cfg):
+        if isinstance(ev, GateDecision):
+            decision = ev
+        elif on_progress is not None:
+            on_progress(ev)
+    assert decision is not None
+    gate = svc.library.catalog.get_json("gate")
+    state = load_state(svc.library.catalog) or {}
+    return AutoCalibrationReport(gate, tuple(p["question"] for p in state.get("probes", [])), state.get("seconds"))

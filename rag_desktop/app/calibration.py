@@ -18,20 +18,22 @@ and runs the gate; ``score_probes`` (the CLI) is the two composed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
-from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY, GateDecision, calibrate
+from rag_desktop.core.errors import UserInputError
+from rag_desktop.core.gate import GateDecision, calibrate
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Progress
+
+if TYPE_CHECKING:  # annotations only: the service starts auto_gate, which uses this module
+    from rag_desktop.app.service import RagService
 
 _PROBE_PROMPT = {
     "en": "Write one question that a reader could answer using only the passage below. "
@@ -54,7 +56,7 @@ def generate_probes(
     docs = cat.documents()
     chunks = [c for d in docs for c in cat.chunks_of(d.doc_id)]
     if not chunks:
-        raise ValueError("the library is empty: add documents before calibrating")
+        raise UserInputError("the library is empty: add documents before calibrating")
     rng = random.Random(seed)
     picked = rng.sample(chunks, k=min(n, len(chunks)))
     gen = svc.runtime.generator()
@@ -83,7 +85,7 @@ def load_typed_probes(svc: RagService, path: Path) -> list[Probe]:
         row = json.loads(line)
         rel = {by_path[str(Path(p).resolve())] for p in row.get("relevant", []) if str(Path(p).resolve()) in by_path}
         if not rel:
-            raise ValueError(f"{path}:{n}: none of the relevant files is in the library")
+            raise UserInputError(f"{path}:{n}: none of the relevant files is in the library")
         probes.append(Probe(str(row["question"]), frozenset(rel), "typed"))
     return probes
 
@@ -214,7 +216,7 @@ def score_labels(
         rr = tuple(metrics.reciprocal_rank_at_k(list(it.ranking(m)), qrels, TOP) for m in METHODS)
         scores.append(ProbeScore(it.probe.question, frozenset(rel), (rr[0], rr[1], rr[2])))
     if not scores:
-        raise ValueError("no probe has a document marked relevant: tick at least one document for some question")
+        raise UserInputError("no probe has a document marked relevant: tick at least one document for some question")
     decision = calibrate(
         [s.rr[0] for s in scores], [s.rr[1] for s in scores], [s.rr[2] for s in scores], metric="MRR@10", seed=seed
     )
@@ -240,87 +242,37 @@ def store_decision(svc: RagService, decision: GateDecision, labels: str = "typed
         svc.library.catalog.set_json("gate", record)
 
 
-def run_auto(args: argparse.Namespace, svc: RagService) -> int:
-    """``calibrate --auto`` (also the background process after an ingest) and ``--cancel``."""
-    from rag_desktop.app import auto_gate
-    from rag_desktop.core.types import Cancelled
+@dataclass(frozen=True)
+class CalibrationReport:
+    """What ``calibrate`` (typed or passage-written probes) decided; ``decision`` None: no usable probe."""
 
-    try:
-        if args.cancel:
-            auto_gate.request_cancel(svc.library.catalog)
-            print(f"cancel requested: {auto_gate.progress(svc.library.catalog)}")
-            return 0
-        cfg = auto_gate.AutoGateConfig() if args.probes is None else auto_gate.AutoGateConfig(n_probes=args.probes)
-        decision: GateDecision | None = None
-        try:
-            for ev in auto_gate.run_auto_gate(svc, config=cfg):
-                if isinstance(ev, GateDecision):
-                    decision = ev
-                elif sys.stderr.isatty() and not args.json:
-                    sys.stderr.write(f"\r{ev.message} ({ev.current}/{ev.total})   ")
-        except Cancelled:
-            print("rag-desktop calibrate: cancelled; run it again to resume", file=sys.stderr)
-            return 130
-        assert decision is not None
-        gate = svc.library.catalog.get_json("gate")
-        state = auto_gate.load_state(svc.library.catalog) or {}
-    finally:
-        svc.close()
-    if args.json:
-        print(json.dumps({"decision": gate, "probes": [p["question"] for p in state.get("probes", [])],
-                          "seconds": state.get("seconds")}, ensure_ascii=False, indent=2))
+    decision: GateDecision | None
+    probes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": None if self.decision is None else self.decision.to_dict(), "probes": list(self.probes)}
+
+
+def run_calibrate(svc: RagService, *, probes_file: Path | None = None, auto_label: bool = False,
+                  n_probes: int | None = None,
+                  on_progress: Callable[[Progress], None] | None = None) -> CalibrationReport:
+    """Typed probes (``probes_file``) or passage-written ones (``auto_label``), scored and the decision
+    stored in the library. One of the two must be given."""
+    if probes_file is None and not auto_label:
+        raise UserInputError("give --auto-label (the local model writes and labels probes) or "
+                             "--probes-file FILE.jsonl with typed, labelled questions")
+    probes: list[Probe] = []
+    if probes_file is not None:
+        probes = load_typed_probes(svc, probes_file)
     else:
-        print(f"decision: {auto_gate.describe(gate)} in {state.get('seconds')} s")
-    return 0
-
-
-def run_calibrate(args: argparse.Namespace, svc: RagService) -> int:
-    if getattr(args, "auto", False) or getattr(args, "cancel", False):
-        return run_auto(args, svc)
-    try:
-        probes: list[Probe] = []
-        if getattr(args, "probes_file", None):
-            probes = load_typed_probes(svc, args.probes_file)
-        elif args.auto_label:
-            for ev in generate_probes(svc, args.probes or 30, seed=0):
-                if isinstance(ev, Probe):
-                    probes.append(ev)
-                elif sys.stderr.isatty() and not args.json:
-                    sys.stderr.write(f"\r{ev.message} ({ev.current}/{ev.total})   ")
-        else:
-            print(
-                "rag-desktop calibrate: give --auto-label (the local model writes and labels probes) or "
-                "--probes-file FILE.jsonl with typed, labelled questions",
-                file=sys.stderr,
-            )
-            return 2
-        if not probes:
-            print("rag-desktop calibrate: no usable probes", file=sys.stderr)
-            return 1
-        decision = score_probes(svc, probes)
-        store_decision(svc, decision, "passage-written probes, source passage as answer" if args.auto_label and
-                       not getattr(args, "probes_file", None) else "typed")
-    finally:
-        svc.close()
-    if args.json:
-        print(
-            json.dumps(
-                {"decision": decision.to_dict(), "probes": [p.question for p in probes]}, ensure_ascii=False, indent=2
-            )
-        )
-    else:
-        print(
-            f"decision: {decision.decision} (reliability {decision.reliability:.1%} over "
-            f"{decision.n_draws} bootstrap draws, {decision.n_probes} probes)"
-        )
-        print(
-            f"MRR@10 baseline {decision.mean_baseline:.3f}, causal {decision.mean_causal:.3f} "
-            f"(Δ {decision.delta_causal:+.3f}), hybrid {decision.mean_hybrid:.3f} (Δ {decision.delta_hybrid:+.3f})"
-        )
-    if decision.n_probes < MIN_PROBES_FOR_RELIABILITY:
-        print(
-            f"rag-desktop calibrate: only {decision.n_probes} probes were scored; the reliability is not "
-            f"meaningful below {MIN_PROBES_FOR_RELIABILITY} (use --probes N or add questions)",
-            file=sys.stderr,
-        )
-    return 0
+        for ev in generate_probes(svc, n_probes or 30, seed=0):
+            if isinstance(ev, Probe):
+                probes.append(ev)
+            elif on_progress is not None:
+                on_progress(ev)
+    if not probes:
+        return CalibrationReport(None, ())
+    decision = score_probes(svc, probes)
+    store_decision(svc, decision, "typed" if probes_file is not None
+                   else "passage-written probes, source passage as answer")
+    return CalibrationReport(decision, tuple(p.question for p in probes))

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.types import Chunk, ChunkSpan, Document, FileProblem, Keyword, Lang
 
 SCHEMA_VERSION = 1
@@ -102,8 +103,10 @@ CREATE TABLE IF NOT EXISTS translations (
 """
 
 
-class CatalogError(RuntimeError):
+class CatalogError(RagError, RuntimeError):
     """The catalog cannot be used (wrong embedder, newer schema, not writable)."""
+
+    kind = ErrorKind.LIBRARY
 
 
 _RAW_PREFIX = "fsb64:"

@@ -26,6 +26,7 @@ from typing import Any, get_type_hints
 import tomli_w
 from platformdirs import user_config_dir, user_data_dir
 
+from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.settings import SettingInfo, Settings, SettingsError, setting_info
 
 APP_NAME = "rag-desktop"
@@ -136,7 +137,7 @@ def new_library_dir(name: str) -> Path:
     """Where "New library…" puts a library called ``name`` (user data folder / libraries / name)."""
     clean = name.strip()
     if not clean or clean in (".", "..") or any(c in clean for c in '/\\:*?"<>|') or clean != clean.strip("."):
-        raise ValueError(f"{name!r} cannot be a library name: use letters, digits, spaces, - or _")
+        raise UserInputError(f"{name!r} cannot be a library name: use letters, digits, spaces, - or _")
     return data_dir() / "libraries" / clean
 
 
@@ -160,7 +161,7 @@ class LibraryList:
         """The list without ``path`` (its folder is left as it is); the current one cannot be removed."""
         p = _norm(path)
         if p == self.current:
-            raise ValueError("the open library cannot be removed from the list: switch to another one first")
+            raise UserInputError("the open library cannot be removed from the list: switch to another one first")
         return LibraryList(tuple(x for x in self.libraries if x != p), self.current)
 
 

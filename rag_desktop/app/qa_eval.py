@@ -24,12 +24,12 @@ built from templates (no model), so the setting is reproducible.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,8 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress
 
 QA_METHODS = ("standard", "passages", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
+# What ``eval-qa`` runs when no --methods is given (the CLI passes nothing then).
+DEFAULT_QA_METHODS = ("standard", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
 
 _FRAMES = {
     "en": [
@@ -85,28 +87,61 @@ def _settings_for(method: str, base: Settings) -> Settings:
     return base
 
 
-def run_qa_eval(args: argparse.Namespace) -> int:
-    questions = list(read_jsonl(args.data / "questions.jsonl"))
-    if args.limit:
-        questions = questions[: args.limit]
-    docs: Path | None = getattr(args, "docs", None)
+@dataclass(frozen=True)
+class QAEvalOptions:
+    """What ``rag-desktop eval-qa`` was asked for. ``json_out``: the report file, rewritten after
+    every answer so an interrupted run keeps what it measured (a checkpoint, hence written here)."""
+
+    data: Path
+    methods: tuple[str, ...] = DEFAULT_QA_METHODS
+    limit: int | None = None
+    distractors: int = 0
+    docs: Path | None = None
+    generator: str | None = None
+    json_out: Path | None = None
+
+
+@dataclass(frozen=True)
+class AnswerTimed:
+    """One answer done (for a progress line): the method, how many of its answers are done, of how many."""
+
+    method: str
+    done: int
+    total: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class QAEvalReport:
+    """One row per method (and per method and question language): scores and latencies."""
+
+    table: dict[str, dict[str, float]]
+
+
+def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | None = None,
+                on_answer: Callable[[AnswerTimed], None] | None = None) -> QAEvalReport:
+    """Ingest the passage pool (or ``opts.docs``), answer every question with each method, score."""
+    questions = list(read_jsonl(opts.data / "questions.jsonl"))
+    if opts.limit:
+        questions = questions[: opts.limit]
+    docs = opts.docs
     if docs is not None and not docs.is_dir():
         raise DataError(f"--docs {docs}: not a folder of documents")
     corpus = {} if docs is not None else {
-        str(d["_id"]): (str(d.get("title", "")), str(d.get("text", ""))) for d in read_jsonl(args.data / "corpus.jsonl")
+        str(d["_id"]): (str(d.get("title", "")), str(d.get("text", ""))) for d in read_jsonl(opts.data / "corpus.jsonl")
     }
     for q in questions:
         if not q.get("answers"):
             raise DataError(f"question {q.get('_id')} has no answers")
-        if args.distractors:
-            corpus.update(distractor_passages(str(q["_id"]), str(q["question"]), args.distractors))
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        if opts.distractors:
+            corpus.update(distractor_passages(str(q["_id"]), str(q["question"]), opts.distractors))
+    methods = list(opts.methods)
     bad = [m for m in methods if m not in QA_METHODS]
     if bad:
         raise DataError(f"unknown method(s) {bad}; choose from {', '.join(QA_METHODS)}")
     base = load_settings().replace("retrieval", level="chunk")
-    if getattr(args, "generator", None):
-        base = base.replace("models", generator=args.generator)
+    if opts.generator:
+        base = base.replace("models", generator=opts.generator)
     results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"
@@ -117,8 +152,8 @@ def run_qa_eval(args: argparse.Namespace) -> int:
         svc = RagService(Path(tmp) / "library", base)
         try:
             for ev in svc.ingest([files]):
-                if isinstance(ev, Progress) and sys.stderr.isatty():
-                    sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
+                if isinstance(ev, Progress) and on_progress is not None:
+                    on_progress(ev)
             if any(m in ("standard", "passages") for m in methods):
                 svc.runtime.generator()  # load the model before the clock runs: not part of any answer
             # standard and passages differ only in what the model reads: run them question by
@@ -137,19 +172,16 @@ def run_qa_eval(args: argparse.Namespace) -> int:
                 if "source_texts" in extra:
                     extra["citation_precision"] = citation_precision(pred, extra.pop("source_texts"), golds)
                 results[method].append((str(q["_id"]), score_answer(pred, golds), dt, pred, extra))
-                print(f"{method}: {len(results[method])}/{len(questions)} ({dt:.1f}s)", file=sys.stderr, flush=True)
-                if args.json_out:  # after every answer, so an interrupted run keeps what it measured
-                    _write_json(args.json_out, _table(results), results, args.distractors, partial=True)
+                if on_answer is not None:
+                    on_answer(AnswerTimed(method, len(results[method]), len(questions), dt))
+                if opts.json_out:  # after every answer, so an interrupted run keeps what it measured
+                    _write_json(opts.json_out, _table(results), results, opts.distractors, partial=True)
         finally:
             svc.close()
     table = _table(results)
-    keys = list(dict.fromkeys(k for row in table.values() for k in row))
-    print(f"{'method':>16} " + " ".join(f"{k:>18}" for k in keys))
-    for m, row in table.items():
-        print(f"{m:>16} " + " ".join(f"{row.get(k, float('nan')):>18.3f}" for k in keys))
-    if args.json_out:
-        _write_json(args.json_out, table, results, args.distractors, partial=False)
-    return 0
+    if opts.json_out:
+        _write_json(opts.json_out, table, results, opts.distractors, partial=False)
+    return QAEvalReport(table)
 
 
 _Rows = dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]]

@@ -29,6 +29,7 @@ from rag_desktop.core.causal import (
     TermSet,
     rerank,
 )
+from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Tokenizer
 from rag_desktop.core.settings import Settings
@@ -56,7 +57,7 @@ def parse_variant(name: str) -> tuple[Method, Absorption, EmptyBRule | None, Sco
     """``"hybrid@centred"`` → (hybrid, semantic, rule from settings, centred); no ``@``: score from settings."""
     base, _, score = name.partition("@")
     if base not in VARIANTS or (score and score not in SCORE_VARIANTS):
-        raise ValueError(f"unknown re-ranking {name!r}; choose from {', '.join(variant_names())}")
+        raise UserInputError(f"unknown re-ranking {name!r}; choose from {', '.join(variant_names())}")
     method, absorption, rule = VARIANTS[base]
     return method, absorption, rule, (score or None)
 

@@ -36,6 +36,7 @@ from rag_desktop.core.conversation import (
     needs_rewrite,
     parse_rewrite,
 )
+from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
@@ -280,7 +281,7 @@ class RagService:
         m = self.settings.retrieval.default_method
         if override is not None:
             if override not in OVERRIDES:
-                raise ValueError(f"unknown ranking {override!r}; choose from {', '.join(OVERRIDES)}")
+                raise UserInputError(f"unknown ranking {override!r}; choose from {', '.join(OVERRIDES)}")
             return Verdict(override, "override", gate)
         if m != "gated":
             return Verdict(m, "setting", gate)
@@ -298,7 +299,7 @@ class RagService:
         """``ranking`` (baseline, causal, hybrid) overrides the setting and the gate for this question."""
         query = query.strip()
         if not query:
-            raise ValueError("the question is empty")
+            raise UserInputError("the question is empty")
         verdict = self.verdict(ranking)
         from rag_desktop.app import auto_gate
 
@@ -476,7 +477,7 @@ class RagService:
         """
         q = question.strip()
         if not q:
-            raise ValueError("the question is empty")
+            raise UserInputError("the question is empty")
         if not needs_rewrite(conversation):
             return Rewrite(q, q, False)
         limit = self.settings.generation.rewrite_timeout_s if timeout_s is None else timeout_s

@@ -94,9 +94,9 @@ class FolderWatcher:
     def start(self, roots: Sequence[Path]) -> None:
         """Start watching ``roots`` (idempotent; a second call replaces the set)."""
         if self._observer is None:
-            obs_mod: Any = require("watchdog.observers", "Watching library folders", "watchdog==7.1.0")
+            obs_mod: Any = require("watchdog.observers", "Watching library folders", "watchdog")
             if self.poll_s > 0:
-                polling: Any = require("watchdog.observers.polling", "Watching library folders", "watchdog==7.1.0")
+                polling: Any = require("watchdog.observers.polling", "Watching library folders", "watchdog")
                 self._observer = polling.PollingObserver(timeout=self.poll_s)
             else:
                 self._observer = obs_mod.Observer()

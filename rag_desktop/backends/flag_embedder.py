@@ -215,8 +215,8 @@ class FlagEmbedder:
             folder, kind, pooling = self._describe()
             cfg = _read_json(folder / "config.json")
             force_offline()
-            flag: Any = require("FlagEmbedding", "The FlagEmbedding embedder (BGE-M3)", "FlagEmbedding==1.4.2")
-            torch: Any = require("torch", "The FlagEmbedding embedder (BGE-M3)", "torch==2.13.0")
+            flag: Any = require("FlagEmbedding", "The FlagEmbedding embedder (BGE-M3)", "FlagEmbedding")
+            torch: Any = require("torch", "The FlagEmbedding embedder (BGE-M3)", "torch")
             if self._threads:
                 torch.set_num_threads(self._threads)
             limit = int(cfg.get("max_position_embeddings", 514))
@@ -306,9 +306,9 @@ class FlagEmbedder:
 
     def _encode_dense(self, model: Any, items: list[str], instruction: str | None, max_length: int) -> FloatArray:
         """FlagEmbedding's encode_single_device without its out-of-memory probe (see module doc)."""
-        torch: Any = require("torch", "The FlagEmbedding embedder", "torch==2.13.0")
+        torch: Any = require("torch", "The FlagEmbedding embedder", "torch")
         compat: Any = require("FlagEmbedding.utils.tokenizer_compat", "The FlagEmbedding embedder",
-                              "FlagEmbedding==1.4.2")
+                              "FlagEmbedding")
         if instruction is not None:
             items = [model.get_detailed_instruct(model.query_instruction_format, instruction, t) for t in items]
         tok = model.tokenizer

@@ -84,9 +84,9 @@ class FlagCrossEncoder:
                 return
             folder = check_model_folder(self._path, "cross-encoder")
             force_offline()
-            flag: Any = require("FlagEmbedding", "The cross-encoder (bge-reranker-v2-m3)", "FlagEmbedding==1.4.2")
+            flag: Any = require("FlagEmbedding", "The cross-encoder (bge-reranker-v2-m3)", "FlagEmbedding")
             if self._threads:
-                torch: Any = require("torch", "The cross-encoder (bge-reranker-v2-m3)", "torch==2.13.0")
+                torch: Any = require("torch", "The cross-encoder (bge-reranker-v2-m3)", "torch")
                 torch.set_num_threads(self._threads)
             try:
                 model = flag.FlagReranker(
@@ -143,9 +143,9 @@ class FlagCrossEncoder:
 
     def _score_pairs(self, model: Any, query: str, passages: list[str]) -> npt.NDArray[np.float64]:
         """FlagReranker.compute_score_single_gpu without its out-of-memory probe (module doc)."""
-        torch: Any = require("torch", "The cross-encoder (bge-reranker-v2-m3)", "torch==2.13.0")
+        torch: Any = require("torch", "The cross-encoder (bge-reranker-v2-m3)", "torch")
         compat: Any = require("FlagEmbedding.utils.tokenizer_compat", "The cross-encoder (bge-reranker-v2-m3)",
-                              "FlagEmbedding==1.4.2")
+                              "FlagEmbedding")
         tok = model.tokenizer
         max_length = int(model.max_length)
         q_max = int(model.query_max_length) if model.query_max_length is not None else max_length * 3 // 4

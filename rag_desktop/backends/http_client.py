@@ -23,6 +23,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.types import CancelToken
 
 T = TypeVar("T")
@@ -33,11 +34,13 @@ T = TypeVar("T")
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-class EndpointError(RuntimeError):
+class EndpointError(RagError, RuntimeError):
     """A server could not be reached or answered something unusable; the message says what to check.
 
     ``retryable`` is True for failures that may pass if the same request is sent again.
     """
+
+    kind = ErrorKind.ENDPOINT
 
     def __init__(self, message: str, url: str = "", *, status: int | None = None, retryable: bool = False) -> None:
         super().__init__(message)

@@ -73,13 +73,13 @@ class JiebaTokenizer:
             try:
                 import jieba
             except ImportError as exc:
-                raise MissingDependency("jieba", "Chinese keyword extraction", "jieba==0.42.1") from exc
+                raise MissingDependency("jieba", "Chinese keyword extraction", "jieba") from exc
             if self.variant == "improved":
                 try:
                     import snowballstemmer
                 except ImportError as exc:
                     raise MissingDependency(
-                        "snowballstemmer", "English stemming for keywords", "snowballstemmer==3.1.1"
+                        "snowballstemmer", "English stemming for keywords", "snowballstemmer"
                     ) from exc
                 self._stemmer = snowballstemmer.stemmer("english")
             # jieba logs "Building prefix dict..." at INFO on its own logger.
@@ -197,7 +197,7 @@ class JiebaTokenizer:
 def _jieba_dir() -> Path:
     spec = importlib.util.find_spec("jieba")
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependency("jieba", "Chinese keyword extraction", "jieba==0.42.1")
+        raise MissingDependency("jieba", "Chinese keyword extraction", "jieba")
     return Path(next(iter(spec.submodule_search_locations)))
 
 

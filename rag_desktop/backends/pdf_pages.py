@@ -3,7 +3,7 @@
 Ingest keeps only page ranges per chunk; an answer passage inside a chunk that spans pages
 needs the page it is on, and the UI shows the page *label* the PDF defines (a textbook
 chapter printed as pages 87–89 is physical pages 1–3). PyMuPDF is imported lazily, as in
-:mod:`rag_desktop.backends.pdf_reader`, whose page-text extraction this reuses.
+:mod:`rag_desktop.backends.readers.pdf`, whose page-text extraction this reuses.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_desktop.backends.pdf_reader import _open, _page_text, load_pymupdf
+from rag_desktop.backends.readers.pdf import _open, _page_text, load_pymupdf
 
 
 @dataclass(frozen=True)

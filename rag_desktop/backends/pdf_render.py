@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from rag_desktop.backends.errors import MissingDependency
-from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.backends.readers.base import UnreadableDocument
 from rag_desktop.core.highlight import RGB, Highlight, LineMatcher, RenderedPage
 from rag_desktop.core.types import OcrLine
 
@@ -34,7 +34,7 @@ def _pymupdf() -> ModuleType:
 
             return fitz
         except ImportError as exc:
-            raise MissingDependency("pymupdf", "Showing PDF pages", "pymupdf<2") from exc
+            raise MissingDependency("pymupdf", "Showing PDF pages", "pymupdf") from exc
 
 
 def _open(path: Path) -> Any:

@@ -83,7 +83,7 @@ class RapidOcrEngine:
                 return
             with _environment_kept(_CV2_ENV):
                 mod: Any = require("rapidocr_onnxruntime", "OCR of scanned pages and images",
-                                   "rapidocr-onnxruntime==1.4.4")
+                                   "rapidocr-onnxruntime")
                 kwargs: dict[str, Any] = {"text_score": self._min_score}
                 if self._threads:
                     kwargs["intra_op_num_threads"] = self._threads

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.backends.pdf_reader import load_pymupdf
-from rag_desktop.backends.readers import UnreadableDocument, heading_like_line
+from rag_desktop.backends.readers.base import UnreadableDocument, heading_like_line
+from rag_desktop.backends.readers.pdf import load_pymupdf
 from rag_desktop.core.ocr_text import junk_text_reason
 from rag_desktop.core.protocols import OcrEngine
 from rag_desktop.core.types import CancelToken, OcrPage, Page, ParsedDocument

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import load_template
@@ -103,7 +104,7 @@ def needs_rewrite(conversation: Conversation) -> bool:
 def build_rewrite_messages(conversation: Conversation, question: str) -> tuple[ChatMessage, ...]:
     """Messages asking the model for a standalone form of ``question`` (in its language)."""
     if not question.strip():
-        raise ValueError("the follow-up question is empty")
+        raise UserInputError("the follow-up question is empty")
     zh = detect_lang(question) == "zh"
     tpl = load_template("rewrite_zh" if zh else "rewrite_en")
     q_label, a_label = ("问", "答") if zh else ("Q", "A")

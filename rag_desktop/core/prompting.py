@@ -22,6 +22,7 @@ from importlib import resources
 from types import MappingProxyType
 
 from rag_desktop.core import citations
+from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.types import ChatMessage, Citation, Hit, Lang, Locator
 
 # --------------------------------------------------------------------------- templates
@@ -35,12 +36,16 @@ _TRANSLATE_FIELDS = {"system": ("source_language",), "user": ("text", "source_la
 _REWRITE_FIELDS: dict[str, tuple[str, ...]] = {"user": ("history", "question")}
 
 
-class TemplateError(ValueError):
+class TemplateError(RagError, ValueError):
     """A prompt template file is missing a section or uses an unknown placeholder."""
 
+    kind = ErrorKind.DATA
 
-class PromptTooLong(ValueError):
+
+class PromptTooLong(RagError, ValueError):
     """The instruction and question alone do not fit in n_ctx minus the answer reserve."""
+
+    kind = ErrorKind.PROMPT_TOO_LONG
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,17 @@ from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 # The choices of a setting are the Literal of the module that owns the idea (one declaration;
 # the dialog lists them in that order).
 from rag_desktop.core.causal import EmptyBRule, ScoreVariant
+from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.keywords import KeywordVariant
 from rag_desktop.core.types import Level
 
 UILanguage = Literal["en", "zh"]  # the languages the UI is translated into (ui/i18n.py)
 
 
-class SettingsError(ValueError):
+class SettingsError(RagError, ValueError):
     """An invalid setting; the message names the key, e.g. ``retrieval.k``."""
+
+    kind = ErrorKind.SETTINGS
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
+from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.types import Cancelled, CancelToken, GenEvent, GenEventKind, Progress
 from rag_desktop.ui.i18n import tr
 
@@ -55,33 +56,38 @@ def _log_path_hint() -> str:
     return str(log_file())
 
 
+# The message and hint keys (ui/i18n.py) of each kind of RagError. A kind not listed here
+# (download, internal) is worded by its builtin base below, as any other exception.
+_KIND_KEYS: dict[ErrorKind, tuple[str, str]] = {
+    ErrorKind.MISSING_DEPENDENCY: ("err.missing_dependency", "err.hint.install"),
+    ErrorKind.MODEL: ("err.model_unavailable", "err.hint.models"),
+    ErrorKind.SETTINGS: ("err.settings", "err.hint.settings"),
+    ErrorKind.EMBEDDER_MISMATCH: ("err.embedder_mismatch", "err.hint.embedder_mismatch"),
+    ErrorKind.LIBRARY: ("err.catalog", "err.hint.catalog"),
+    ErrorKind.PROMPT_TOO_LONG: ("err.prompt_too_long", "err.hint.prompt_too_long"),
+    ErrorKind.DOCUMENT: ("err.unreadable", "err.hint.unreadable"),
+    ErrorKind.ENDPOINT: ("err.connection", "err.hint.connection"),
+    ErrorKind.USER_INPUT: ("err.value", "err.hint.value"),
+    ErrorKind.DATA: ("err.value", "err.hint.value"),
+}
+
+
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """(message, what to do next) for an exception, in the current UI language.
 
     Lower layers already word their messages for a person (they name the file or the
     key and the reason), so the message keeps ``str(exc)`` and adds the kind of problem;
-    the hint is the next step. Imports are local so this module stays importable even
-    when a backend is broken.
+    the hint is the next step. A :class:`RagError` is dispatched on its ``kind`` (never on
+    its class name); other exceptions on their builtin type.
     """
-    from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
-    from rag_desktop.core.settings import SettingsError
-
     text = str(exc).strip() or type(exc).__name__
-    name = type(exc).__name__
-    if isinstance(exc, MissingDependency):
-        return tr("err.missing_dependency", detail=text), tr("err.hint.install")
-    if isinstance(exc, ModelUnavailable):
-        return tr("err.model_unavailable", detail=text), tr("err.hint.models")
-    if isinstance(exc, SettingsError):
-        return tr("err.settings", detail=text), tr("err.hint.settings")
-    if name == "EmbedderMismatch":  # app.library; matched by name: ui must not depend on its import order
-        return tr("err.embedder_mismatch", detail=text), tr("err.hint.embedder_mismatch")
-    if name == "CatalogError":
-        return tr("err.catalog", detail=text), tr("err.hint.catalog")
-    if name == "PromptTooLong":
-        return tr("err.prompt_too_long", detail=text), tr("err.hint.prompt_too_long")
-    if name == "UnreadableDocument":
-        return tr("err.unreadable", detail=text), tr("err.hint.unreadable")
+    if isinstance(exc, RagError) and exc.kind in _KIND_KEYS:
+        message_key, hint_key = _KIND_KEYS[exc.kind]
+        return tr(message_key, detail=text), tr(hint_key)
+    return _describe_builtin(exc, text)
+
+
+def _describe_builtin(exc: BaseException, text: str) -> tuple[str, str]:
     if isinstance(exc, MemoryError):
         return tr("err.memory"), tr("err.hint.memory")
     if isinstance(exc, ConnectionError | TimeoutError):
@@ -96,7 +102,7 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
         return tr("err.os", detail=text), tr("err.hint.os")
     if isinstance(exc, ValueError):
         return tr("err.value", detail=text), tr("err.hint.value")
-    return tr("err.unexpected", kind=name, detail=text), tr("err.hint.unexpected", log=_log_path_hint())
+    return tr("err.unexpected", kind=type(exc).__name__, detail=text), tr("err.hint.unexpected", log=_log_path_hint())
 
 
 class TaskContext:

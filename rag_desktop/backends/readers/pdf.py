@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from rag_desktop.backends.errors import MissingDependency
-from rag_desktop.backends.readers import UnreadableDocument, heading_like_line
+from rag_desktop.backends.readers.base import UnreadableDocument, heading_like_line
 from rag_desktop.core.types import CancelToken, Page, ParsedDocument
 
 SCANNED_REASON = "no text layer — scanned PDF? OCR it first"

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from rag_desktop.backends.errors import MissingDependency
-from rag_desktop.backends.readers import UnreadableDocument, heading_like_line
+from rag_desktop.backends.readers.base import UnreadableDocument, heading_like_line
 from rag_desktop.core.types import CancelToken, Page, ParsedDocument
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

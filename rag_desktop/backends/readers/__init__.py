@@ -6,23 +6,25 @@ words a person can act on ("report.pdf: the PDF is password-protected — ...").
 problems (missing file, folder named like a file, permission denied, pipes) are checked here
 once; format-level problems are checked by the readers.
 
-The readers themselves (``pdf_reader``, ``docx_reader``, ``text_reader``) are imported when
-first needed: they import :class:`UnreadableDocument` from this module, and the PDF/Word
-libraries they wrap are heavy.
+The readers themselves (``readers.pdf``, ``readers.docx``, ``readers.text``) are imported when
+first needed (the PDF/Word libraries they wrap are heavy); they import what they share
+(:class:`UnreadableDocument`, the title guess) from ``readers.base``, never from here.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
-from rag_desktop.core.cleaning import is_page_number_line, is_toc_entry
+from rag_desktop.backends.readers.base import Reader, UnreadableDocument, display_name, heading_like_line
 from rag_desktop.core.types import CancelToken, ParsedDocument
 
-Reader = Callable[[Path, CancelToken | None], ParsedDocument]
+__all__ = [
+    "LEGACY_DOC_REASON", "OCR_SUFFIXES", "REJECTED_SUFFIXES", "SUPPORTED_SUFFIXES", "Reader", "UnreadableDocument",
+    "display_name", "heading_like_line", "is_readable_name", "read_document",
+]
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset({".pdf", ".docx", ".txt", ".md", ".markdown",
                                                  ".png", ".jpg", ".jpeg", ".tif", ".tiff"})
@@ -33,72 +35,6 @@ LEGACY_DOC_REASON = "legacy Word .doc is not supported — save it as .docx"
 # Files a folder scan should still hand to read_document, so the person hears why they are
 # skipped instead of the file silently missing from the library.
 REJECTED_SUFFIXES: Mapping[str, str] = {".doc": LEGACY_DOC_REASON}
-
-
-def display_name(path: Path | str) -> str:
-    """The file name as printable text: bytes that are not UTF-8 become U+FFFD.
-
-    Paths from ``os.fsdecode`` keep undecodable bytes as lone surrogates, which cannot be
-    encoded again (Qt labels and log files would fail on them).
-    """
-    name = Path(path).name or str(path)
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-class UnreadableDocument(Exception):
-    """A document that cannot be read; ``str()`` is ``"<file name>: <reason>"``."""
-
-    def __init__(self, path: Path | str, reason: str) -> None:
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"{display_name(self.path)}: {reason}")
-
-    def __reduce__(self) -> tuple[type[UnreadableDocument], tuple[Path, str]]:
-        # Keeps the exception picklable (worker processes), which a custom __init__ breaks.
-        return (type(self), (self.path, self.reason))
-
-
-# --------------------------------------------------------------------------- titles
-
-_MAX_TITLE_CHARS = 120
-_TITLE_SCAN_CHARS = 4000
-_TITLE_SCAN_LINES = 3
-_MARKDOWN_HEADING_RE = re.compile(r"#{1,6}\s+")
-_NOT_A_TITLE_END = tuple(",;:，；：、.。")
-_URL_START = ("http://", "https://", "www.", "ftp://")
-
-
-def _title_candidate(line: str) -> str | None:
-    line = " ".join(line.split())
-    line = _MARKDOWN_HEADING_RE.sub("", line, count=1).strip("# ").strip()
-    if not 2 <= len(line) <= _MAX_TITLE_CHARS:
-        return None
-    if not any(ch.isalpha() for ch in line) or line.endswith(_NOT_A_TITLE_END):
-        return None
-    if line.lower().startswith(_URL_START) or is_page_number_line(line, edge=True) or is_toc_entry(line):
-        return None
-    return line
-
-
-def heading_like_line(text: str) -> str | None:
-    """A title guess: the first heading-like line among the first few non-blank lines.
-
-    Heading-like: 2–120 characters, contains a letter, does not end like a sentence or clause
-    (``.,;:。，；：、``), is not a URL, page number or TOC entry. Only the first three
-    non-blank lines are looked at (a title comes first; a short line deeper in the body is
-    more likely a caption), and only the first 4,000 characters are split into lines.
-    """
-    seen = 0
-    for raw in text[:_TITLE_SCAN_CHARS].splitlines():
-        if not raw.strip():
-            continue
-        candidate = _title_candidate(raw)
-        if candidate is not None:
-            return candidate
-        seen += 1
-        if seen >= _TITLE_SCAN_LINES:
-            break
-    return None
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -128,9 +64,9 @@ def _check_file(path: Path) -> None:
 
 
 def _reader_for(suffix: str, ocr_text: Mapping[int, str] | None = None) -> Reader:
-    # Imported here, not at the top: each reader imports UnreadableDocument from this module.
+    # Imported here, not at the top: the PDF/Word libraries the readers wrap are heavy.
     if suffix == ".pdf":
-        from rag_desktop.backends.pdf_reader import read_pdf
+        from rag_desktop.backends.readers.pdf import read_pdf
 
         return lambda p, c: read_pdf(p, c, ocr_text=ocr_text)
     if suffix in OCR_SUFFIXES:
@@ -138,10 +74,10 @@ def _reader_for(suffix: str, ocr_text: Mapping[int, str] | None = None) -> Reade
 
         return lambda p, c: read_image(p, c, ocr_text)
     if suffix == ".docx":
-        from rag_desktop.backends.docx_reader import read_docx
+        from rag_desktop.backends.readers.docx import read_docx
 
         return read_docx
-    from rag_desktop.backends.text_reader import read_text
+    from rag_desktop.backends.readers.text import read_text
 
     return read_text
 

@@ -22,7 +22,7 @@ import codecs
 from pathlib import Path
 from typing import Literal
 
-from rag_desktop.backends.readers import UnreadableDocument, heading_like_line
+from rag_desktop.backends.readers.base import UnreadableDocument, heading_like_line
 from rag_desktop.core.types import CancelToken, Page, ParsedDocument
 
 _BOMS: tuple[tuple[bytes, str], ...] = (

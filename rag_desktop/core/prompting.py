@@ -72,14 +72,7 @@ class PromptTemplate:
         return tuple(out)
 
     def render(self, section: str, **values: object) -> str:
-        text: str = getattr(self, section)
-        try:
-            return string.Template(text).substitute({k: str(v) for k, v in values.items()})
-        except (KeyError, ValueError) as exc:
-            raise TemplateError(
-                f"prompt template {self.name}: section [{section}] uses an unknown or malformed "
-                f"placeholder ({exc}); allowed: {', '.join(sorted(values))}"
-            ) from exc
+        return _substitute(self.name, section, getattr(self, section), values)
 
 
 def parse_template(name: str, text: str) -> PromptTemplate:
@@ -157,12 +150,16 @@ def load_sections(name: str, required: tuple[str, ...] = ()) -> Mapping[str, str
 
 def render_section(name: str, section: str, **values: object) -> str:
     """Section ``section`` of ``prompts/<name>.txt`` with its ``$placeholders`` filled in."""
-    text = load_sections(name, (section,))[section]
+    return _substitute(f"{name}.txt", section, load_sections(name, (section,))[section], values)
+
+
+def _substitute(name: str, section: str, text: str, values: Mapping[str, object]) -> str:
+    """``text`` with its ``$placeholders`` filled in; a TemplateError names the template and section."""
     try:
         return string.Template(text).substitute({k: str(v) for k, v in values.items()})
     except (KeyError, ValueError) as exc:
         raise TemplateError(
-            f"prompt template {name}.txt: section [{section}] uses an unknown or malformed "
+            f"prompt template {name}: section [{section}] uses an unknown or malformed "
             f"placeholder ({exc}); allowed: {', '.join(sorted(values))}"
         ) from exc
 

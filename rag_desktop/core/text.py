@@ -170,19 +170,26 @@ def normalize_answer(text: str) -> str:
     return "".join(out)
 
 
+def split_cjk(word: str) -> list[str]:
+    """``word`` with each CJK character on its own and the runs between them kept whole
+    ("第55条" → ["第", "55", "条"]): Chinese has no spaces, so a character is a token."""
+    if not has_cjk(word):
+        return [word]
+    tokens: list[str] = []
+    buf = ""
+    for ch in word:
+        if is_cjk(ch):
+            if buf:
+                tokens.append(buf)
+                buf = ""
+            tokens.append(ch)
+        else:
+            buf += ch
+    if buf:
+        tokens.append(buf)
+    return tokens
+
+
 def answer_tokens(text: str) -> list[str]:
     """Tokens of the *normalised* answer: whitespace words, each CJK character alone."""
-    tokens: list[str] = []
-    for word in normalize_answer(text).split():
-        buf = ""
-        for ch in word:
-            if is_cjk(ch):
-                if buf:
-                    tokens.append(buf)
-                    buf = ""
-                tokens.append(ch)
-            else:
-                buf += ch
-        if buf:
-            tokens.append(buf)
-    return tokens
+    return [t for word in normalize_answer(text).split() for t in split_cjk(word)]

@@ -17,7 +17,7 @@ from rag_desktop.core.cfrag.common import FloatMatrix, IntArray, _hit_key, cosin
 from rag_desktop.core.cfrag.tuning import DEFAULT_TUNING, CFTuning
 from rag_desktop.core.cfrag.types import EvidenceStatus
 from rag_desktop.core.protocols import CrossEncoder
-from rag_desktop.core.text import has_cjk, is_cjk
+from rag_desktop.core.text import split_cjk
 from rag_desktop.core.types import Hit
 
 
@@ -117,23 +117,7 @@ _TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _text_tokens(text: str) -> list[str]:
-    toks: list[str] = []
-    for word in _TOKEN_RE.findall(text.lower()):
-        if has_cjk(word):
-            buf = ""
-            for ch in word:
-                if is_cjk(ch):
-                    if buf:
-                        toks.append(buf)
-                        buf = ""
-                    toks.append(ch)
-                else:
-                    buf += ch
-            if buf:
-                toks.append(buf)
-        else:
-            toks.append(word)
-    return toks
+    return [t for word in _TOKEN_RE.findall(text.lower()) for t in split_cjk(word)]
 
 
 def quality_score(text: str, ref_chars: int = DEFAULT_TUNING.quality_ref_chars) -> float:

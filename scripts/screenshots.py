@@ -36,6 +36,16 @@ EN_Q = "Why do people fail the Wason selection task?"
 ZH_Q = "数据出境安全评估需要准备哪些材料？"
 
 
+class _RunUnpickler(pickle.Unpickler):
+    """Reads a run cache written before CF-RAG became the package core/cfrag/ (issue 11): its
+    types moved from core.cfrag_types to core.cfrag.types, unchanged."""
+
+    def find_class(self, module: str, name: str) -> object:
+        if module == "rag_desktop.core.cfrag_types":
+            module = "rag_desktop.core.cfrag.types"
+        return super().find_class(module, name)
+
+
 def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
     from PySide6.QtWidgets import QApplication
 
@@ -209,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         if cached:
             # the answers and CF-RAG result of an earlier real run of this script, shown again
             with args.run_cache.open("rb") as fh:
-                run = pickle.load(fh)  # a file this script wrote itself
+                run = _RunUnpickler(fh).load()  # a file this script wrote itself
             ask(run["question"])
             st = win.state
             assert st is not None and st.comparison is not None

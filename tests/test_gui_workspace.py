@@ -370,6 +370,16 @@ def test_causal_off_reason_is_typed_and_worded_in_the_ui(qtbot: Any, env: Any) -
     sub = win.columns["causal"].subtitle.text()
     assert "校准门控" in sub and "MRR@10" in sub and "-0.050" in sub and "90%" in sub
     assert "switched off" not in sub
+    # With the verdict in the heading (issue 13) the subtitle does not say it again (at 1280×800 the
+    # repeat pushed the rows of every column down, issue 17); its numbers move to the heading's tooltip.
+    from rag_desktop.app.service import Verdict
+
+    svc.comparison = dataclasses.replace(svc.comparison, verdict=Verdict("baseline", "gate", {
+        "decision": "neither", "n_probes": 12, "reliability": 0.9}).to_json())
+    ask(qtbot, win)
+    col = win.columns["causal"]
+    assert "MRR@10" not in col.subtitle.text() and "MRR@10" in col.header.toolTip()
+    i18n.set_language("en")
 
 
 def test_settings_explain_symbols_and_hide_server_fields(qtbot: Any, env: Any) -> None:

@@ -593,7 +593,12 @@ class ResultColumn(QWidget):
             # heightForWidth is -1 for an empty label
             return max(0, label.heightForWidth(w) if label.wordWrap() else label.sizeHint().height())
 
-        return need(self.header), (need(self.subtitle) if not self.subtitle.isHidden() else 0)
+        # a shown subtitle also takes the layout's spacing above it
+        return need(self.header), (need(self.subtitle) + self._spacing() if not self.subtitle.isHidden() else 0)
+
+    def _spacing(self) -> int:
+        lay = self.layout()
+        return max(0, lay.spacing()) if lay is not None else 0
 
     # -------------------------------------------------------------- selection sync
     def highlight_doc(self, doc_id: int | None, select: bool = True) -> None:
@@ -644,23 +649,23 @@ class ResultColumn(QWidget):
 
 
 def align_headings(columns: Sequence[ResultColumn]) -> None:
-    """Give every column's heading the height of the tallest heading, and every subtitle that
-    of the tallest subtitle, so the columns' first rows start at one height (before, the causal
-    column's verdict line pushed its rows below the others').
+    """Give every column's heading block (title, verdict, subtitle) the height of the tallest,
+    so the columns' first rows start at one height (before, the causal column's verdict line
+    pushed its rows below the others'). Each subtitle stays right under its own heading; the
+    space a shorter block leaves goes under its subtitle, so no heading floats in a gap.
 
     A column without a subtitle (the folded CF-RAG strip, a column still waiting) keeps the
     space empty, so its message starts where the others' rows do."""
     shown = [c for c in columns if not c.isHidden()]
-    if len(shown) < 2 or any(getattr(c, "_aligning", False) for c in shown):
+    if len(shown) < 2 or any(c._aligning for c in shown):
         return
     heights = [c.heading_heights() for c in shown]
-    head = max(h for h, _ in heights)
-    sub = max(s for _, s in heights)
-    for c in shown:
+    total = max(h + s for h, s in heights)
+    for c, (h, _s) in zip(shown, heights, strict=True):
         c._aligning = True
         try:
-            c.header.setMinimumHeight(head)
-            c.subtitle.setMinimumHeight(sub)
-            c.subtitle.setVisible(sub > 0)
+            room = total - h - c._spacing()  # what is left for the subtitle under this heading
+            c.subtitle.setMinimumHeight(max(0, room))
+            c.subtitle.setVisible(room > 0)
         finally:
             c._aligning = False

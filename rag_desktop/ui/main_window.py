@@ -646,11 +646,13 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                   source=tau_source_text(c.tau_source, self.settings.retrieval.tau_percentile),
                   a=fmt(d.a_share, 2), empty=d.n_empty_b)]
         off = getattr(c, "causal_off", None)
-        if off is not None:
-            sub.append(causal_off_text(off))
+        why_off = causal_off_text(off) if off is not None else ""
+        if why_off and not c.verdict:  # with a verdict the heading says it; its numbers are the tooltip
+            sub.append(why_off)
         sub += ["⚠ " + w for w in (*d.warnings, *c.causal.warnings)]
         self.columns["causal"].set_rows(rows, "\n".join(sub))
         self.columns["causal"].set_verdict(c.verdict)
+        self.columns["causal"].header.setToolTip(why_off if c.verdict else "")
         self.chart.set_data(base, c.causal, tr("chart.causal"))
         ce = c.cross_encoder
         self.stacks["cross_encoder"].setVisible(ce is not None)

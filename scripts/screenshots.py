@@ -243,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
                 win.tabs.setCurrentIndex(0)
                 select_first_kept()
                 shot(win, f"compare_answers_{lang}_{tag}.png")
+                if (w, h) == sizes[0]:  # the answer's Sources table open (n, document, what was given)
+                    pane = win.answers["causal"]
+                    pane.sources_btn.setChecked(True)
+                    shot(win, f"sources_{lang}_{tag}.png")
+                    pane.sources_btn.setChecked(False)
                 win.tabs.setCurrentWidget(win.trace_view)
                 shot(win, f"cfrag_trace_{lang}_{tag}.png")
         win.tabs.setCurrentIndex(0)

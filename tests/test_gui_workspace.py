@@ -346,6 +346,17 @@ def test_one_citation_is_singular(qtbot: Any, env: Any) -> None:
     assert pane.sources.item(0, 0).text() == "[1]" and hh.sectionSize(0) >= pane.sources.fontMetrics() \
         .horizontalAdvance("[1]")
     assert hh.sectionSize(1) >= 100  # the document column is never squeezed empty
+    # A long passage wraps into a tall row: n and Document sit at its top (centred, they fell below
+    # the visible part of the row and looked empty) and the row is capped (the tooltip has it all).
+    from PySide6.QtCore import Qt
+
+    from rag_desktop.ui.answer_pane import SOURCE_ROW_LINES
+
+    long_hit = dataclasses.replace(h, text="A long passage about the Wason selection task. " * 40)
+    pane.set_answer(Answer("Text [1].", (Citation(1, True, h.doc_id, h.unit_id, h.title, h.path, 1),), (long_hit,)))
+    for j in range(4):
+        assert pane.sources.item(0, j).textAlignment() & Qt.AlignmentFlag.AlignTop
+    assert pane.sources.rowHeight(0) <= SOURCE_ROW_LINES * pane.sources.fontMetrics().lineSpacing() + 8
 
 
 def test_causal_off_reason_is_typed_and_worded_in_the_ui(qtbot: Any, env: Any) -> None:

@@ -49,6 +49,9 @@ def progress_text(p: Progress) -> str:
     return tr("answer.preparing", msg=p.message or p.stage, cur=p.current, total=p.total)
 
 
+SOURCE_ROW_LINES = 4  # a source row shows this many lines of its passage; the tooltip has all
+
+
 class AnswerPane(QWidget):
     citation_clicked = Signal(object)  # Citation (valid ones only)
 
@@ -270,8 +273,14 @@ class AnswerPane(QWidget):
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)  # plain text item: never interpreted as HTML
                 item.setToolTip(plain_tooltip(text if j < 2 else (given if j == 2 else original)[:1500]))
+                # At the top: a passage wraps into a tall row, and centred n / Document cells then
+                # sat below the visible part of the row and looked empty (issue 17).
+                item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
                 self.sources.setItem(i, j, item)
         self.sources.resizeRowsToContents()
+        cap = SOURCE_ROW_LINES * self.sources.fontMetrics().lineSpacing() + 8  # the rest is in the tooltip
+        for i in range(len(srcs)):
+            self.sources.setRowHeight(i, min(self.sources.rowHeight(i), cap))
 
     def _toggle_sources(self, on: bool) -> None:
         self.sources.setVisible(on)

@@ -114,3 +114,24 @@ def test_tr_formats_switches_and_survives_bad_input() -> None:
     assert tr("lib.pages") == "{n} pages"  # a missing value leaves the template, never crashes
     with pytest.raises(ValueError, match=r"ui\.language"):
         i18n.set_language("fr")
+
+
+def test_qt_own_buttons_follow_the_ui_language(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The Settings dialog's OK / Cancel said "OK" and "Cancel" in the Chinese UI (issue 17)."""
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from rag_desktop.ui.qt_translations import apply_qt_language
+
+    try:
+        assert apply_qt_language("zh")
+        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        qtbot.addWidget(box)
+        ok = box.button(QDialogButtonBox.StandardButton.Ok).text()
+        cancel = box.button(QDialogButtonBox.StandardButton.Cancel).text()
+        assert "确定" in ok
+        assert "取消" in cancel
+    finally:
+        assert not apply_qt_language("en")
+    box2 = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+    qtbot.addWidget(box2)
+    assert "Cancel" in box2.button(QDialogButtonBox.StandardButton.Cancel).text()

@@ -70,6 +70,7 @@ from rag_desktop.ui.present import (
     tau_source_text,
     variant_text,
 )
+from rag_desktop.ui.qt_translations import apply_qt_language
 from rag_desktop.ui.rank_chart import RankChart
 from rag_desktop.ui.trace_view import TraceView
 from rag_desktop.ui.viewer import ViewerDialog
@@ -438,6 +439,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.viewer.hide()
 
     def retranslate(self) -> None:
+        apply_qt_language(i18n.language())  # Qt's own buttons (OK, Cancel, Yes, No) follow the UI
         self.retranslate_title()
         self.conversation_panel.retranslate()
         self.conversation_dock.setWindowTitle(tr("conv.title"))

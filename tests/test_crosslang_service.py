@@ -199,3 +199,21 @@ def test_a_single_language_library_is_never_translated(tmp_path: Path) -> None:
             h.unit_id for h in one.retriever().context("Why do people fail the Wason selection task?").baseline.hits]
     finally:
         one.close()
+
+
+def test_eval_fuses_each_method_and_reports_the_translations(svc: RagService, gen: Translator) -> None:
+    from rag_desktop.app.evaluation import BeirData, evaluate_rankings, rank_all
+    from rag_desktop.cli.parser import build_parser
+
+    docs = svc.library.catalog.documents()
+    mapping = {str(Path(d.path).resolve()): Path(d.path).stem for d in docs}
+    data = BeirData({Path(d.path).stem: (d.title, "") for d in docs}, {"x1": QUESTION_ZH},
+                    {"x1": {"wason_en": 2.0}}, {})
+    translations: dict[str, dict[str, object]] = {}
+    runs, _ = rank_all(svc, data, ["baseline", "hybrid"], 20, "chunk", mapping, translations)
+    assert translations["x1"]["status"] == "fused" and translations["x1"]["translated"]
+    assert runs["baseline"]["x1"][0] == "wason_en"
+    table, _ = evaluate_rankings(runs, data, 20)
+    assert table["baseline"]["MRR@10"] == 1.0
+    args = build_parser().parse_args(["eval", "--data", "d", "--cross-language", "off"])
+    assert args.cross_language == "off"

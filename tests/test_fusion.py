@@ -127,3 +127,16 @@ def test_clean_translation_takes_one_line_without_source_terms() -> None:
     assert clean_translation("Translation: \"Why (the cards)?\"", "zh", "en") == "Why (the cards)?"
     assert clean_translation("   ", "zh", "en") == ""
     assert clean_translation("仍然是中文的回答", "zh", "en") == ""  # not in the target language: unusable
+
+
+@pytest.mark.parametrize(("source", "target", "question"), [("zh", "en", "ColBERT 的后期交互是如何给段落打分的？"),
+                                                             ("en", "zh", "How long is the conclusion valid?")])
+def test_question_translation_prompt_is_short_and_names_the_languages(source: str, target: str,
+                                                                      question: str) -> None:
+    from rag_desktop.core import prompting
+
+    msgs = prompting.build_question_translation_messages(question, source, target)  # type: ignore[arg-type]
+    assert [m.role for m in msgs] == ["system", "user"] and msgs[-1].content == question
+    assert ("Chinese" if source == "zh" else "英文") in msgs[0].content
+    with pytest.raises(ValueError):
+        prompting.build_question_translation_messages(question, target, target)  # type: ignore[arg-type]

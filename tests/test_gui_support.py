@@ -8,7 +8,6 @@ things they talk to.
 from __future__ import annotations
 
 import dataclasses
-
 import re
 import threading
 import time

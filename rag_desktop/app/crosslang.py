@@ -128,7 +128,7 @@ def translate_question(
     parts: list[str] = []
     try:
         gen = generator()
-        msgs = prompting.build_translation_messages(question, source, target)
+        msgs = prompting.build_question_translation_messages(question, source, target)
         for ev in gen.stream(msgs, max_tokens=QUESTION_MAX_TOKENS, temperature=0.0, seed=seed, cancel=deadline):
             if cancel is not None:
                 cancel.raise_if_set()

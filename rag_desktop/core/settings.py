@@ -187,7 +187,7 @@ class RetrievalSettings:
     # both phrasings (reciprocal rank fusion, core.fusion). A translation slower than the limit is
     # dropped and the question is ranked as typed, with a note.
     cross_language: bool = True
-    cross_language_timeout_s: float = field_spec(20.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
+    cross_language_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 
 
 @dataclass(frozen=True)

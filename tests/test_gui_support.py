@@ -7,6 +7,7 @@ things they talk to.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -307,6 +308,8 @@ class FakeService:
         self.updated: list[Settings] = []
         self.gate: threading.Event | None = None
         self.compare_error: BaseException | None = None
+        # a CrossLanguage (app.crosslang) for the canned comparison: the question's other-language search
+        self.cross_language: Any = None
         self.closed = False
         self.opened: list[FakeService] = []
         self.conversation = Conversation()
@@ -383,7 +386,8 @@ class FakeService:
         self.last_ranking = ranking
         if self.compare_error is not None:
             raise self.compare_error
-        return make_comparison(query)
+        comp = make_comparison(query)
+        return comp if self.cross_language is None else dataclasses.replace(comp, cross_language=self.cross_language)
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[Any]:

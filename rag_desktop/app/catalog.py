@@ -321,6 +321,10 @@ class Catalog:
         ).fetchone()
         return None if r is None else Document(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
 
+    def language_counts(self) -> dict[str, int]:
+        """Documents per detected language ("zh", "en", "other"): one grouped count, no rows read."""
+        return {str(lang): int(n) for lang, n in self.db.execute("SELECT lang, COUNT(*) FROM documents GROUP BY lang")}
+
     def count(self, table: str) -> int:
         assert table in ("documents", "chunks", "term_vectors", "problems")
         return int(self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])

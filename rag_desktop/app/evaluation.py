@@ -13,15 +13,17 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rag_desktop.app.config import load_settings
+from rag_desktop.app.crosslang import CrossStatus
 from rag_desktop.app.retrieval import variant_names
 from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
 from rag_desktop.core.errors import ErrorKind, RagError
+from rag_desktop.core.fusion import fuse
 from rag_desktop.core.gate import GateDecision, calibrate
 from rag_desktop.core.types import Progress, RankedList
 
@@ -173,6 +175,8 @@ class EvalOptions:
     level: str = "doc"
     keywords: str | None = None
     library: Path | None = None
+    # Questions across languages (issue 12, item 5): None keeps retrieval.cross_language from settings.
+    cross_language: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,8 @@ class EvalReport:
     notes: tuple[str, ...]
     gate: GateDecision | None
     config: dict[str, Any]
+    # query id -> the question's other-language search: status, translation, seconds (issue 12, item 5)
+    translations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -192,6 +198,7 @@ class EvalReport:
             "notes": list(self.notes),
             "gate": None if self.gate is None else self.gate.to_dict(),
             "config": self.config,
+            "translations": self.translations,
         }
 
 
@@ -206,6 +213,9 @@ def run_eval(opts: EvalOptions, on_progress: Callable[[Progress], None] | None =
     settings = load_settings()
     if opts.keywords:
         settings = settings.replace("retrieval", keyword_variant=opts.keywords)
+    if opts.cross_language is not None:
+        settings = settings.replace("retrieval", cross_language=opts.cross_language)
+    translations: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as tmp:
         lib_dir = opts.library or Path(tmp) / "library"
         files = Path(tmp) / "corpus"
@@ -217,7 +227,7 @@ def run_eval(opts: EvalOptions, on_progress: Callable[[Progress], None] | None =
                 if isinstance(ev, Progress) and on_progress is not None:
                     on_progress(ev)
             ingest_s = time.monotonic() - t0
-            runs, notes = rank_all(svc, data, methods, opts.k, opts.level, mapping)
+            runs, notes = rank_all(svc, data, methods, opts.k, opts.level, mapping, translations)
         finally:
             svc.close()
     table, per_query = evaluate_rankings(runs, data, opts.k)
@@ -227,13 +237,17 @@ def run_eval(opts: EvalOptions, on_progress: Callable[[Progress], None] | None =
         "keywords": settings.retrieval.keyword_variant,
         "tau": settings.retrieval.tau,
         "ingest_seconds": round(ingest_s, 2),
+        "cross_language": settings.retrieval.cross_language,
     }
-    return EvalReport(table, per_query, tuple(notes), gate_on_queries(runs, data), config)
+    return EvalReport(table, per_query, tuple(notes), gate_on_queries(runs, data), config, translations)
 
 
 def rank_all(
-    svc: RagService, data: BeirData, methods: list[str], k: int, level: str, mapping: dict[str, str]
+    svc: RagService, data: BeirData, methods: list[str], k: int, level: str, mapping: dict[str, str],
+    translations: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, dict[str, list[str]]], list[str]]:
+    """Every query under every method, each column fused across languages as RagService.compare
+    fuses it (retrieval.cross_language); ``translations`` receives each query's translation."""
     runs: dict[str, dict[str, list[str]]] = {m: {} for m in methods}
     notes: list[str] = []
     r = svc.retriever()
@@ -244,19 +258,25 @@ def rank_all(
     for qid, text in sorted(data.queries.items()):
         if qid not in data.qrels:
             continue
-        ctx = r.context(text, level, k)  # type: ignore[arg-type]
+        ctxs, cross = svc.query_contexts(text, level, k)
+        if translations is not None and cross.status != CrossStatus.OFF:
+            translations[qid] = {"status": str(cross.status), "translated": cross.translated,
+                                 "seconds": round(cross.seconds, 3), "note": cross.note}
         for m in list(runs):
-            if m == "baseline":
-                ranked = ctx.baseline
-            elif m == "cross_encoder":
-                ranked = r.cross_encode(ctx, svc.runtime.scorer())
-            else:
-                ranked, diag = r.rerank(ctx, m)
-                for w in diag.warnings:
-                    note = f"{m}: {w}"
-                    if note not in notes:
-                        notes.append(note)
-            runs[m][qid] = doc_ranking(ranked, mapping)
+            lists: list[RankedList] = []
+            for ctx in ctxs:
+                if m == "baseline":
+                    lists.append(ctx.baseline)
+                elif m == "cross_encoder":
+                    lists.append(r.cross_encode(ctx, svc.runtime.scorer()))
+                else:
+                    ranked, diag = r.rerank(ctx, m)
+                    lists.append(ranked)
+                    for w in diag.warnings:
+                        note = f"{m}: {w}"
+                        if note not in notes:
+                            notes.append(note)
+            runs[m][qid] = doc_ranking(fuse(lists, k).ranked, mapping)
     tau, source = r.tau()
     notes.append(f"tau = {tau:.3f} ({source})")
     return runs, notes

@@ -38,6 +38,7 @@ from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_co
 from rag_desktop.app.service import RagService
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.types import CFTrace
+from rag_desktop.core.fusion import fuse
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_scores, score_answer
 from rag_desktop.core.settings import Settings
@@ -234,12 +235,15 @@ def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, 
 def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str, Any]]:
     """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report."""
     if method in ("standard", "passages"):
-        ctx = svc.context(question, "chunk")
+        # The baseline as the app ranks it: across languages (retrieval.cross_language) the question's
+        # translation also retrieves, and the two rankings are fused as the columns are (core.fusion).
+        ctxs, cross = svc.query_contexts(question, "chunk")
+        ranked = fuse([c.baseline for c in ctxs], svc.settings.retrieval.k).ranked
         short = question + (" 请用简短的词语回答。" if detect_lang(question) == "zh" else " Answer in a few words.")
         answer: Answer | None = None
         t0 = time.perf_counter()
         ttft: float | None = None
-        for ev in svc.answer(short, ctx.baseline, n_sources=svc.settings.cfrag.evidence_per_hypothesis,
+        for ev in svc.answer(short, ranked, n_sources=svc.settings.cfrag.evidence_per_hypothesis,
                              passages=method == "passages"):
             if isinstance(ev, Answer):
                 answer = ev
@@ -248,7 +252,9 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
         if answer is None:
             return "", {}
         extra: dict[str, Any] = {"source_texts": [h.text for h in answer.sources], "ttft_s": ttft,
-                                 "sources": [f"{h.title} p.{h.page}" for h in answer.sources]}
+                                 "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
+                                 "cross_language": str(cross.status), "translated_question": cross.translated,
+                                 "translate_s": round(cross.seconds, 3)}
         return answer.text, extra
     res = cfrag_result(svc.cfrag(question))
     return res.answer.text, cf_digest(res.trace)

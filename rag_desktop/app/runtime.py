@@ -183,6 +183,19 @@ class Runtime:
         embedded = model_files.embedded_spec(m.generator)
         return embedded.label if embedded is not None else Path(m.generator).name
 
+    def generator_ready(self) -> bool:
+        """True when :meth:`generator` can load without joining a model file first: loaded already,
+        a server backend, a GGUF file that exists, or the embedded model joined and verified (a
+        stat and the sidecar, no hashing). Question translation (issue 12, item 5) asks this
+        first, so a question never starts a silent 1 GB join."""
+        if self._generator is not None or self.settings.models.generator_backend == "openai":
+            return True
+        embedded = model_files.embedded_spec(self.settings.models.generator)
+        if embedded is None:
+            return Path(self.settings.models.generator).expanduser().is_file()
+        target = model_dir(self.settings) / embedded.filename
+        return target.is_file() and model_files.cached_verification(target, embedded.sha256)
+
     def generator(self) -> Generator:
         with self._lock:
             if self._generator is None:

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.passages import PassageFinder
 from rag_desktop.app.retrieval import QueryContext, Retriever
@@ -37,6 +38,7 @@ from rag_desktop.core.conversation import (
     parse_rewrite,
 )
 from rag_desktop.core.errors import UserInputError
+from rag_desktop.core.fusion import fuse
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
@@ -117,6 +119,9 @@ class Comparison:
     # Set when the causal column shows the baseline order: chosen, or the gate's decision
     # (derived from the verdict; the UI words it in its own language).
     causal_off: CausalOff | None = None
+    # The question's other-language search (issue 12, item 5): the translation, whether the
+    # columns fuse two rankings, or why the question was ranked as typed only.
+    cross_language: CrossLanguage | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = to_jsonable(dataclasses.replace(self, cfrag=None))
@@ -178,6 +183,8 @@ class RagService:
         self._retriever: Retriever | None = None
         self._passages: PassageFinder | None = None
         self._passage_translations: dict[tuple[str, str, str], str] = {}
+        self._lang_counts: dict[str, int] | None = None
+        self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
 
     def close(self) -> None:
         self.library.close()
@@ -216,6 +223,7 @@ class RagService:
         self.library.settings = self.settings
         self._retriever = None
         self._passages = None
+        self._lang_counts = None
 
     # ------------------------------------------------------------------ library
     def ingest(
@@ -237,6 +245,7 @@ class RagService:
             yield ev
         self._retriever = None
         self._passages = None
+        self._lang_counts = None
         if calibrate_after and report is not None and not report.cancelled:
             self.start_auto_calibration()
 
@@ -306,34 +315,54 @@ class RagService:
         auto_gate.log_question(self.library.catalog, query)  # future probes of the calibration gate
         r = self.retriever()
         t0 = time.perf_counter()
-        ctx = r.context(query, level, k)  # type: ignore[arg-type]
+        ctxs, cross = self.query_contexts(query, level, k)
+        ctx = ctxs[0]
         t1 = time.perf_counter()
         variant = verdict.shown
-        ranked, diag = r.rerank(ctx, "hybrid" if variant == "baseline" else variant)
         off: CausalOff | None = None
         if variant == "baseline":  # the verdict says why: the gate's decision, or a choice
             off = (causal_off_reason("gated", verdict.gate) if verdict.reason == "gate"
                    else CausalOff(CausalOffCode.CHOSEN))
         gated = off is not None and off.code == CausalOffCode.GATE
-        if variant == "baseline":  # chosen, or the gate said neither re-ranking helps: the baseline order
-            ranked = dataclasses.replace(
-                ctx.baseline,
-                method="gated_off" if gated else "baseline",
-                explanations=ranked.explanations,
-                # English for the CLI; the UI words ``causal_off`` / ``verdict`` in its own language.
-                label=verdict.label(),
-            )
+        causal_lists: list[RankedList] = []
+        diag: CausalDiagnostics | None = None
+        for c in ctxs:
+            ranked, d = r.rerank(c, "hybrid" if variant == "baseline" else variant)
+            diag = diag or d  # the question as typed: its diagnostics head the column
+            if variant == "baseline":  # chosen, or the gate said neither re-ranking helps: the baseline order
+                ranked = dataclasses.replace(
+                    c.baseline,
+                    method="gated_off" if gated else "baseline",
+                    explanations=ranked.explanations,
+                    # English for the CLI; the UI words ``causal_off`` / ``verdict`` in its own language.
+                    label=verdict.label(),
+                )
+            causal_lists.append(ranked)
+        assert diag is not None
         t2 = time.perf_counter()
-        ce = r.cross_encode(ctx, self.runtime.scorer()) if self.runtime.has_cross_encoder() else None
+        ce_lists = ([r.cross_encode(c, self.runtime.scorer()) for c in ctxs]
+                    if self.runtime.has_cross_encoder() else [])
         t3 = time.perf_counter()
+        kk = k or self.settings.retrieval.k
+        base_f = fuse([c.baseline for c in ctxs], kk)
+        base_ranks = {h.unit_id: h.rank for h in base_f.ranked.hits}
+        causal_f = fuse(causal_lists, kk, baseline_ranks=base_ranks)
+        ce_f = fuse(ce_lists, kk) if ce_lists else None
+        if cross.fused:
+            found = {"baseline": base_f, "causal": causal_f, **({"cross_encoder": ce_f} if ce_f else {})}
+            cross = dataclasses.replace(cross, translated_found={
+                col: tuple(h.unit_id for h, i in zip(f.ranked.hits, f.found_by, strict=True) if i == 1)
+                for col, f in found.items()})
         timings = dict(ctx.timings)
         timings.update({"baseline_total": t1 - t0, "rerank": t2 - t1, "cross_encoder": t3 - t2})
+        if cross.status != CrossStatus.OFF:
+            timings["translate_question"] = cross.seconds
         return Comparison(
             query,
             ctx.level,
-            ctx.baseline,
-            ranked,
-            ce,
+            base_f.ranked,
+            causal_f.ranked,
+            ce_f.ranked if ce_f is not None else None,
             diag,
             ctx.tau,
             ctx.tau_source,
@@ -342,7 +371,52 @@ class RagService:
             timings,
             verdict=verdict.to_json(),
             causal_off=off,
+            cross_language=cross,
         )
+
+    # ------------------------------------------------------------------ questions across languages
+    def library_languages(self) -> dict[str, int]:
+        """Documents per language, counted once per library state (reset by every ingest)."""
+        if self._lang_counts is None:
+            self._lang_counts = self.library.catalog.language_counts()
+        return self._lang_counts
+
+    def cross_language(self, query: str, cancel: CancelToken | None = None) -> CrossLanguage:
+        """Whether ``query`` is also searched in the library's other language, and its translation.
+
+        Only zh ↔ en, only when the library holds a document in the other language and
+        ``retrieval.cross_language`` is on. The translation is cached per question text and
+        model; a failure or a timeout is not cached (the next question tries again)."""
+        lang = detect_lang(query)
+        if not self.settings.retrieval.cross_language:
+            return CrossLanguage(CrossStatus.OFF, lang)
+        if other_language(lang) is None:
+            return CrossLanguage(CrossStatus.OTHER, lang)
+        target = needs_translation(lang, self.library_languages())
+        if target is None:
+            return CrossLanguage(CrossStatus.SINGLE, lang)
+        limit = self.settings.retrieval.cross_language_timeout_s
+        if not self.runtime.generator_ready():
+            return CrossLanguage(CrossStatus.NO_GENERATOR, lang, target, timeout_s=limit)
+        key = (query, target, self.runtime.generator_name())
+        cached = self._question_translations.get(key)
+        if cached is not None:
+            return cached
+        out = translate_question(self.runtime.generator, query, lang, target, limit,
+                                 seed=self.settings.generation.seed, cancel=cancel)
+        if out.fused:
+            self._question_translations[key] = out
+        return out
+
+    def query_contexts(self, query: str, level: str | None = None, k: int | None = None,
+                       cancel: CancelToken | None = None) -> tuple[list[QueryContext], CrossLanguage]:
+        """The question's QueryContext, then its translation's when it is searched across languages."""
+        r = self.retriever()
+        ctxs = [r.context(query, level, k)]  # type: ignore[arg-type]
+        cross = self.cross_language(query, cancel)
+        if cross.fused:
+            ctxs.append(r.context(cross.translated, level, k))  # type: ignore[arg-type]
+        return ctxs, cross
 
     def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
         """(start, end, word, key) of each word of ``text`` as the keywords segment and stem it
@@ -555,9 +629,19 @@ class RagService:
         r = self.retriever()
         lvl = level or "chunk"  # CF-RAG reasons over passages, not whole files
 
+        # The question's other-language phrasing (cached when compare ran first) also retrieves
+        # CF-RAG's evidence for q, fused as the columns are; the counterfactuals q' are searched
+        # as generated (translating each would cost a model call per q').
+        cross = self.cross_language(query, cancel)
+
         def retrieve(text: str, k: int) -> Sequence[Hit]:
             qv = r.embedder.embed_queries([text])[0]
-            return r.baseline(qv, lvl, k, -1.0)  # type: ignore[arg-type]
+            hits = r.baseline(qv, lvl, k, -1.0)  # type: ignore[arg-type]
+            if not cross.fused or text.strip() != query.strip():
+                return hits
+            qv2 = r.embedder.embed_queries([cross.translated])[0]
+            other = r.baseline(qv2, lvl, k, -1.0)  # type: ignore[arg-type]
+            return fuse([RankedList("baseline", tuple(hits)), RankedList("baseline", tuple(other))], k).ranked.hits
 
         c = self.cfrag_settings()
         yield from iter_cfrag(

@@ -28,7 +28,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rag_desktop.app.evaluation import DEFAULT_METHODS, EvalOptions, run_eval
 
     opts = EvalOptions(data=args.data, methods=_methods(args.methods, DEFAULT_METHODS), k=args.k, level=args.level,
-                       keywords=args.keywords, library=args.library)
+                       keywords=args.keywords, library=args.library,
+                       cross_language=None if args.cross_language is None else args.cross_language == "on")
     report = run_eval(opts, on_progress=ingest_progress_line)
     print_table(report.table)
     gate = report.gate
@@ -40,6 +41,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     for n in report.notes:
         print(f"note: {n}")
+    if report.translations:
+        secs = [t["seconds"] for t in report.translations.values() if t["status"] == "fused"]
+        statuses = sorted({t["status"] for t in report.translations.values()})
+        print(f"across languages: {len(secs)} of {len(report.translations)} questions translated and fused "
+              f"({', '.join(statuses)})" + (f"; {sum(secs) / len(secs):.1f} s per translation" if secs else ""))
     if args.json_out:
         args.json_out.write_text(json.dumps(report.to_json(), ensure_ascii=False, indent=2), encoding="utf-8")
     return 0

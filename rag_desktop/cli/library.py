@@ -74,8 +74,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     right = [cmp.causal.label.upper() or "CAUSAL"]
     base_rank = {h.unit_id: h.rank for h in cmp.baseline.hits}
     for h in cmp.causal.hits:
-        move = base_rank[h.unit_id] - h.rank
-        arrow = f"▲{move}" if move > 0 else (f"▼{-move}" if move < 0 else " =")
+        # Across languages a fused causal list may hold a candidate just below the fused baseline's k.
+        old = base_rank.get(h.unit_id)
+        move = 0 if old is None else old - h.rank
+        arrow = "new" if old is None else (f"▲{move}" if move > 0 else (f"▼{-move}" if move < 0 else " ="))
         right.append(f"{h.rank:>2}. {terminal_safe(h.title or Path(h.path).name)[:40]:<40} {arrow}")
     for a, b in zip(left, right, strict=False):
         print(f"{a:<62} | {b}")
@@ -84,6 +86,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"empty B in {cmp.diagnostics.n_empty_b} of {cmp.diagnostics.window}"
     )
     print(f"causal column: {cmp.verdict.get('text', '')}")
+    if cmp.cross_language is not None and cmp.cross_language.describe():
+        print(f"across languages: {terminal_safe(cmp.cross_language.describe())}")
     for w in cmp.causal.warnings:
         print(f"warning: {terminal_safe(w)}")
     if cmp.cfrag is not None:

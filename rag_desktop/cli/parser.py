@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=20)
     p.add_argument("--level", choices=["chunk", "doc"], default="doc")
     p.add_argument("--keywords", choices=["plain", "improved"], default=None)
+    p.add_argument("--cross-language", choices=["on", "off"], default=None, dest="cross_language",
+                   help="translate each question into the library's other language and fuse the rankings "
+                        "(default: retrieval.cross_language)")
     _add_library(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 

@@ -376,6 +376,19 @@ def build_translation_messages(text: str, source_lang: Lang, target_lang: Lang) 
             ChatMessage("user", tpl.render("user", text=text, source_language=name)))
 
 
+def build_question_translation_messages(question: str, source_lang: Lang, target_lang: Lang) -> tuple[ChatMessage, ...]:
+    """Messages asking for a question in the other language (``prompts/translate_question_<target>.txt``):
+    a short instruction, no worked example, one line out (issue 12, item 5: searched across languages)."""
+    if target_lang not in ("zh", "en") or source_lang == target_lang:
+        raise ValueError(f"cannot translate a {source_lang!r} question into {target_lang!r}")
+    if not question.strip():
+        raise ValueError("nothing to translate: the question is empty")
+    tpl = load_template(f"translate_question_{target_lang}")
+    name = _LANG_NAMES[target_lang][source_lang]
+    return (*tpl.prefix(source_language=name),
+            ChatMessage("user", tpl.render("user", text=question.strip(), source_language=name)))
+
+
 # --------------------------------------------------------------------------- thinking text
 
 

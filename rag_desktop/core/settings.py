@@ -182,6 +182,12 @@ class RetrievalSettings:
     # "gated": the causal column follows the library's calibration gate (app.auto_gate calibrates
     # it in the background after an ingest); the hybrid, labelled "not calibrated yet", until then.
     default_method: Literal["hybrid", "causal", "gated", "baseline"] = "gated"
+    # Questions across languages (issue 12, item 5): when the library also holds documents in the
+    # other of zh/en, the local model translates the question and every column fuses the rankings of
+    # both phrasings (reciprocal rank fusion, core.fusion). A translation slower than the limit is
+    # dropped and the question is ranked as typed, with a note.
+    cross_language: bool = True
+    cross_language_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 
 
 @dataclass(frozen=True)

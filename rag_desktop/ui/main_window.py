@@ -62,8 +62,10 @@ from rag_desktop.ui.present import (
     causal_off_text,
     ce_label_text,
     cfrag_rows,
+    crosslang_text,
     explanation_for,
     fmt,
+    found_by_translation,
     rank_change,
     scorer_text,
     split_terms,
@@ -297,6 +299,13 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         qbar.addWidget(self.stop_btn)
 
         self.error_bar = ErrorBar()
+        # "also searched as: …" (issue 12, item 5): the question's translation the columns fused,
+        # or why the question was ranked as typed only.
+        self.crosslang_line = QLabel()
+        self.crosslang_line.setObjectName("crosslang_line")
+        self.crosslang_line.setWordWrap(True)
+        self.crosslang_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.crosslang_line.hide()
 
         # Columns, each over its answer pane; under them, across the full width, the selected
         # document's keyword chips and its "Why" card (wide enough to show what they hold).
@@ -353,6 +362,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         cl = QVBoxLayout(center)
         cl.setContentsMargins(4, 4, 4, 4)
         cl.addLayout(qbar)
+        cl.addWidget(self.crosslang_line)
         cl.addWidget(self.error_bar)
         cl.addWidget(self.tabs, 1)
         outer = QSplitter(Qt.Orientation.Horizontal)
@@ -489,6 +499,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.chart.update()
         if self.state is not None and self.state.comparison is not None:
             self._fill_columns(self.state)
+            self._show_crosslang(getattr(self.state.comparison, "cross_language", None))
 
     def toggle_language(self) -> None:
         lang = "zh" if i18n.language() == "en" else "en"
@@ -566,6 +577,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.chart.clear()
         self.chips.set_split(None)
         self.why.set_explanation(None, None)
+        self._show_crosslang(None)
         level = self.level_box.currentData()
         ranking = self.override_box.currentData()
         svc = self.service
@@ -610,14 +622,22 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         st.words = res.words
         self._fill_columns(st)
         c = res.comparison
-        self.statusBar().showMessage(tr("status.compared", n=len(c.baseline.hits),
-                                        ms=int(1000 * sum(c.timings.values()))), 8000)
+        cross = getattr(c, "cross_language", None)
+        self._show_crosslang(cross)
+        status = tr("status.compared", n=len(c.baseline.hits), ms=int(1000 * sum(c.timings.values())))
+        line = crosslang_text(cross)
+        self.statusBar().showMessage(f"{status} · {line}" if line else status, 8000)
         if c.causal.hits:
             self.columns["causal"].select_row(0)
         if self.auto_answer.isChecked():
             self._queue_generation(st)
         else:
             self.columns["cfrag"].clear("col.cf_off")
+
+    def _show_crosslang(self, cross: Any) -> None:
+        text = crosslang_text(cross)
+        self.crosslang_line.setText(text)
+        self.crosslang_line.setVisible(bool(text))
 
     def _fill_columns(self, st: QueryState) -> None:
         c = st.comparison
@@ -628,8 +648,14 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             # no words (a service without a tokenizer): None, and the marks fall back to prefixes
             return words.get(flat_text(h.text)) or None
 
+        cross = getattr(c, "cross_language", None)
+
+        def found_note(column: str, h: Hit, note: str = "") -> str:
+            mark = tr("crosslang.found_by") if found_by_translation(cross, column, h.unit_id) else ""
+            return " · ".join(p for p in (note, mark) if p)
+
         self.columns["baseline"].set_rows(
-            [make_row(h, None, [(tr("score.s_sim"), h.s_sim)]) for h in base.hits],
+            [make_row(h, None, [(tr("score.s_sim"), h.s_sim)], note=found_note("baseline", h)) for h in base.hits],
             tr("col.baseline_sub", level=tr("level." + c.level), k=len(base.hits),
                ms=int(1000 * c.timings.get("baseline_total", 0.0))))
         rows: list[Row] = []
@@ -641,7 +667,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                 if e.s_hybrid is not None:
                     scores.append((tr("score.hybrid"), e.s_hybrid))
             terms = expand_terms(split_terms(e.split if e else None), st.surfaces)
-            note = tr("why.fallback_used") if e is not None and e.fallback_used else ""
+            note = found_note("causal", h, tr("why.fallback_used") if e is not None and e.fallback_used else "")
             rows.append(make_row(h, rank_change(base, h), scores, terms, note, row_words(h)))
         d = c.diagnostics
         sub = [tr("col.causal_sub", variant=variant_text(c.causal_variant), tau=fmt(c.tau, 3),
@@ -661,7 +687,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         if ce is not None:
             ce_scores: tuple[float | None, ...] = ce.scores or (None,) * len(ce.hits)
             self.columns["cross_encoder"].set_rows(
-                [make_row(h, rank_change(base, h), [(tr("score.s_qe"), v), (tr("score.s_sim"), h.s_sim)])
+                [make_row(h, rank_change(base, h), [(tr("score.s_qe"), v), (tr("score.s_sim"), h.s_sim)],
+                          note=found_note("cross_encoder", h))
                  for h, v in zip(ce.hits, ce_scores, strict=True)], ce_label_text(ce.label))
         if st.cfrag is not None:
             self._fill_cfrag(st)

@@ -263,6 +263,27 @@ def ce_label_text(label: str) -> str:
     return tr("col.ce_sub", scorer=scorer_text(identity, substitute))
 
 
+def crosslang_text(cross: object | None) -> str:
+    """The question's other-language search (``Comparison.cross_language``) in one line, or ""
+    when there was none to make (single-language library, setting off, not zh/en)."""
+    status = str(getattr(cross, "status", ""))
+    if status == "fused":
+        q = str(getattr(cross, "translated", ""))
+        secs = float(getattr(cross, "seconds", 0.0) or 0.0)
+        return tr("crosslang.also_in", q=q, s=fmt(secs, 1)) if secs > 0 else tr("crosslang.also", q=q)
+    if status == "timeout":
+        return tr("crosslang.timeout", s=fmt(float(getattr(cross, "timeout_s", 0.0) or 0.0), 0))
+    if status in ("no_generator", "failed"):
+        return tr(f"crosslang.{status}")
+    return ""
+
+
+def found_by_translation(cross: object | None, column: str, unit_id: int) -> bool:
+    """True when the translated question, not the typed one, ranked this hit best in ``column``."""
+    found = getattr(cross, "translated_found", None) or {}
+    return unit_id in found.get(column, ())
+
+
 def causal_off_text(off: object) -> str:
     """Why the causal column shows the baseline order (``Comparison.causal_off``), in words."""
     code = str(getattr(off, "code", ""))

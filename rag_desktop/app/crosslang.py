@@ -1,0 +1,154 @@
+"""Questions across languages (issue 12, item 5): translate the question, not the library.
+
+A library that mixes Chinese and English documents is searched with the question as typed and
+with its translation into the other language; every column fuses the two rankings
+(core.fusion, reciprocal rank fusion). This module decides whether a translation is needed and
+produces it with the local generator: short, greedy, under a time limit. Answer passages in
+the other language are still translated one by one when answering (RagService.translate_sources).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from rag_desktop.core import prompting
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.protocols import Generator
+from rag_desktop.core.types import Cancelled, CancelToken, GenEventKind, Lang
+
+log = logging.getLogger(__name__)
+
+QUESTION_MAX_TOKENS = 96  # a question is a line; a reply that long is rambling, not a translation
+
+
+class CrossStatus(StrEnum):
+    """What became of the question's other-language search (the UI and the CLI word it)."""
+
+    FUSED = "fused"  # translated; every column fuses both rankings
+    OFF = "off"  # retrieval.cross_language is off
+    SINGLE = "single_language"  # the library holds no document in the question's other language
+    OTHER = "other_language"  # the question is neither Chinese nor English
+    NO_GENERATOR = "no_generator"  # no local model ready to translate: ranked as typed
+    FAILED = "failed"  # the model failed or replied with nothing usable: ranked as typed
+    TIMEOUT = "timeout"  # slower than retrieval.cross_language_timeout_s: ranked as typed
+
+
+FALLBACKS = (CrossStatus.NO_GENERATOR, CrossStatus.FAILED, CrossStatus.TIMEOUT)
+
+
+@dataclass(frozen=True)
+class CrossLanguage:
+    """The question's other-language search. ``fused``: the columns merge two rankings;
+    ``translated_found``: per column, the unit ids that the translated question ranked best
+    (the others were found best by the question as typed)."""
+
+    status: CrossStatus
+    source_lang: str
+    target_lang: str = ""
+    translated: str = ""
+    seconds: float = 0.0
+    timeout_s: float = 0.0
+    note: str = ""
+    fused: bool = False
+    translated_found: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def fallback(self) -> bool:
+        """True when a translation was wanted and the question was ranked as typed instead."""
+        return self.status in FALLBACKS
+
+    def describe(self) -> str:
+        """One English line for the CLI (the UI words ``status`` in its own language)."""
+        if self.status == CrossStatus.FUSED:
+            return f"also searched as: {self.translated} (translated in {self.seconds:.1f} s; rankings fused by RRF)"
+        if self.status == CrossStatus.TIMEOUT:
+            return f"ranked as typed only: translating the question took over {self.timeout_s:g} s"
+        if self.status == CrossStatus.NO_GENERATOR:
+            return "ranked as typed only: no local model is ready to translate the question"
+        if self.status == CrossStatus.FAILED:
+            return "ranked as typed only: translating the question failed" + (f" ({self.note})" if self.note else "")
+        return ""
+
+
+def other_language(lang: Lang | str) -> Lang | None:
+    return {"zh": "en", "en": "zh"}.get(lang)  # type: ignore[return-value]
+
+
+def needs_translation(question_lang: str, counts: Mapping[str, int]) -> Lang | None:
+    """The language to translate the question into, or None: only zh ↔ en, and only when the
+    library holds at least one document in the other language."""
+    target = other_language(question_lang)
+    return target if target is not None and counts.get(target, 0) > 0 else None
+
+
+_PAREN = re.compile(r"\s*[（(]([^（()）]*)[)）]")
+_QUOTES = "\"'“”‘’「」『』《》"
+
+
+def clean_translation(raw: str, source: str, target: str) -> str:
+    """The translated question out of the model's reply: its first non-empty line, without a
+    "Translation:" label or quotes, and without the source-language terms the translate prompt
+    asks for in parentheses (the question as typed already searches with those words)."""
+    lines = [ln.strip() for ln in raw.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    text = re.sub(r"^(translation|译文|翻译)\s*[:：]\s*", "", lines[0], flags=re.IGNORECASE).strip()
+    text = _PAREN.sub(lambda m: "" if detect_lang(m.group(1)) == source else m.group(0), text)
+    text = text.strip().strip(_QUOTES).strip()
+    return text if detect_lang(text) == target else ""
+
+
+def translate_question(
+    generator: Callable[[], Generator],
+    question: str,
+    source: Lang,
+    target: Lang,
+    timeout_s: float,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+) -> CrossLanguage:
+    """The question in ``target`` by the local model (greedy, at most a line), or a fallback.
+
+    ``generator`` is called inside the time limit (loading the model counts against it only
+    once: the runtime keeps it). A user's cancel raises Cancelled; a model error, an unusable
+    reply or the deadline give a FAILED / TIMEOUT result and the question is ranked as typed.
+    """
+    t0 = time.perf_counter()
+    deadline = CancelToken()
+    # The deadline also stops a model that is still reading the prompt (as the follow-up rewrite does).
+    timer = threading.Timer(timeout_s, deadline.set)
+    timer.daemon = True
+    timer.start()
+    parts: list[str] = []
+    try:
+        gen = generator()
+        msgs = prompting.build_question_translation_messages(question, source, target)
+        for ev in gen.stream(msgs, max_tokens=QUESTION_MAX_TOKENS, temperature=0.0, seed=seed, cancel=deadline):
+            if cancel is not None:
+                cancel.raise_if_set()
+            if ev.kind == GenEventKind.TOKEN:
+                parts.append(ev.text)
+                if "\n" in "".join(parts).strip():
+                    break  # one line is all a question needs
+    except Cancelled:
+        if cancel is not None and cancel.is_set:
+            raise
+    except Exception as exc:  # no model, a server error: the question as typed still works
+        log.warning("question translation failed: %s", exc)
+        return CrossLanguage(CrossStatus.FAILED, source, target, "", time.perf_counter() - t0, timeout_s, str(exc))
+    finally:
+        timer.cancel()
+    took = time.perf_counter() - t0
+    if deadline.is_set:
+        return CrossLanguage(CrossStatus.TIMEOUT, source, target, "", took, timeout_s)
+    text = clean_translation("".join(parts), source, target)
+    if not text:
+        return CrossLanguage(CrossStatus.FAILED, source, target, "", took, timeout_s,
+                             "the reply was not a translation")
+    return CrossLanguage(CrossStatus.FUSED, source, target, text, took, timeout_s, fused=True)

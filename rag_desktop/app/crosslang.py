@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rag_desktop.core import prompting
+from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
-from rag_desktop.core.types import Cancelled, CancelToken, GenEventKind, Lang
+from rag_desktop.core.types import Cancelled, CancelToken, Lang
 
 log = logging.getLogger(__name__)
 
@@ -120,34 +120,19 @@ def translate_question(
     reply or the deadline give a FAILED / TIMEOUT result and the question is ranked as typed.
     """
     t0 = time.perf_counter()
-    deadline = CancelToken()
-    # The deadline also stops a model that is still reading the prompt (as the follow-up rewrite does).
-    timer = threading.Timer(timeout_s, deadline.set)
-    timer.daemon = True
-    timer.start()
-    parts: list[str] = []
     try:
-        gen = generator()
         msgs = prompting.build_question_translation_messages(question, source, target)
-        for ev in gen.stream(msgs, max_tokens=QUESTION_MAX_TOKENS, temperature=0.0, seed=seed, cancel=deadline):
-            if cancel is not None:
-                cancel.raise_if_set()
-            if ev.kind == GenEventKind.TOKEN:
-                parts.append(ev.text)
-                if "\n" in "".join(parts).strip():
-                    break  # one line is all a question needs
-    except Cancelled:
-        if cancel is not None and cancel.is_set:
-            raise
+        line = generate_line(generator(), msgs, max_tokens=QUESTION_MAX_TOKENS, seed=seed, timeout_s=timeout_s,
+                             cancel=cancel)
     except Exception as exc:  # no model, a server error: the question as typed still works
+        if isinstance(exc, Cancelled) and cancel is not None and cancel.is_set:
+            raise  # the user's cancel
         log.warning("question translation failed: %s", exc)
         return CrossLanguage(CrossStatus.FAILED, source, target, "", time.perf_counter() - t0, timeout_s, str(exc))
-    finally:
-        timer.cancel()
-    took = time.perf_counter() - t0
-    if deadline.is_set:
+    took = line.seconds
+    if line.timed_out:
         return CrossLanguage(CrossStatus.TIMEOUT, source, target, "", took, timeout_s)
-    text = clean_translation("".join(parts), source, target)
+    text = clean_translation(line.text, source, target)
     if not text:
         return CrossLanguage(CrossStatus.FAILED, source, target, "", took, timeout_s,
                              "the reply was not a translation")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from rag_desktop.core.conversation import (
 )
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.fusion import fuse
+from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
@@ -556,35 +556,18 @@ class RagService:
             return Rewrite(q, q, False)
         limit = self.settings.generation.rewrite_timeout_s if timeout_s is None else timeout_s
         t0 = time.perf_counter()
-        deadline = CancelToken()
-        # The deadline also stops a model that is still reading the prompt (no token yet).
-        timer = threading.Timer(limit, deadline.set)
-        timer.daemon = True
-        timer.start()
-        parts: list[str] = []
         try:
-            gen = self.runtime.generator()
-            msgs = build_rewrite_messages(conversation, q)
-            for ev in gen.stream(msgs, max_tokens=96, temperature=0.0, seed=self.settings.generation.seed,
-                                 cancel=deadline):
-                if cancel is not None:
-                    cancel.raise_if_set()
-                if ev.kind == GenEventKind.TOKEN:
-                    parts.append(ev.text)
-                    if "\n" in "".join(parts).strip():
-                        break  # one line is all we asked for
-        except Cancelled:
-            if cancel is not None and cancel.is_set:
-                raise
+            line = generate_line(self.runtime.generator(), build_rewrite_messages(conversation, q), max_tokens=96,
+                                 seed=self.settings.generation.seed, timeout_s=limit, cancel=cancel)
         except Exception as exc:  # no model, a server error: the user's words still work
+            if isinstance(exc, Cancelled) and cancel is not None and cancel.is_set:
+                raise  # the user's cancel
             log.warning("follow-up rewrite failed: %s", exc)
             return Rewrite(q, q, False, f"{NOTES['failed']} ({exc})", time.perf_counter() - t0, reason="failed")
-        finally:
-            timer.cancel()
-        took = time.perf_counter() - t0
-        if deadline.is_set:
+        took = line.seconds
+        if line.timed_out:
             return Rewrite(q, q, False, f"{NOTES['timeout']} (over {limit:g} s)", took, reason="timeout")
-        raw = "".join(parts)
+        raw = line.text
         standalone, reason = parse_rewrite(raw, q)
         return Rewrite(q, standalone, not reason and standalone != q, NOTES.get(reason, ""), took, raw, reason)
 

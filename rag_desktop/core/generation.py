@@ -14,11 +14,13 @@ that only implement ``stream`` (scripted test generators, older wrappers).
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind
 
 if TYPE_CHECKING:
     from rag_desktop.core.protocols import Generator
@@ -119,3 +121,44 @@ def generate_many(
                              f"for {len(requests)} requests")
         return results
     return generate_sequentially(generator, requests, cancel=cancel, on_token=on_token)
+
+
+@dataclass(frozen=True)
+class LineResult:
+    """What :func:`generate_line` read: the reply (up to its first line break), whether the
+    deadline cut it, and the seconds it took."""
+
+    text: str
+    timed_out: bool
+    seconds: float
+
+
+def generate_line(generator: Generator, messages: Sequence[ChatMessage], *, max_tokens: int, seed: int,
+                  timeout_s: float, cancel: CancelToken | None = None) -> LineResult:
+    """One greedy line from ``generator`` under a deadline: the follow-up rewrite and the question
+    translation (issue 12) ask for one line and must never hold a question up for long.
+
+    The deadline also stops a model that is still reading the prompt (no token yet); it is reported
+    as ``timed_out``, never raised. A user's ``cancel`` raises Cancelled; a generator error
+    propagates, for the caller to fall back on the user's words.
+    """
+    t0 = time.perf_counter()
+    deadline = CancelToken()
+    timer = threading.Timer(timeout_s, deadline.set)
+    timer.daemon = True
+    timer.start()
+    parts: list[str] = []
+    try:
+        for ev in generator.stream(messages, max_tokens=max_tokens, temperature=0.0, seed=seed, cancel=deadline):
+            if cancel is not None:
+                cancel.raise_if_set()
+            if ev.kind == GenEventKind.TOKEN:
+                parts.append(ev.text)
+                if "\n" in "".join(parts).strip():
+                    break  # one line is all that was asked for
+    except Cancelled:
+        if cancel is not None and cancel.is_set:
+            raise
+    finally:
+        timer.cancel()
+    return LineResult("".join(parts), deadline.is_set, time.perf_counter() - t0)

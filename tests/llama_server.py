@@ -6,6 +6,7 @@ with different arguments)."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import subprocess
 import time
 import urllib.request
@@ -13,6 +14,24 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+# What ``python -m llama_cpp.server`` imports beyond llama-cpp-python itself (its [server] extra).
+SERVER_DEPS = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
+def server_model_or_skip() -> Path:
+    """The SmolLM2 GGUF a test server runs; skips the test when the server's extra packages or the
+    model are missing (the generator and the embedder tests both start one)."""
+    from rag_desktop.app.model_files import smollm2_path
+    from rag_desktop.backends.errors import ModelUnavailable
+
+    missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"llama_cpp.server needs {', '.join(missing)} (pip install 'llama-cpp-python[server]')")
+    try:
+        return smollm2_path()
+    except ModelUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import importlib.util
 import json
 import os
 import re
@@ -23,15 +22,14 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from llama_server import running_server
+from llama_server import running_server, server_model_or_skip
 
 from rag_desktop.app.library import EmbedderMismatch, IngestReport
 from rag_desktop.app.service import RagService
-from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.backends.http_client import EndpointError, with_retries
 from rag_desktop.backends.openai_embedder import EmbeddingServerError, OpenAIEmbedder
 from rag_desktop.core.settings import Settings
-from tests.test_openai_generator import SERVER_DEPS, free_port
+from tests.test_openai_generator import free_port
 
 DIM = 16
 
@@ -285,15 +283,7 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 @pytest.fixture(scope="module")
 def real_embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"llama_cpp.server needs {', '.join(missing)} (pip install 'llama-cpp-python[server]')")
-    from rag_desktop.app.model_files import smollm2_path
-
-    try:
-        model = smollm2_path()
-    except ModelUnavailable as exc:
-        pytest.skip(str(exc))
+    model = server_model_or_skip()
     port = free_port()
     log = tmp_path_factory.mktemp("embed-server") / "server.log"
     with running_server(

@@ -8,7 +8,6 @@ use a tiny scripted ``http.server`` on loopback; connection refused uses a close
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import json
 import os
 import socket
@@ -18,13 +17,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from llama_server import running_server
+from llama_server import running_server, server_model_or_skip
 
-from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.backends.openai_generator import GeneratorError, OpenAIGenerator, estimate_tokens
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
 
-SERVER_DEPS = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 HELLO = [ChatMessage("user", "Say hello.")]
 STORY = [ChatMessage("user", "Write a long story about a dragon and a knight.")]
 
@@ -263,15 +260,7 @@ def test_bad_base_url_is_rejected(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"llama_cpp.server needs {', '.join(missing)} (pip install 'llama-cpp-python[server]')")
-    from rag_desktop.app.model_files import smollm2_path
-
-    try:
-        model = smollm2_path()
-    except ModelUnavailable as exc:
-        pytest.skip(str(exc))
+    model = server_model_or_skip()
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     with running_server(

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import QCheckBox
 from test_gui_support import FakeService, ScriptedGenerator, ScriptedRuntime
 
 from rag_desktop.app.config import load_settings
-from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.core.gate import calibrate
 from rag_desktop.core.settings import Settings
@@ -44,19 +43,12 @@ TYPED = {
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A library with three documents, built once (the window tests reopen it)."""
-    root = tmp_path_factory.mktemp("cal")
-    folder = root / "docs"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    svc = RagService(root / "lib", Settings())
-    try:
-        reports = [ev for ev in svc.ingest([folder]) if isinstance(ev, IngestReport)]
-        assert len(reports[0].added) == 3
-    finally:
-        svc.close()
-        svc.runtime.close()
-    return root / "lib"
+    from library_helpers import ingest_texts
+
+    svc = ingest_texts(tmp_path_factory.mktemp("cal"), DOCS)
+    svc.close()
+    svc.runtime.close()
+    return svc.library.folder
 
 
 @pytest.fixture()

@@ -58,21 +58,12 @@ DOCS = {
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real library of three short documents (the embedded models), built once."""
-    from rag_desktop.app.library import IngestReport
-    from rag_desktop.app.service import RagService
+    from library_helpers import ingest_texts
 
-    root = tmp_path_factory.mktemp("issue11")
-    folder = root / "docs"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    svc = RagService(root / "lib", Settings())
-    try:
-        assert any(isinstance(ev, IngestReport) for ev in svc.ingest([folder]))
-    finally:
-        svc.close()
-        svc.runtime.close()
-    return root / "lib"
+    svc = ingest_texts(tmp_path_factory.mktemp("issue11"), DOCS)
+    svc.close()
+    svc.runtime.close()
+    return svc.library.folder
 
 
 @pytest.mark.integration

@@ -10,13 +10,13 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
+from local_http import serving
 
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.backends.http_reranker import HttpCrossEncoder, RerankServerError
@@ -75,12 +75,8 @@ class TeiServer(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def tei() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TeiServer)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(TeiServer) as url:
+        yield url
 
 
 PASSAGES = ["the cat sat", "a chain needs grease", "grease the bicycle chain often", "rain", "tea leaves", "x"]

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 from llama_server import running_server, server_model_or_skip
+from local_http import serving
 
 from rag_desktop.app.library import EmbedderMismatch, IngestReport
 from rag_desktop.app.service import RagService
@@ -99,12 +99,8 @@ class EmbedServer(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmbedServer)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(EmbedServer) as url:
+        yield url
 
 
 def test_batches_keep_input_order_and_rows_are_normalised(server: str) -> None:

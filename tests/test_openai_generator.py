@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 from llama_server import running_server, server_model_or_skip
+from local_http import serving
 
 from rag_desktop.backends.openai_generator import GeneratorError, OpenAIGenerator, estimate_tokens
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -122,13 +123,8 @@ class Scripted(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def fake_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Scripted) as url:
+        yield url
 
 
 # --------------------------------------------------------------------------- errors (fast)

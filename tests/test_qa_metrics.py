@@ -137,6 +137,15 @@ def test_score_answer_and_means() -> None:
     assert mean_scores([]).n == 0
 
 
+def test_score_answer_ignores_citation_markers() -> None:
+    # The app's answers cite; a marker is not a wrong word (citation_precision judges it).
+    assert score_answer("600元 [1]", ["600元"]).exact_match == 1.0
+    assert score_answer("The A and 7 cards [5].", ["A and 7"]).f1 == score_answer("The A and 7 cards.", ["A and 7"]).f1
+    assert score_answer("第五十五条[2][3]", ["第55条"]) == score_answer("第55条", ["第55条"])
+    # Without the stripping the marker's digit would be a token of its own.
+    assert token_f1("The A and 7 cards [5].", ["A and 7"]) < score_answer("The A and 7 cards [5].", ["A and 7"]).f1
+
+
 def test_empty_gold_list_is_an_error() -> None:
     with pytest.raises(ValueError, match="gold answers"):
         exact_match("x", [])

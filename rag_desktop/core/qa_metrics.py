@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rag_desktop.core.citations import cited_numbers
+from rag_desktop.core.citations import cited_numbers, strip_citations
 from rag_desktop.core.text import answer_tokens, normalize_answer
 
 
@@ -110,10 +110,17 @@ def citation_precision(answer_text: str, source_texts: Sequence[str],
 
 
 def score_answer(prediction: str, golds: str | Sequence[str]) -> QAScores:
+    """The three scores of an answer's words: its ``[n]`` markers are removed first.
+
+    Without that, "600元 [1]" would fail strict EM against "600元" and "[5]" would count as a
+    wrong token in F1, so asking the model to cite (as the app does) would lower its scores;
+    whether the citations are right is measured separately by :func:`citation_precision`.
+    """
+    words = strip_citations(prediction)
     return QAScores(
-        exact_match=exact_match(prediction, golds),
-        containment=containment_match(prediction, golds),
-        f1=token_f1(prediction, golds),
+        exact_match=exact_match(words, golds),
+        containment=containment_match(words, golds),
+        f1=token_f1(words, golds),
     )
 
 

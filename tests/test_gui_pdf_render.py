@@ -89,3 +89,25 @@ def test_region_segments_are_short_searchable_pieces() -> None:
     # the pieces really are on the page, so the passage gets marked
     rp = render_page(PDF, 2, [Highlight(s, (1, 1, 0)) for s in segs], zoom=0.5)
     assert sum(rp.found.values()) >= len(segs) - 1
+
+
+def labelled_pdf(path: Path, first: int | None) -> Path:
+    """Three pages printed as ``first``, ``first`` + 1, … (a chapter cut from a book); no labels
+    when ``first`` is None."""
+    import pymupdf
+
+    with pymupdf.open() as doc:
+        for i in range(3):
+            doc.new_page().insert_text((72, 72), f"Sheet {i + 1} of the chapter")
+        if first is not None:
+            doc.set_page_labels([{"startpage": 0, "prefix": "", "style": "D", "firstpagenum": first}])
+        doc.save(path)
+    return path
+
+
+def test_a_rendered_page_carries_its_printed_label(tmp_path: Path) -> None:
+    book = labelled_pdf(tmp_path / "chapter.pdf", 141)
+    assert [render_page(book, p, zoom=0.3).label for p in (1, 2, 3)] == ["141", "142", "143"]
+    # a PDF without labels says so with "", and the number stays physical
+    plain = render_page(labelled_pdf(tmp_path / "plain.pdf", None), 2, zoom=0.3)
+    assert (plain.label, plain.page) == ("", 2)

@@ -190,6 +190,31 @@ def test_answers_stream_and_citations_open_the_viewer_at_the_page(qtbot: Any, en
     assert win.viewer.found.get("selection", 0) >= 1 or win.viewer.found.get("select", 0) >= 1
 
 
+def test_the_viewer_shows_a_pdfs_printed_page_labels(qtbot: Any, env: Any, tmp_path: Path) -> None:
+    # issue 12: the demo textbooks are chapters printed from page 87 and 141; the viewer said "2 of 3".
+    from test_gui_pdf_render import labelled_pdf
+
+    win, _svc, _ = env
+    book = labelled_pdf(tmp_path / "chapter.pdf", 141)
+    base = dataclasses.replace(make_comparison().baseline.hits[0], path=str(book), page=2,
+                               text="Sheet 2 of the chapter")
+    win.open_hit(base)
+    qtbot.waitUntil(lambda: win.viewer.pending == 0 and win.viewer.mode == "pdf", timeout=10000)
+    assert win.viewer.current_page == 2 and win.viewer.page_label == "142"
+    assert win.viewer.page_of.text() == "/ 3 · p. 142"
+    assert win.viewer.status.text().startswith("Page 142 (2 of 3 in this file)")
+    i18n.set_language("zh")
+    win.viewer.retranslate()
+    assert win.viewer.page_of.text() == "/ 3 · 第 142 页"
+    assert win.viewer.status.text().startswith("第 142 页（本文件第 2 页，共 3 页）")
+    i18n.set_language("en")
+    # a PDF without labels keeps the plain count
+    plain = labelled_pdf(tmp_path / "plain.pdf", None)
+    win.open_hit(dataclasses.replace(base, path=str(plain), page=1, text="Sheet 1 of the chapter"))
+    qtbot.waitUntil(lambda: win.viewer.pending == 0 and win.viewer.page_label == "", timeout=10000)
+    assert win.viewer.page_of.text().startswith("/ ") and "p." not in win.viewer.page_of.text()
+
+
 def test_word_documents_show_as_text_with_the_same_marks(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask_and_wait(qtbot, win)

@@ -146,6 +146,7 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
             annot.update()
         marked = _mark_words(fitz, pg, words, word_colors or {}, word_opacity, found) if words is not None else 0
         pix = pg.get_pixmap(matrix=fitz.Matrix(zoom, zoom), annots=True, alpha=False)
-        return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found, marked)
+        return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found, marked,
+                            str(pg.get_label() or ""))
     finally:
         doc.close()

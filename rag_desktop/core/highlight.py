@@ -33,6 +33,9 @@ class RenderedPage:
     height: int
     found: dict[str, int] = field(default_factory=dict)  # highlight text → rectangles marked
     word_marks: int = 0  # whole words marked through ``words`` (render_page)
+    # The page's printed label where the PDF defines one ("87", "iv"; issue 12: a chapter printed
+    # as pages 87–89 is physical pages 1–3), "" otherwise. The page box still counts physical pages.
+    label: str = ""
 
 
 def hex_to_rgb(color: str) -> RGB:

@@ -406,6 +406,11 @@ TABLE: dict[str, tuple[str, str]] = {
     "viewer.loading": ("Loading…", "正在加载…"),
     "viewer.page_status": ("Page {page} of {n} · {terms} keyword marks on this page",
                            "第 {page} 页，共 {n} 页 · 本页标出 {terms} 处关键词"),
+    # A PDF with printed page labels: the label first (what citations and the book say), then the
+    # position in the file (what the page box counts).
+    "viewer.page_status_printed": ("Page {label} ({page} of {n} in this file) · {terms} keyword marks on this page",
+                                   "第 {label} 页（本文件第 {page} 页，共 {n} 页）· 本页标出 {terms} 处关键词"),
+    "viewer.page_of_printed": ("/ {n} · p. {label}", "/ {n} · 第 {label} 页"),
     "viewer.text_status": ("{terms} keyword marks · {region}", "标出 {terms} 处关键词 · {region}"),
     "viewer.region_found": ("the passage is marked", "已标出匹配段落"),
     "viewer.region_missing": ("the passage could not be located in the file (it may have changed)",

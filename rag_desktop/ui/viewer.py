@@ -97,6 +97,7 @@ class ViewerDialog(QDialog):
         self.words_fn: Callable[[str], Sequence[WordSpan]] | None = None
         self.current_page = 1
         self.n_pages = 1
+        self.page_label = ""  # the shown PDF page's printed label when it differs from its number
         self.mode = ""
         self.found: dict[str, int] = {}
         self.region: tuple[int, int] | None = None
@@ -250,10 +251,16 @@ class ViewerDialog(QDialog):
         self.page_box.setMaximum(rp.n_pages)
         self.page_box.setValue(rp.page)
         self.page_box.blockSignals(False)
-        self.page_of.setText(f"/ {rp.n_pages}")
         self.found = dict(rp.found)
         n_terms = rp.word_marks or sum(v for k, v in rp.found.items() if any(k == t for t, _ in self.terms))
-        self._set_status("viewer.page_status", page=rp.page, n=rp.n_pages, terms=n_terms)
+        self.page_label = rp.label if rp.label and rp.label != str(rp.page) else ""
+        if self.page_label:
+            self.page_of.setText(tr("viewer.page_of_printed", n=rp.n_pages, label=self.page_label))
+            self._set_status("viewer.page_status_printed", label=self.page_label, page=rp.page, n=rp.n_pages,
+                             terms=n_terms)
+        else:
+            self.page_of.setText(f"/ {rp.n_pages}")
+            self._set_status("viewer.page_status", page=rp.page, n=rp.n_pages, terms=n_terms)
         self.prev_btn.setEnabled(rp.page > 1)
         self.next_btn.setEnabled(rp.page < rp.n_pages)
 
@@ -283,6 +290,7 @@ class ViewerDialog(QDialog):
         self.text.setPlainText(full)
         self.n_pages = len(pages) or 1
         self.page_box.setMaximum(self.n_pages)
+        self.page_label = ""
         self.page_of.setText(f"/ {self.n_pages}")
         sels: list[QTextEdit.ExtraSelection] = []
         doc = self.text.document()
@@ -342,6 +350,8 @@ class ViewerDialog(QDialog):
             lab.setText(tr(key))
         if self._status_key:
             self.status.setText(tr(self._status_key, **self._status_args))
+        if self.page_label:
+            self.page_of.setText(tr("viewer.page_of_printed", n=self.n_pages, label=self.page_label))
         if self.hit is None:
             self.setWindowTitle(tr("viewer.title"))
 

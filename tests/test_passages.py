@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rag_desktop.core import passages as P
 from rag_desktop.core.prompting import build_answer_messages, source_where
 from rag_desktop.core.types import Hit, Locator
@@ -102,3 +104,45 @@ def test_each_article_gets_its_own_window_named_by_chapter_and_article() -> None
     assert P.window_locator(paras, first, ws[1].text) == "第四章 住宿费和伙食补助 第八条"
     tb = [p.text for p in P.paragraphs(TEXTBOOK)]
     assert P.window_locator(tb, 2, tb[2]) == "7.3 The selection task"
+
+
+def _bm25_reference(q: list[str], docs: list[list[str]], idf: dict[str, float]) -> list[float]:
+    """Robertson & Zaragoza Eq. 3.15 written out term by term, each distinct query term once."""
+    avgdl = sum(len(d) for d in docs) / len(docs)
+    out = []
+    for d in docs:
+        total = 0.0
+        for t in set(q):
+            f = d.count(t)
+            if f:
+                total += idf[t] * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(d) / avgdl))
+        out.append(total)
+    return out
+
+
+def test_bm25_and_the_pool_idf_agree_with_their_formulas() -> None:
+    import math
+
+    docs = [["a", "b", "b", "c"], ["a", "d"], ["a", "b", "e", "e", "e"], ["f"]]
+    q = ["a", "b", "e", "a", "zz"]
+    idf = P.pool_idf(docs)
+    n_t = {"a": 3, "b": 2, "e": 1, "zz": 0}
+    expected_idf = {t: math.log(1 + (4 - n + 0.5) / (n + 0.5)) for t, n in n_t.items()}
+    assert {t: idf(t) for t in n_t} == pytest.approx(expected_idf)
+    assert idf("a") > 0  # a term in most windows keeps a weight
+    assert P.bm25_scores(q, docs, idf) == pytest.approx(_bm25_reference(q, docs, expected_idf))
+
+
+def test_the_answering_paragraph_beats_paragraphs_that_repeat_the_documents_title_terms() -> None:
+    # demo-04: every window of the guideline says 数据出境安全评估; only §6 says 有效期. With the
+    # library's IDF alone (the title terms are rare in the library) the repeating windows won.
+    title = ["数据", "出境", "安全", "评估"]
+    windows = [title * 3 + ["申报", "流程"], title * 2 + ["适用", "情形"], ["评估", "结论", "有效期", "2年"],
+               [*title, "材料", "清单"]]
+    library_idf = {"数据": 1.0, "出境": 3.0, "安全": 1.0, "评估": 3.0, "结论": 1.5, "有效期": 2.0}
+    q = ["数据", "出境", "安全", "评估", "结论", "有效期"]
+    lib_only = P.bm25_scores(q, windows, lambda t: library_idf.get(t, 0.0))
+    local = P.pool_idf(windows)
+    both = P.bm25_scores(q, windows, lambda t: library_idf.get(t, 0.0) * local(t))
+    assert max(range(4), key=lib_only.__getitem__) == 0  # the failure, reproduced
+    assert max(range(4), key=both.__getitem__) == 2

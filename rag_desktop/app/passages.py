@@ -167,8 +167,10 @@ class PassageFinder:
                 texts.append(w.text)
         if not cands:
             return PassageSet((), (), 0, time.perf_counter() - t0)
-        scores = P.bm25_scores(self._terms(query), [self._terms(t) for t in texts],
-                               lambda t: self.idf.idf(t, self.tokenizer.prior_idf))
+        windows_terms = [self._terms(t) for t in texts]
+        local = P.pool_idf(windows_terms)  # rare in the library AND telling among these windows
+        scores = P.bm25_scores(self._terms(query), windows_terms,
+                               lambda t: self.idf.idf(t, self.tokenizer.prior_idf) * local(t))
         scored = [(P.Candidate(c.chunk_rank, c.window, float(s), c.heading, c.page, c.page_label), ch)
                   for (c, ch), s in zip(cands, scores, strict=True)]
         chunk_of = {id(c): ch for c, ch in scored}

@@ -242,8 +242,9 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
         # Short answers for EM, but keep the app's citations: "answer in a few words" alone made the
         # models drop every [n] (cited share 0.22 with the 1.5B, 0 in Chinese with the 0.5B), which left
         # citation precision resting on a handful of answers. score_answer strips the markers.
-        short = question + (" 请用简短的词语回答，并用[1]这样的编号标注来源。" if detect_lang(question) == "zh"
-                            else " Answer in a few words and cite the source number, like [1].")
+        # ("…like [1]" made the 1.5B list the sources' headers "[1] 《…》 [2] …" instead of answering.)
+        short = question + (" 请用简短的词语回答，并在句末用方括号标注资料编号。" if detect_lang(question) == "zh"
+                            else " Answer in a few words and cite the source number in brackets at the end.")
         answer: Answer | None = None
         t0 = time.perf_counter()
         ttft: float | None = None

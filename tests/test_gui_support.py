@@ -310,6 +310,9 @@ class FakeService:
         self.compare_error: BaseException | None = None
         # a CrossLanguage (app.crosslang) for the canned comparison: the question's other-language search
         self.cross_language: Any = None
+        # the causal column in the baseline's order, as when the gate says re-ranking would hurt
+        self.causal_as_baseline = False
+        self.answer_calls: list[str] = []  # the method of each answer() call, in order
         self.closed = False
         self.opened: list[FakeService] = []
         self.conversation = Conversation()
@@ -387,12 +390,15 @@ class FakeService:
         if self.compare_error is not None:
             raise self.compare_error
         comp = make_comparison(query)
+        if self.causal_as_baseline:
+            comp = dataclasses.replace(comp, causal=dataclasses.replace(comp.baseline, method="gated_off"))
         return comp if self.cross_language is None else dataclasses.replace(comp, cross_language=self.cross_language)
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[Any]:
         from rag_desktop.core import prompting
 
+        self.answer_calls.append(ranked.method)
         gen = self.runtime.generator()
         parts = []
         for ev in gen.stream([ChatMessage("system", "answer"), ChatMessage("user", query)], max_tokens=100,

@@ -502,7 +502,8 @@ class RagService:
         return self._passages
 
     def answer(
-        self, query: str, ranked: RankedList, n_sources: int = 5, cancel: CancelToken | None = None,
+        self, query: str, ranked: RankedList, n_sources: int = prompting.ANSWER_SOURCES,
+        cancel: CancelToken | None = None,
         *, passages: bool | None = None,
     ) -> Iterator[GenEvent | Answer | Progress]:
         """Stream an answer from the top sources of ``ranked``; ends with the Answer and citations.
@@ -516,7 +517,7 @@ class RagService:
         lang = detect_lang(query)
         g = self.settings.generation
         use_passages = g.passages if passages is None else passages
-        hits: Sequence[Hit] = ranked.hits[:n_sources]
+        hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
         locators: tuple[Locator, ...] | None = None
         if use_passages and hits:
             ps = self.passage_finder().find(query, hits)

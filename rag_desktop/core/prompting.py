@@ -247,6 +247,25 @@ def source_where(hit: Hit, locator: Locator | None, lang: Lang) -> str:
     return title + (f" — {heading}" if heading else "") + f" (page {page})"
 
 
+ANSWER_SOURCES = 5  # how many of a column's top hits an answer reads (their chunks, or passages inside them)
+
+
+def answer_hits(hits: Sequence[Hit], n_sources: int = ANSWER_SOURCES) -> tuple[Hit, ...]:
+    """The hits an answer reads: the ranking's top ``n_sources``, in its order."""
+    return tuple(hits[:n_sources])
+
+
+def answer_key(hits: Sequence[Hit], n_sources: int = ANSWER_SOURCES) -> tuple[tuple[int, int, str], ...]:
+    """What determines an answer's prompt besides the question: which units it reads, in which
+    order, with which text (passages are chosen inside them, numbered in this order).
+
+    Two columns with the same key get the same prompt, and with the generator's fixed seed the
+    same answer (issue 12: "when two columns' passages are identical, generate once and say so"):
+    a column the gate shows in baseline order reads exactly the baseline's sources.
+    """
+    return tuple((h.unit_id, h.doc_id, h.text) for h in answer_hits(hits, n_sources))
+
+
 def build_answer_messages(
     query: str,
     sources: Sequence[Hit],

@@ -9,7 +9,7 @@ with a tooltip) instead of linked.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
@@ -109,6 +109,7 @@ class AnswerPane(QWidget):
         self._originals: dict[int, Hit] = {}
         self._status_key = "answer.idle"
         self._status_args: dict[str, object] = {}
+        self._notes: list[Callable[[], str]] = []  # add_note's, after the status
         # Elapsed seconds beside what the pane is doing (issue 12: "reading 1,240 tokens… · 4 s").
         self._t0: float | None = None  # time.monotonic() when this answer started
         self._ticker = QTimer(self)
@@ -120,6 +121,7 @@ class AnswerPane(QWidget):
     # -------------------------------------------------------------- state
     def _set_status(self, key: str, **args: object) -> None:
         self._status_key, self._status_args = key, args
+        self._notes = []
         self.status.setText(tr(key, **args))
         self.status.setToolTip(plain_tooltip(self.status.text()))
 
@@ -230,6 +232,13 @@ class AnswerPane(QWidget):
             self.status.setToolTip(plain_tooltip(self.status.text()))
         self._fill_sources()
 
+    def add_note(self, note: Callable[[], str]) -> None:
+        """A note after the final status ("same sources as Baseline: answered once"); ``note``
+        words it in the current language, again on a language switch; dropped with the answer."""
+        self._notes.append(note)
+        self.status.setText(f"{self.status.text()} · {note()}")
+        self.status.setToolTip(plain_tooltip(self.status.text()))
+
     def _page_label(self, n: int, page: int) -> str:
         """The printed page label of source n when its PDF defines one, else the page number."""
         locs = self.answer.locators if self.answer is not None else ()
@@ -287,7 +296,8 @@ class AnswerPane(QWidget):
 
     def retranslate(self) -> None:
         self.header.setText(tr(self.title_key))
-        self.status.setText(tr(self._status_key, **self._status_args))
+        self.status.setText(" · ".join([tr(self._status_key, **self._status_args),
+                                        *(note() for note in self._notes)]))
         self.sources_btn.setText(tr("answer.sources"))
         self.sources_btn.setToolTip(tr("answer.sources_tip"))
         self.sources.setHorizontalHeaderLabels([tr("answer.src_n"), tr("answer.src_doc"),

@@ -341,6 +341,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.off": ("answers are off", "未开启回答生成"),
     "answer.not_run": ("not run", "未运行"),
     "answer.generating": ("writing…", "正在生成…"),
+    # issue 12: two columns reading the same sources in the same order get one answer, written once.
+    "answer.shared_wait": ("same sources as {column}: its answer is written once and shown here too",
+                           "与“{column}”列的资料相同：只生成一次答案，也显示在这里"),
+    "answer.shared_done": ("same sources as {column}: answered once", "与“{column}”列的资料相同：只生成了一次"),
     "answer.preparing": ("{msg} ({cur}/{total})", "{msg}（{cur}/{total}）"),
     "answer.preparing_bytes": ("{msg}: {done} of {total} MB", "{msg}：{done} / {total} MB"),
     "answer.preparing_eta": ("{msg}: {done} of {total} MB, about {eta} s left",

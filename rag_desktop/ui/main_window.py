@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.app.session import Session
+from rag_desktop.core import prompting
 from rag_desktop.core.cfrag import margin_summary
 from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.settings import Settings
@@ -85,6 +86,11 @@ CF_COLLAPSED_WIDTH = 170  # the empty CF-RAG column folds to a strip this wide (
 METHODS = ("baseline", "causal", "cross_encoder", "cfrag")
 TITLE_KEYS = {"baseline": "col.baseline", "causal": "col.causal", "cross_encoder": "col.cross_encoder",
               "cfrag": "col.cfrag"}
+
+
+def shared_note(column: str) -> str:
+    """The note of a pane whose answer was written once for ``column`` (same sources)."""
+    return tr("answer.shared_done", column=tr(TITLE_KEYS[column]))
 
 
 @dataclass(frozen=True)
@@ -719,19 +725,29 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                 failed.set()
                 raise
 
+        # Columns that read the same sources in the same order get the same prompt and, with the
+        # fixed seed, the same answer: generate it once (issue 12). A column the gate shows in
+        # baseline order is the usual case; the answer would otherwise be written twice.
+        groups: dict[tuple[object, ...], list[str]] = {}
+        ranked_of = dict(lists)
         for m, ranked in lists:
-            pane = self.answers[m]
+            groups.setdefault(prompting.answer_key(ranked.hits), []).append(m)
+        for members in groups.values():
+            m, ranked = members[0], ranked_of[members[0]]
+            panes = [self.answers[x] for x in members]
+            for x in members[1:]:
+                self.answers[x].set_progress(tr("answer.shared_wait", column=tr(TITLE_KEYS[m])))
 
             def job(ctx: TaskContext, ranked: RankedList = ranked) -> Iterator[object]:
                 yield from guarded(ctx, lambda: svc.answer(q, ranked, cancel=ctx.cancel))
 
             self.runner.submit(
                 f"query.{st.qid}.answer.{m}", job,
-                on_progress=partial(self._gen_progress, st.qid, pane),
-                on_token=partial(self._gen_token, st.qid, pane),
-                on_result=partial(self._on_answer, st.qid, m, ranked),
-                on_error=partial(self._on_gen_error, st.qid, m),
-                on_cancelled=partial(self._gen_stopped, st.qid, pane),
+                on_progress=partial(self._gen_progress, st.qid, panes[0]),
+                on_token=partial(self._gen_token, st.qid, panes),
+                on_result=partial(self._on_answer, st.qid, members, ranked_of),
+                on_error=partial(self._on_gen_errors, st.qid, members),
+                on_cancelled=partial(self._gen_stopped, st.qid, panes),
             )
 
         def cf_job(ctx: TaskContext) -> Iterator[object]:
@@ -745,9 +761,10 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             on_cancelled=partial(self._cf_stopped, st.qid),
         )
 
-    def _gen_stopped(self, qid: int, pane: AnswerPane) -> None:
+    def _gen_stopped(self, qid: int, panes: Sequence[AnswerPane]) -> None:
         if self._current(qid) is not None:
-            pane.set_stopped()  # a partial answer stays readable, marked as stopped
+            for pane in panes:
+                pane.set_stopped()  # a partial answer stays readable, marked as stopped
 
     def _cf_stopped(self, qid: int) -> None:
         if self._current(qid) is None:
@@ -761,18 +778,29 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         if self._current(qid):
             pane.set_progress(progress_text(p))
 
-    def _gen_token(self, qid: int, pane: AnswerPane, text: str) -> None:
+    def _gen_token(self, qid: int, panes: Sequence[AnswerPane], text: str) -> None:
         if not self._current(qid):
             return
-        pane.append_token(text)
+        for pane in panes:  # a column sharing the sources watches the same answer being written
+            pane.append_token(text)
 
-    def _on_answer(self, qid: int, m: str, ranked: RankedList, answer: Answer) -> None:
+    def _on_answer(self, qid: int, members: Sequence[str], ranked_of: Mapping[str, RankedList],
+                   answer: Answer) -> None:
+        """The answer of ``members[0]``, shown in every column of ``members`` (same sources)."""
         st = self._current(qid)
         if st is None:
             return
-        st.answers[m] = answer
-        self.answers[m].set_answer(answer, ranked.hits)
-        self._record_answer(st, m, answer)
+        for i, m in enumerate(members):
+            shown = answer if i == 0 else dataclasses.replace(answer, method=ranked_of[m].method)
+            st.answers[m] = shown
+            self.answers[m].set_answer(shown, ranked_of[m].hits)
+            if i > 0:
+                self.answers[m].add_note(partial(shared_note, members[0]))
+            self._record_answer(st, m, shown)
+
+    def _on_gen_errors(self, qid: int, members: Sequence[str], err: UserError) -> None:
+        for m in members:
+            self._on_gen_error(qid, m, err)
 
     def _on_gen_error(self, qid: int, m: str, err: UserError) -> None:
         st = self._current(qid)

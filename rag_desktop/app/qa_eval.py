@@ -100,6 +100,8 @@ class QAEvalOptions:
     docs: Path | None = None
     generator: str | None = None
     json_out: Path | None = None
+    # None keeps retrieval.cross_language from settings (as ``eval``'s EvalOptions).
+    cross_language: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,8 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
     base = load_settings().replace("retrieval", level="chunk")
     if opts.generator:
         base = base.replace("models", generator=opts.generator)
+    if opts.cross_language is not None:
+        base = base.replace("retrieval", cross_language=opts.cross_language)
     results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"

@@ -16,6 +16,12 @@ def _add_library(p: argparse.ArgumentParser) -> None:
     p.add_argument("--library", type=Path, default=None, help="library folder (default: the user's default library)")
 
 
+def _add_cross_language(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cross-language", choices=["on", "off"], default=None, dest="cross_language",
+                   help="translate each question into the library's other language and fuse the rankings "
+                        "(default: retrieval.cross_language)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-desktop", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
@@ -62,9 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=20)
     p.add_argument("--level", choices=["chunk", "doc"], default="doc")
     p.add_argument("--keywords", choices=["plain", "improved"], default=None)
-    p.add_argument("--cross-language", choices=["on", "off"], default=None, dest="cross_language",
-                   help="translate each question into the library's other language and fuse the rankings "
-                        "(default: retrieval.cross_language)")
+    _add_cross_language(p)
     _add_library(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ingest this folder of documents instead of DATA/corpus.jsonl (e.g. resources/demo)")
     p.add_argument("--generator", default=None,
                    help="models.generator for this run: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
+    _add_cross_language(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 
     p = sub.add_parser("calibrate", help="decide per library whether the causal reranker helps (§4.6)")

@@ -243,12 +243,12 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
         # translation also retrieves, and the two rankings are fused as the columns are (core.fusion).
         ctxs, cross = svc.query_contexts(question, "chunk")
         ranked = fuse([c.baseline for c in ctxs], svc.settings.retrieval.k).ranked
-        # Short answers for EM, but keep the app's citations: "answer in a few words" alone made the
-        # models drop every [n] (cited share 0.22 with the 1.5B, 0 in Chinese with the 0.5B), which left
-        # citation precision resting on a handful of answers. score_answer strips the markers.
-        # ("…like [1]" made the 1.5B list the sources' headers "[1] 《…》 [2] …" instead of answering.)
-        short = question + (" 请用简短的词语回答，并在句末用方括号标注资料编号。" if detect_lang(question) == "zh"
-                            else " Answer in a few words and cite the source number in brackets at the end.")
+        # Short answers, so that strict EM and F1 compare with CF-RAG's short "answer" field and with
+        # the issue's own table. Tried this session and reverted: asking for "[n]" in the suffix as
+        # well made the 1.5B write whole sentences (EM 0 on the fixture's first answers) or list the
+        # sources' headers. The cost is that models often drop the [n] here (``cited_share``); the
+        # app's own prompt, without this suffix, cites. score_answer ignores the markers either way.
+        short = question + (" 请用简短的词语回答。" if detect_lang(question) == "zh" else " Answer in a few words.")
         answer: Answer | None = None
         t0 = time.perf_counter()
         ttft: float | None = None

@@ -204,11 +204,11 @@ def test_columns_that_read_the_same_sources_get_one_answer_written_once(qtbot: A
     assert causal.text() == base.text() == ANSWER_TEXT.strip()
     assert causal.answer is not None and causal.answer.method == "gated_off"
     assert [c.n for c in causal.answer.citations] == [c.n for c in base.answer.citations]  # type: ignore[union-attr]
-    assert "same sources as Baseline: answered once" in causal.status.text()
+    assert causal.status.text().startswith("Baseline's answer (same sources) · done")
     assert "same sources" not in base.status.text()
     i18n.set_language("zh")
     causal.retranslate()
-    assert "与“基线”列的资料相同：只生成了一次" in causal.status.text()
+    assert causal.status.text().startswith("同“基线”的答案（资料相同） · ")
     i18n.set_language("en")
 
 

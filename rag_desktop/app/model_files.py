@@ -372,7 +372,8 @@ def ensure_joined(spec: JoinedModelSpec = QWEN_0_5B, model_dir: Path | str | Non
     target = folder / spec.filename
 
     def ready() -> Progress:
-        return Progress("model_ready", spec.size, spec.size, f"{spec.label} is ready", 0.0, str(target))
+        # The message is the model's name, as in the join events; the UI and CLI say "ready".
+        return Progress("model_ready", spec.size, spec.size, spec.label, 0.0, str(target))
 
     if target.is_file():
         if cached_verification(target, spec.sha256):

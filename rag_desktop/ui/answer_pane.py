@@ -42,6 +42,8 @@ def progress_text(p: Progress) -> str:
         key = "answer.preparing_eta" if p.eta_s is not None else "answer.preparing_bytes"
         return tr(key, msg=p.message or tr(f"stage.{p.stage}"), done=f"{p.current / 1e6:,.0f}",
                   total=f"{p.total / 1e6:,.0f}", eta=f"{p.eta_s or 0:.0f}")
+    if p.stage == "model_ready":  # the model's name and size, not its bytes as "n/N"
+        return tr("answer.model_ready", msg=p.message or tr("stage.model_ready"), total=f"{p.total / 1e6:,.0f}")
     if p.stage == "reading":
         return tr("answer.reading", n=f"{p.current:,}", model=p.message)
     if p.stage == "passages":
@@ -233,10 +235,11 @@ class AnswerPane(QWidget):
         self._fill_sources()
 
     def add_note(self, note: Callable[[], str]) -> None:
-        """A note after the final status ("same sources as Baseline: answered once"); ``note``
+        """A note before the final status ("Baseline's answer (same sources)"); ``note``
         words it in the current language, again on a language switch; dropped with the answer."""
+        # First: a narrow pane elides the end of its status, and this is what tells the panes apart.
         self._notes.append(note)
-        self.status.setText(f"{self.status.text()} · {note()}")
+        self.status.setText(f"{note()} · {self.status.text()}")
         self.status.setToolTip(plain_tooltip(self.status.text()))
 
     def _page_label(self, n: int, page: int) -> str:
@@ -296,8 +299,8 @@ class AnswerPane(QWidget):
 
     def retranslate(self) -> None:
         self.header.setText(tr(self.title_key))
-        self.status.setText(" · ".join([tr(self._status_key, **self._status_args),
-                                        *(note() for note in self._notes)]))
+        self.status.setText(" · ".join([*(note() for note in self._notes),
+                                        tr(self._status_key, **self._status_args)]))
         self.sources_btn.setText(tr("answer.sources"))
         self.sources_btn.setToolTip(tr("answer.sources_tip"))
         self.sources.setHorizontalHeaderLabels([tr("answer.src_n"), tr("answer.src_doc"),

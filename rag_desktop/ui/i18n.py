@@ -344,7 +344,7 @@ TABLE: dict[str, tuple[str, str]] = {
     # issue 12: two columns reading the same sources in the same order get one answer, written once.
     "answer.shared_wait": ("same sources as {column}: its answer is written once and shown here too",
                            "与“{column}”列的资料相同：只生成一次答案，也显示在这里"),
-    "answer.shared_done": ("same sources as {column}: answered once", "与“{column}”列的资料相同：只生成了一次"),
+    "answer.shared_done": ("{column}'s answer (same sources)", "同“{column}”的答案（资料相同）"),
     "answer.preparing": ("{msg} ({cur}/{total})", "{msg}（{cur}/{total}）"),
     "answer.preparing_bytes": ("{msg}: {done} of {total} MB", "{msg}：{done} / {total} MB"),
     "answer.preparing_eta": ("{msg}: {done} of {total} MB, about {eta} s left",
@@ -378,6 +378,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "conv.note.not_a_question": ("the model's rewrite was not a single question", "模型的改写不是一个问题"),
     "conv.note.dropped_words": ("the model's rewrite dropped the words of your question",
                                 "模型的改写丢掉了你问题中的词"),
+    "answer.model_ready": ("{msg} is ready ({total} MB)", "{msg} 已就绪（{total} MB）"),
     "answer.reading": ("reading {n} tokens…", "正在阅读 {n} 个词元…"),
     "answer.passages": ("chose {n} of {total} passages", "从 {total} 个段落中选出 {n} 个"),
     "answer.elapsed": ("{doing} · {s} s", "{doing} · {s} 秒"),

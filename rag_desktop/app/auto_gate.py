@@ -66,7 +66,7 @@ from rag_desktop.app.catalog import Catalog
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Progress
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Keyword, Progress
 
 log = logging.getLogger(__name__)
 
@@ -236,13 +236,63 @@ def _heading_lines(text: str, title: str, n: int) -> list[str]:
     return out
 
 
-def make_plan(catalog: Catalog, n: int, seed: int) -> list[int | str]:
+def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]]) -> dict[int, float]:
+    """The stuffing signal per document: how much *other* documents repeat its title's words.
+
+    s(D) = Σ_{D' ≠ D} cov(D, D')², cov = the share of the title's keyword weight (kw(title), the
+    query-side TF–IDF of paper §4.4) whose terms occur in D' (its stored chunk terms). Squared, so
+    a document that repeats the whole title (the stuffing regime: a notice that names the topic
+    again and again, a near-duplicate, an injected passage that restates the question) counts far
+    more than one that shares a word. Computed from the stored term counts: no model, no encoder.
+    """
+    doc_terms: dict[int, set[str]] = {}
+    for _cid, did, counts in catalog.iter_chunk_term_counts(by_doc=True):
+        doc_terms.setdefault(did, set()).update(counts)
+    scores: dict[int, float] = {}
+    for d in catalog.documents():
+        kws = [k for k in title_terms(d.title) if k.weight > 0]
+        total = sum(k.weight for k in kws)
+        if total <= 0:
+            scores[d.doc_id] = 0.0
+            continue
+        s = 0.0
+        for other, terms in doc_terms.items():
+            if other != d.doc_id:
+                s += (sum(k.weight for k in kws if k.term in terms) / total) ** 2
+        scores[d.doc_id] = s
+    return scores
+
+
+def make_plan(catalog: Catalog, n: int, seed: int,
+              title_terms: Callable[[str], Sequence[Keyword]] | None = None) -> list[int | str]:
     """The probes: the person's most recent questions (str, up to half), then documents (doc id)
-    whose titles the model turns into questions — a seeded sample, by content hash so it is stable."""
+    whose titles the model turns into questions, one per distinct title.
+
+    Half the documents (rounded up) are those with the strongest stuffing signal
+    (``stuffing_scores``): people ask about a topic in its title's words, and where other
+    documents repeat those words is where a re-ranker can help or hurt, so a probe must meet
+    those places if the library has them. The other half is a seeded random sample of the rest,
+    so a library without stuffing is represented as it is (and its high-signal documents are
+    then ordinary ones: titles whose words other documents mention). Without ``title_terms``
+    all are random. Stable: ties and the sample follow the content hash.
+    """
     asked = _question_log(catalog)[1][-(n // 2):] if n >= 2 else []
-    docs = sorted(catalog.documents(), key=lambda d: d.sha256)
+    docs, seen = [], set()
+    for d in sorted(catalog.documents(), key=lambda d: d.sha256):
+        key = " ".join(d.title.split()).lower()
+        if key not in seen:  # documents sharing a title would give the same probe
+            seen.add(key)
+            docs.append(d)
+    k = min(n - len(asked), len(docs))
+    picked: list[int] = []
+    if title_terms is not None and k > 0:
+        sc = stuffing_scores(catalog, title_terms)
+        by_signal = sorted(docs, key=lambda d: -sc.get(d.doc_id, 0.0))  # stable: hash order on ties
+        picked = [d.doc_id for d in by_signal[: (k + 1) // 2] if sc.get(d.doc_id, 0.0) > 0]
+    rest = [d for d in docs if d.doc_id not in picked]
     rng = random.Random(seed)
-    return [*asked, *(d.doc_id for d in rng.sample(docs, k=min(n - len(asked), len(docs))))]
+    picked += [d.doc_id for d in rng.sample(rest, k=k - len(picked))]
+    return [*asked, *picked]
 
 
 def _complete(gen: Generator, prompt: str, max_tokens: int, seed: int, cancel: CancelToken | None) -> str:
@@ -304,6 +354,7 @@ def run_auto_gate(
     """
     cfg = config or AutoGateConfig()
     cat: Catalog = svc.library.catalog
+    r = svc.retriever()
     fp = fingerprint(cat)
     st = load_state(cat)
     resumable = (
@@ -317,7 +368,7 @@ def run_auto_gate(
             "version": STATE_VERSION,
             "fingerprint": fp,
             "config": dict(cfg.__dict__),
-            "plan": make_plan(cat, cfg.n_probes, cfg.seed),
+            "plan": make_plan(cat, cfg.n_probes, cfg.seed, lambda t: r.query_keywords(t, "doc")),
             "probes": [],
             "started": clock(),
         }
@@ -326,7 +377,6 @@ def run_auto_gate(
     _save_state(cat, st)
     t0 = time.monotonic()
     gen = generator or svc.runtime.generator()
-    r = svc.retriever()
 
     def check() -> None:
         if cancel is not None and cancel.is_set:
@@ -352,6 +402,7 @@ def run_auto_gate(
                 chunks = cat.chunks_of(doc.doc_id)
                 heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
                 question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
+                st["model_calls"] = st.get("model_calls", 0) + 1
             ctx = r.context(question, "doc")
             ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
                       "hybrid": r.rerank(ctx, "hybrid")[0]}
@@ -359,17 +410,29 @@ def run_auto_gate(
             for m in METHODS:
                 for h in ranked[m].hits[: cfg.pool]:
                     hits.setdefault(h.doc_id, h)
-            relevant = []
-            for j, (did, h) in enumerate(hits.items()):
-                check()
-                if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
-                    relevant.append(did)
+            tops = {tuple(h.doc_id for h in ranked[m].hits[: cfg.pool]) for m in METHODS}
+            relevant: list[int] = []
+            judged: list[int] = []
+            if len(tops) == 1 and hits:
+                # Undisputed: the three rankings share their pooled prefix, so whichever of those
+                # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
+                # whatever a judge would say. Counted as such (a probe where re-ranking changes
+                # nothing is evidence too), not judged: no model call.
+                relevant = [next(iter(hits))]
+            else:
+                for j, (did, h) in enumerate(hits.items()):
+                    check()
+                    judged.append(did)
+                    st["model_calls"] = st.get("model_calls", 0) + 1
+                    if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
+                        relevant.append(did)
             st["probes"].append({
                 "question": question,
                 "source": source,
                 "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
                 "relevant": relevant,
-                "judged": list(hits),
+                "judged": judged,
+                "agreed": len(tops) == 1,
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
@@ -390,6 +453,8 @@ def run_auto_gate(
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
+        n_agreed=sum(1 for p in st["probes"] if p.get("agreed")),
+        model_calls=st.get("model_calls", 0),
         n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"]),
         n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
         questions_logged=_question_log(cat)[0],

@@ -95,6 +95,9 @@ class AutoGateConfig:
     seed: int = 0
     judge_chars: int = 300  # of the best-matching chunk shown to the judge
     headings: int = 4  # short heading-like lines of the first chunk shown beside the title
+    # "pairwise": the baseline's first document against each re-ranking's first, both orders
+    # (prefer); "pointwise": each pooled document judged alone (judge), the earlier design.
+    judge: str = "pairwise"
 
 
 _PROBE_PROMPT = {
@@ -115,6 +118,17 @@ _JUDGE_PROMPT = {
     "the topic without the information.\nAnswer (yes or no):",
     "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？如果给出了（哪怕只是一部分），"
     "回答“是”；如果它讲的是别的内容，或只提到主题而没有相关信息，回答“否”。\n回答（是或否）：",
+}
+
+
+# Comparative, not absolute: measured (docs/evaluation.md §1.2), the embedded models answer "yes" to
+# nearly any document under _JUDGE_PROMPT, the 1.5B included, so absolute labels carry no signal; a
+# choice between two documents is what a small model can still make.
+_PAIR_PROMPT = {
+    "en": "Question: {q}\n\nDocument 1: {t1}\n{d1}\n\nDocument 2: {t2}\n{d2}\n\nWhich document gives the "
+    "information that answers the question (not just the same words)? Reply with 1 or 2 only.\nAnswer:",
+    "zh": "问题：{q}\n\n文档1：{t1}\n{d1}\n\n文档2：{t2}\n{d2}\n\n哪一份文档给出了回答该问题的信息"
+    "（而不只是出现相同的词语）？只回复1或2。\n回答：",
 }
 
 
@@ -237,29 +251,25 @@ def _heading_lines(text: str, title: str, n: int) -> list[str]:
 
 
 def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]]) -> dict[int, float]:
-    """The stuffing signal per document: how much *other* documents repeat its title's words.
+    """The stuffing signal per document: the share of its own text made of its title's words.
 
-    s(D) = Σ_{D' ≠ D} cov(D, D')², cov = the share of the title's keyword weight (kw(title), the
-    query-side TF–IDF of paper §4.4) whose terms occur in D' (its stored chunk terms). Squared, so
-    a document that repeats the whole title (the stuffing regime: a notice that names the topic
-    again and again, a near-duplicate, an injected passage that restates the question) counts far
-    more than one that shares a word. Computed from the stored term counts: no model, no encoder.
+    s(D) = Σ_{t ∈ kw(title)} (n_t(D) − 1)⁺ / Σ_t n_t(D), n_t = the stored chunk term counts; the
+    −1 discounts the title line itself (the chunk text starts with it). Keyword stuffing *is* a
+    body that repeats the topic's words — a notice that names the topic again and again, an
+    injected passage that restates the question — and such a document's title is what a person
+    would ask; a document that answers spends its words on the answer. No model, no encoder.
     """
-    doc_terms: dict[int, set[str]] = {}
-    for _cid, did, counts in catalog.iter_chunk_term_counts(by_doc=True):
-        doc_terms.setdefault(did, set()).update(counts)
+    counts: dict[int, dict[str, int]] = {}
+    for _cid, did, c in catalog.iter_chunk_term_counts(by_doc=True):
+        agg = counts.setdefault(did, {})
+        for t, n in c.items():
+            agg[t] = agg.get(t, 0) + n
     scores: dict[int, float] = {}
     for d in catalog.documents():
-        kws = [k for k in title_terms(d.title) if k.weight > 0]
-        total = sum(k.weight for k in kws)
-        if total <= 0:
-            scores[d.doc_id] = 0.0
-            continue
-        s = 0.0
-        for other, terms in doc_terms.items():
-            if other != d.doc_id:
-                s += (sum(k.weight for k in kws if k.term in terms) / total) ** 2
-        scores[d.doc_id] = s
+        c = counts.get(d.doc_id, {})
+        total = sum(c.values())
+        terms = {k.term for k in title_terms(d.title) if k.weight > 0}
+        scores[d.doc_id] = sum(max(c.get(t, 0) - 1, 0) for t in terms) / total if total else 0.0
     return scores
 
 
@@ -334,6 +344,33 @@ def judge(gen: Generator, question: str, hit: Hit, chars: int, seed: int, cancel
     lang = "zh" if detect_lang(question) == "zh" else "en"
     prompt = _JUDGE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
     return parse_judgement(_complete(gen, prompt, 3, seed, cancel))
+
+
+def parse_choice(text: str) -> int | None:
+    """The first "1" or "2" of the reply, else None."""
+    for ch in text:
+        if ch in "12":
+            return int(ch)
+    return None
+
+
+def prefer(gen: Generator, question: str, a: Hit, b: Hit, chars: int, seed: int,
+           cancel: CancelToken | None = None) -> int | None:
+    """Which of two documents answers the question: 0 (a), 1 (b), or None (the model changes its
+    mind when the order is swapped: no preference). Two calls, both orders, so a position bias
+    cancels instead of deciding."""
+    lang = "zh" if detect_lang(question) == "zh" else "en"
+
+    def ask(x: Hit, y: Hit) -> int | None:
+        prompt = _PAIR_PROMPT[lang].format(q=question, t1=x.title, d1=x.text[:chars], t2=y.title, d2=y.text[:chars])
+        return parse_choice(_complete(gen, prompt, 3, seed, cancel))
+
+    first, second = ask(a, b), ask(b, a)
+    if first == 1 and second == 2:
+        return 0
+    if first == 2 and second == 1:
+        return 1
+    return None
 
 
 CancelCheck = Callable[[], bool]
@@ -419,6 +456,20 @@ def run_auto_gate(
                 # whatever a judge would say. Counted as such (a probe where re-ranking changes
                 # nothing is evidence too), not judged: no model call.
                 relevant = [next(iter(hits))]
+            elif cfg.judge == "pairwise":
+                # The baseline's first document against each re-ranking's first: the gate's own
+                # question. A document consistently beaten (both orders) is not relevant; the
+                # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
+                pooled = list(hits.items())
+                beaten: set[int] = set()
+                for j, (did, h) in enumerate(pooled[1:], start=1):
+                    check()
+                    st["model_calls"] = st.get("model_calls", 0) + 2
+                    won = prefer(gen, question, pooled[0][1], h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel)
+                    if won is not None:
+                        beaten.add(did if won == 0 else pooled[0][0])
+                judged = [d for d, _h in pooled]
+                relevant = [d for d in judged if d not in beaten]
             else:
                 for j, (did, h) in enumerate(hits.items()):
                     check()

@@ -78,7 +78,9 @@ QUESTION_LOG_KEY = "question_log"  # catalog meta: {"n": questions ever logged, 
 QUESTION_LOG_MAX = 200
 STATE_VERSION = 1
 NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
-LABELS = "llm-judged pool (title-worded probes)"  # the labelling method stored with an automatic decision
+# the labelling method stored with an automatic decision, per judge
+LABELS = "llm-judged pool (title-worded probes)"
+LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, stuffing-signal sampled)"
 
 
 @dataclass(frozen=True)
@@ -450,6 +452,7 @@ def run_auto_gate(
             tops = {tuple(h.doc_id for h in ranked[m].hits[: cfg.pool]) for m in METHODS}
             relevant: list[int] = []
             judged: list[int] = []
+            undecided = False
             if len(tops) == 1 and hits:
                 # Undisputed: the three rankings share their pooled prefix, so whichever of those
                 # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
@@ -470,6 +473,7 @@ def run_auto_gate(
                         beaten.add(did if won == 0 else pooled[0][0])
                 judged = [d for d, _h in pooled]
                 relevant = [d for d in judged if d not in beaten]
+                undecided = not beaten  # no consistent preference at all: the judge could not tell
             else:
                 for j, (did, h) in enumerate(hits.items()):
                     check()
@@ -484,6 +488,7 @@ def run_auto_gate(
                 "relevant": relevant,
                 "judged": judged,
                 "agreed": len(tops) == 1,
+                "undecided": undecided,
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
@@ -500,11 +505,15 @@ def run_auto_gate(
     st["seconds"] = round(st.get("seconds", 0.0) + time.monotonic() - t0, 1)
     record = decision.to_dict()
     record.update(
-        labels=LABELS,
+        labels=LABELS_PAIRWISE if cfg.judge == "pairwise" else LABELS,
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
         n_agreed=sum(1 for p in st["probes"] if p.get("agreed")),
+        # Disputed probes on which the pairwise judge changed its mind with the order: counted as
+        # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
+        # not tell, not that re-ranking hurts (describe() says so).
+        n_undecided=sum(1 for p in st["probes"] if p.get("undecided")),
         model_calls=st.get("model_calls", 0),
         n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"]),
         n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
@@ -572,8 +581,12 @@ def describe(gate: dict[str, Any] | None) -> str:
     """One line for logs and the CLI."""
     if not gate:
         return "not calibrated yet"
-    return (f"{gate.get('decision')} ({gate.get('n_probes')} probes, {float(gate.get('reliability', 0)):.0%} "
+    text = (f"{gate.get('decision')} ({gate.get('n_probes')} probes, {float(gate.get('reliability', 0)):.0%} "
             f"reliable, labels: {gate.get('labels', 'typed or wizard')})")
+    disputed = int(gate.get("n_probes", 0)) - int(gate.get("n_agreed", 0))
+    if disputed > 0 and 2 * int(gate.get("n_undecided", 0)) > disputed:
+        text += f"; the judge could not tell the documents apart on {gate['n_undecided']} of {disputed} disputed probes"
+    return text
 
 
 def dumps_state(catalog: Catalog) -> str:

@@ -32,18 +32,36 @@ def _row(d: GateDecision) -> dict[str, Any]:
             "delta_causal": d.delta_causal, "delta_hybrid": d.delta_hybrid, "mean_baseline": d.mean_baseline}
 
 
+def _probe_row(p: dict[str, Any], ids: dict[int, str], data: Any) -> dict[str, Any]:
+    """One probe with corpus ids, and whether each judged document is relevant to any of the set's
+    own queries (a hint for reading the judge, not a label: the probe is not one of those queries)."""
+    qrel_docs = {d for q in data.qrels.values() for d, g in q.items() if g > 0}
+    return {"question": p["question"], "source": p.get("source"), "agreed": p.get("agreed"),
+            "top": {m: [ids.get(d, d) for d in r[:3]] for m, r in p.get("rankings", {}).items()},
+            "judged": {ids.get(d, d): (d in p["relevant"], ids.get(d, d) in qrel_docs) for d in p.get("judged", [])}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sets", nargs="+", type=Path)
     ap.add_argument("--probes", type=int, default=auto_gate.AutoGateConfig().n_probes)
     ap.add_argument("--old", action="store_true", help="also the passage-written auto-label gate")
     ap.add_argument("--json", type=Path, required=True)
+    ap.add_argument("--generator", help="models.generator for the probes and the judge (default: the settings')")
+    ap.add_argument("--no-cross-language", action="store_true",
+                    help="rank the labelled queries in their own language only, as the automatic gate ranks its probes")
+    ap.add_argument("--keep", type=Path, help="keep each set's library in KEEP/<set> and reuse it (no re-ingest)")
     args = ap.parse_args()
     settings = load_settings()
+    if args.no_cross_language:
+        settings = settings.replace("retrieval", cross_language=False)
+    if args.generator:
+        settings = settings.replace("models", generator=args.generator)
     results: dict[str, Any] = {}
     for folder in args.sets:
         data = load_beir(folder)
-        with tempfile.TemporaryDirectory(prefix="rag-gate-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="rag-gate-") as tmp_dir:
+            tmp = str(args.keep / folder.name) if args.keep else tmp_dir
             mapping = write_corpus_files(data, Path(tmp) / "corpus")
             svc = RagService(Path(tmp) / "library", settings)
             try:
@@ -55,12 +73,14 @@ def main() -> int:
                         if isinstance(ev, GateDecision)][-1]
                 auto_s = time.monotonic() - t0
                 st = auto_gate.load_state(svc.library.catalog) or {}
+                ids = {d.doc_id: mapping.get(str(Path(d.path).resolve()), "?") for d in svc.library.catalog.documents()}
                 row: dict[str, Any] = {
                     "labelled": None if labelled is None else _row(labelled),
                     "auto": _row(auto) | {"seconds": round(auto_s, 1),
                                           "n_judged": sum(len(p.get("judged", [])) for p in st.get("probes", [])),
                                           "n_unlabelled": sum(1 for p in st.get("probes", []) if not p["relevant"]),
-                                          "probes": [p["question"] for p in st.get("probes", [])]},
+                                          "model_calls": st.get("model_calls"),
+                                          "probes": [_probe_row(p, ids, data) for p in st.get("probes", [])]},
                 }
                 if args.old:
                     t0 = time.monotonic()

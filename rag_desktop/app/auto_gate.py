@@ -66,7 +66,7 @@ from rag_desktop.app.catalog import Catalog
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Progress
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Keyword, Progress
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,9 @@ QUESTION_LOG_KEY = "question_log"  # catalog meta: {"n": questions ever logged, 
 QUESTION_LOG_MAX = 200
 STATE_VERSION = 1
 NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
-LABELS = "llm-judged pool (title-worded probes)"  # the labelling method stored with an automatic decision
+# the labelling method stored with an automatic decision, per judge
+LABELS = "llm-judged pool (title-worded probes)"
+LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, stuffing-signal sampled)"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class AutoGateConfig:
     seed: int = 0
     judge_chars: int = 300  # of the best-matching chunk shown to the judge
     headings: int = 4  # short heading-like lines of the first chunk shown beside the title
+    # "pairwise": the baseline's first document against each re-ranking's first, both orders
+    # (prefer); "pointwise": each pooled document judged alone (judge), the earlier design.
+    judge: str = "pairwise"
 
 
 _PROBE_PROMPT = {
@@ -115,6 +120,17 @@ _JUDGE_PROMPT = {
     "the topic without the information.\nAnswer (yes or no):",
     "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？如果给出了（哪怕只是一部分），"
     "回答“是”；如果它讲的是别的内容，或只提到主题而没有相关信息，回答“否”。\n回答（是或否）：",
+}
+
+
+# Comparative, not absolute: measured (docs/evaluation.md §1.2), the embedded models answer "yes" to
+# nearly any document under _JUDGE_PROMPT, the 1.5B included, so absolute labels carry no signal; a
+# choice between two documents is what a small model can still make.
+_PAIR_PROMPT = {
+    "en": "Question: {q}\n\nDocument 1: {t1}\n{d1}\n\nDocument 2: {t2}\n{d2}\n\nWhich document gives the "
+    "information that answers the question (not just the same words)? Reply with 1 or 2 only.\nAnswer:",
+    "zh": "问题：{q}\n\n文档1：{t1}\n{d1}\n\n文档2：{t2}\n{d2}\n\n哪一份文档给出了回答该问题的信息"
+    "（而不只是出现相同的词语）？只回复1或2。\n回答：",
 }
 
 
@@ -236,13 +252,59 @@ def _heading_lines(text: str, title: str, n: int) -> list[str]:
     return out
 
 
-def make_plan(catalog: Catalog, n: int, seed: int) -> list[int | str]:
+def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]]) -> dict[int, float]:
+    """The stuffing signal per document: the share of its own text made of its title's words.
+
+    s(D) = Σ_{t ∈ kw(title)} (n_t(D) − 1)⁺ / Σ_t n_t(D), n_t = the stored chunk term counts; the
+    −1 discounts the title line itself (the chunk text starts with it). Keyword stuffing *is* a
+    body that repeats the topic's words — a notice that names the topic again and again, an
+    injected passage that restates the question — and such a document's title is what a person
+    would ask; a document that answers spends its words on the answer. No model, no encoder.
+    """
+    counts: dict[int, dict[str, int]] = {}
+    for _cid, did, c in catalog.iter_chunk_term_counts(by_doc=True):
+        agg = counts.setdefault(did, {})
+        for t, n in c.items():
+            agg[t] = agg.get(t, 0) + n
+    scores: dict[int, float] = {}
+    for d in catalog.documents():
+        c = counts.get(d.doc_id, {})
+        total = sum(c.values())
+        terms = {k.term for k in title_terms(d.title) if k.weight > 0}
+        scores[d.doc_id] = sum(max(c.get(t, 0) - 1, 0) for t in terms) / total if total else 0.0
+    return scores
+
+
+def make_plan(catalog: Catalog, n: int, seed: int,
+              title_terms: Callable[[str], Sequence[Keyword]] | None = None) -> list[int | str]:
     """The probes: the person's most recent questions (str, up to half), then documents (doc id)
-    whose titles the model turns into questions — a seeded sample, by content hash so it is stable."""
+    whose titles the model turns into questions, one per distinct title.
+
+    Half the documents (rounded up) are those with the strongest stuffing signal
+    (``stuffing_scores``): people ask about a topic in its title's words, and where other
+    documents repeat those words is where a re-ranker can help or hurt, so a probe must meet
+    those places if the library has them. The other half is a seeded random sample of the rest,
+    so a library without stuffing is represented as it is (and its high-signal documents are
+    then ordinary ones: titles whose words other documents mention). Without ``title_terms``
+    all are random. Stable: ties and the sample follow the content hash.
+    """
     asked = _question_log(catalog)[1][-(n // 2):] if n >= 2 else []
-    docs = sorted(catalog.documents(), key=lambda d: d.sha256)
+    docs, seen = [], set()
+    for d in sorted(catalog.documents(), key=lambda d: d.sha256):
+        key = " ".join(d.title.split()).lower()
+        if key not in seen:  # documents sharing a title would give the same probe
+            seen.add(key)
+            docs.append(d)
+    k = min(n - len(asked), len(docs))
+    picked: list[int] = []
+    if title_terms is not None and k > 0:
+        sc = stuffing_scores(catalog, title_terms)
+        by_signal = sorted(docs, key=lambda d: -sc.get(d.doc_id, 0.0))  # stable: hash order on ties
+        picked = [d.doc_id for d in by_signal[: (k + 1) // 2] if sc.get(d.doc_id, 0.0) > 0]
+    rest = [d for d in docs if d.doc_id not in picked]
     rng = random.Random(seed)
-    return [*asked, *(d.doc_id for d in rng.sample(docs, k=min(n - len(asked), len(docs))))]
+    picked += [d.doc_id for d in rng.sample(rest, k=k - len(picked))]
+    return [*asked, *picked]
 
 
 def _complete(gen: Generator, prompt: str, max_tokens: int, seed: int, cancel: CancelToken | None) -> str:
@@ -286,6 +348,33 @@ def judge(gen: Generator, question: str, hit: Hit, chars: int, seed: int, cancel
     return parse_judgement(_complete(gen, prompt, 3, seed, cancel))
 
 
+def parse_choice(text: str) -> int | None:
+    """The first "1" or "2" of the reply, else None."""
+    for ch in text:
+        if ch in "12":
+            return int(ch)
+    return None
+
+
+def prefer(gen: Generator, question: str, a: Hit, b: Hit, chars: int, seed: int,
+           cancel: CancelToken | None = None) -> int | None:
+    """Which of two documents answers the question: 0 (a), 1 (b), or None (the model changes its
+    mind when the order is swapped: no preference). Two calls, both orders, so a position bias
+    cancels instead of deciding."""
+    lang = "zh" if detect_lang(question) == "zh" else "en"
+
+    def ask(x: Hit, y: Hit) -> int | None:
+        prompt = _PAIR_PROMPT[lang].format(q=question, t1=x.title, d1=x.text[:chars], t2=y.title, d2=y.text[:chars])
+        return parse_choice(_complete(gen, prompt, 3, seed, cancel))
+
+    first, second = ask(a, b), ask(b, a)
+    if first == 1 and second == 2:
+        return 0
+    if first == 2 and second == 1:
+        return 1
+    return None
+
+
 CancelCheck = Callable[[], bool]
 
 
@@ -304,6 +393,7 @@ def run_auto_gate(
     """
     cfg = config or AutoGateConfig()
     cat: Catalog = svc.library.catalog
+    r = svc.retriever()
     fp = fingerprint(cat)
     st = load_state(cat)
     resumable = (
@@ -317,7 +407,7 @@ def run_auto_gate(
             "version": STATE_VERSION,
             "fingerprint": fp,
             "config": dict(cfg.__dict__),
-            "plan": make_plan(cat, cfg.n_probes, cfg.seed),
+            "plan": make_plan(cat, cfg.n_probes, cfg.seed, lambda t: r.query_keywords(t, "doc")),
             "probes": [],
             "started": clock(),
         }
@@ -326,7 +416,6 @@ def run_auto_gate(
     _save_state(cat, st)
     t0 = time.monotonic()
     gen = generator or svc.runtime.generator()
-    r = svc.retriever()
 
     def check() -> None:
         if cancel is not None and cancel.is_set:
@@ -352,6 +441,7 @@ def run_auto_gate(
                 chunks = cat.chunks_of(doc.doc_id)
                 heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
                 question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
+                st["model_calls"] = st.get("model_calls", 0) + 1
             ctx = r.context(question, "doc")
             ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
                       "hybrid": r.rerank(ctx, "hybrid")[0]}
@@ -359,17 +449,46 @@ def run_auto_gate(
             for m in METHODS:
                 for h in ranked[m].hits[: cfg.pool]:
                     hits.setdefault(h.doc_id, h)
-            relevant = []
-            for j, (did, h) in enumerate(hits.items()):
-                check()
-                if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
-                    relevant.append(did)
+            tops = {tuple(h.doc_id for h in ranked[m].hits[: cfg.pool]) for m in METHODS}
+            relevant: list[int] = []
+            judged: list[int] = []
+            undecided = False
+            if len(tops) == 1 and hits:
+                # Undisputed: the three rankings share their pooled prefix, so whichever of those
+                # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
+                # whatever a judge would say. Counted as such (a probe where re-ranking changes
+                # nothing is evidence too), not judged: no model call.
+                relevant = [next(iter(hits))]
+            elif cfg.judge == "pairwise":
+                # The baseline's first document against each re-ranking's first: the gate's own
+                # question. A document consistently beaten (both orders) is not relevant; the
+                # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
+                pooled = list(hits.items())
+                beaten: set[int] = set()
+                for j, (did, h) in enumerate(pooled[1:], start=1):
+                    check()
+                    st["model_calls"] = st.get("model_calls", 0) + 2
+                    won = prefer(gen, question, pooled[0][1], h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel)
+                    if won is not None:
+                        beaten.add(did if won == 0 else pooled[0][0])
+                judged = [d for d, _h in pooled]
+                relevant = [d for d in judged if d not in beaten]
+                undecided = not beaten  # no consistent preference at all: the judge could not tell
+            else:
+                for j, (did, h) in enumerate(hits.items()):
+                    check()
+                    judged.append(did)
+                    st["model_calls"] = st.get("model_calls", 0) + 1
+                    if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
+                        relevant.append(did)
             st["probes"].append({
                 "question": question,
                 "source": source,
                 "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
                 "relevant": relevant,
-                "judged": list(hits),
+                "judged": judged,
+                "agreed": len(tops) == 1,
+                "undecided": undecided,
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
@@ -386,10 +505,16 @@ def run_auto_gate(
     st["seconds"] = round(st.get("seconds", 0.0) + time.monotonic() - t0, 1)
     record = decision.to_dict()
     record.update(
-        labels=LABELS,
+        labels=LABELS_PAIRWISE if cfg.judge == "pairwise" else LABELS,
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
+        n_agreed=sum(1 for p in st["probes"] if p.get("agreed")),
+        # Disputed probes on which the pairwise judge changed its mind with the order: counted as
+        # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
+        # not tell, not that re-ranking hurts (describe() says so).
+        n_undecided=sum(1 for p in st["probes"] if p.get("undecided")),
+        model_calls=st.get("model_calls", 0),
         n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"]),
         n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
         questions_logged=_question_log(cat)[0],
@@ -456,8 +581,12 @@ def describe(gate: dict[str, Any] | None) -> str:
     """One line for logs and the CLI."""
     if not gate:
         return "not calibrated yet"
-    return (f"{gate.get('decision')} ({gate.get('n_probes')} probes, {float(gate.get('reliability', 0)):.0%} "
+    text = (f"{gate.get('decision')} ({gate.get('n_probes')} probes, {float(gate.get('reliability', 0)):.0%} "
             f"reliable, labels: {gate.get('labels', 'typed or wizard')})")
+    disputed = int(gate.get("n_probes", 0)) - int(gate.get("n_agreed", 0))
+    if disputed > 0 and 2 * int(gate.get("n_undecided", 0)) > disputed:
+        text += f"; the judge could not tell the documents apart on {gate['n_undecided']} of {disputed} disputed probes"
+    return text
 
 
 def dumps_state(catalog: Catalog) -> str:

@@ -156,20 +156,22 @@ class Retriever:
         return hits
 
     # ------------------------------------------------------------------ keyword sets
-    def query_terms(self, query: str, level: Level) -> TermSet:
-        """K_q = kw(q), top-10 (paper §4.4), with E(t) from the library cache or the encoder."""
+    def query_keywords(self, query: str, level: Level) -> tuple[Keyword, ...]:
+        """K_q = kw(q), top-10 (paper §4.4), weights only (no E(t): nothing is encoded or stored)."""
         unit = "c" if level == "chunk" else "d"
-        lang = detect_lang(query)
-        terms = kw.kw(
+        return kw.kw(
             query,
-            lang,
+            detect_lang(query),
             self.tokenizer,
             self.idf(unit),
             self._kfilter,
             query=True,
             top_n=self.settings.retrieval.query_keywords,
         )
-        return self._term_set(terms, embed_missing=True)
+
+    def query_terms(self, query: str, level: Level) -> TermSet:
+        """K_q with E(t) from the library cache or the encoder."""
+        return self._term_set(self.query_keywords(query, level), embed_missing=True)
 
     def _term_set(
         self,

@@ -27,13 +27,23 @@ def test_verdict_text_in_words_and_numbers() -> None:
         assert "calibrating" in verdict_text(Verdict("hybrid", "calibrating", None).to_json())
         assert verdict_text(Verdict("causal", "override", None).to_json()) == "causal rerank chosen for this question"
         assert verdict_text(None) == ""
+        # ties from a judge that could not tell the documents apart are not "100 % reliable"
+        ties = _gate("neither", 6, 1.0) | {"n_agreed": 1, "n_undecided": 5}
+        undecided = verdict_text(Verdict("baseline", "gate", ties).to_json())
+        assert undecided == ("baseline order shown: the automatic check could not decide (the local model could not "
+                             "tell the documents apart on 5 of 5 disputed probes)")
+        assert Verdict("baseline", "gate", ties).label().startswith("Baseline order shown: the automatic check")
+        # a judge that decided most disputed probes keeps the plain verdict
+        decided = _gate("neither", 6, 1.0) | {"n_agreed": 1, "n_undecided": 2}
+        assert verdict_text(Verdict("baseline", "gate", decided).to_json()).startswith("Re-ranking would hurt")
     with i18n.using("zh"):
+        assert "自动校准无法判断" in verdict_text(Verdict("baseline", "gate", ties).to_json())
         assert verdict_text(Verdict("baseline", "gate", _gate("neither")).to_json()).startswith("重排序会降低")
         assert "尚未校准" in verdict_text(Verdict("hybrid", "not_calibrated", None).to_json())
 
 
 @pytest.mark.parametrize("key", [f"verdict.{r}" for r in ("helps", "hurts", "few", "not_calibrated", "calibrating",
-                                                           "override", "setting")]
+                                                           "override", "setting", "undecided")]
                          + [f"verdict.name.{s}" for s in ("baseline", "causal", "hybrid")]
                          + [f"lib.calib.{s}" for s in ("running", "interrupted", "cancelled", "failed", "done")]
                          + [f"override.{s}" for s in ("auto", "baseline", "causal", "hybrid", "tip")])

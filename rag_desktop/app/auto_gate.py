@@ -577,15 +577,30 @@ def start_background(library_dir: Path, catalog: Catalog, force: bool = False) -
     return proc.pid
 
 
+def undecided_probes(gate: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(undecided, disputed) when the judge could not tell the documents apart on most of the
+    probes where the rankings disagreed, else None.
+
+    Such a decision is ties, not evidence: "neither" then means "could not decide", and the
+    column says so instead of "re-ranking would hurt, 100 % reliable" (the bootstrap over
+    Δ = 0 ties is 100 % sure of nothing).
+    """
+    if not gate:
+        return None
+    disputed = int(gate.get("n_probes", 0)) - int(gate.get("n_agreed", 0))
+    undecided = int(gate.get("n_undecided", 0))
+    return (undecided, disputed) if disputed > 0 and 2 * undecided > disputed else None
+
+
 def describe(gate: dict[str, Any] | None) -> str:
     """One line for logs and the CLI."""
     if not gate:
         return "not calibrated yet"
     text = (f"{gate.get('decision')} ({gate.get('n_probes')} probes, {float(gate.get('reliability', 0)):.0%} "
             f"reliable, labels: {gate.get('labels', 'typed or wizard')})")
-    disputed = int(gate.get("n_probes", 0)) - int(gate.get("n_agreed", 0))
-    if disputed > 0 and 2 * int(gate.get("n_undecided", 0)) > disputed:
-        text += f"; the judge could not tell the documents apart on {gate['n_undecided']} of {disputed} disputed probes"
+    und = undecided_probes(gate)
+    if und is not None:
+        text += f"; the judge could not tell the documents apart on {und[0]} of {und[1]} disputed probes"
     return text
 
 

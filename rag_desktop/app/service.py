@@ -148,7 +148,13 @@ class Verdict:
     def label(self) -> str:
         g = self.gate or {}
         if self.reason == "gate":
+            from rag_desktop.app import auto_gate
+
             n, rel = int(g.get("n_probes", 0)), float(g.get("reliability", 0.0))
+            und = auto_gate.undecided_probes(g)
+            if und is not None:
+                return (f"Baseline order shown: the automatic check could not decide (the local model could "
+                        f"not tell the documents apart on {und[0]} of {und[1]} disputed probes)")
             if self.shown == "baseline":
                 return (f"Re-ranking would hurt on this library ({n} probes, {rel:.0%} reliable): "
                         "baseline order shown; causal scores kept for inspection")
@@ -160,6 +166,8 @@ class Verdict:
         return f"{self.shown} (retrieval.default_method)"
 
     def to_json(self) -> dict[str, Any]:
+        from rag_desktop.app import auto_gate
+
         g = self.gate or {}
         return {
             "shown": self.shown,
@@ -167,6 +175,8 @@ class Verdict:
             "decision": g.get("decision"),
             "reliability": g.get("reliability"),
             "n_probes": g.get("n_probes"),
+            # (undecided, disputed) probes when the automatic judge could not tell: see undecided_probes
+            "undecided": auto_gate.undecided_probes(g) if self.reason == "gate" else None,
             "labels": g.get("labels", "typed or wizard" if g else None),
             "calibrated_at": g.get("calibrated_at"),
             "delta_causal": g.get("delta_causal"),

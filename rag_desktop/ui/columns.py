@@ -88,6 +88,9 @@ def verdict_text(verdict: dict[str, Any] | None) -> str:
     reason, shown = verdict.get("reason"), str(verdict.get("shown", ""))
     name = tr(f"verdict.name.{shown}") if has_tr(f"verdict.name.{shown}") else shown
     if reason == "gate":
+        und = verdict.get("undecided")
+        if und:  # ties from a judge that could not tell: not "would hurt, 100 % reliable"
+            return tr("verdict.undecided", shown=name, u=und[0], d=und[1])
         n = int(verdict.get("n_probes") or 0)
         rel = round(100 * float(verdict.get("reliability") or 0.0))
         text = tr("verdict.hurts" if shown == "baseline" else "verdict.helps", n=n, rel=rel, shown=name)

@@ -253,6 +253,10 @@ TABLE: dict[str, tuple[str, str]] = {
                       "shown; causal scores kept for inspection",
                       "重排序会降低本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
                       "显示基线顺序；因果分数保留供查看"),
+    "verdict.undecided": ("{shown} shown: the automatic check could not decide (the local model could not tell "
+                          "the documents apart on {u} of {d} disputed probes)",
+                          "显示{shown}：自动校准无法判断（在 {d} 个有分歧的探针问题中，"
+                          "本地模型有 {u} 个分不清哪份文档回答了问题）"),
     "verdict.few": (" — too few probes to call it reliable", "——探针问题太少，可靠度没有意义"),
     "verdict.not_calibrated": ("{shown} shown: not calibrated yet", "显示{shown}：尚未校准"),
     "verdict.calibrating": ("{shown} shown: not calibrated yet (calibrating in the background…)",

@@ -105,6 +105,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {'models': {'generator': 'embedded',
                 'translate': True,
                 'passages': True,
                 'max_passages': 8,
+                'match_citations': True,
                 'rewrite_timeout_s': 30.0},
  'ui': {'language': 'en'}}
 

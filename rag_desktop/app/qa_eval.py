@@ -213,6 +213,9 @@ def _table(results: _Rows) -> dict[str, dict[str, float]]:
                 # mean over the answers that cite anything; cited_share says how many did
                 row["citation_precision"] = sum(precisions) / len(precisions) if precisions else float("nan")
                 row["cited_share"] = len(precisions) / len(rows)
+                # answers with a citation the app added after generation (core.attribution): the
+                # rest of cited_share is the model's own
+                row["matched_share"] = sum(1 for r in rows if r[4].get("matched_citations")) / len(rows)
             if ttfts:
                 row["mean_ttft_s"] = sum(ttfts) / len(ttfts)
             table[name] = row
@@ -261,6 +264,7 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
         if answer is None:
             return "", {}
         extra: dict[str, Any] = {"source_texts": [h.text for h in answer.sources], "ttft_s": ttft,
+                                 "matched_citations": len(answer.matched),
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
                                  "translate_s": round(cross.seconds, 3)}

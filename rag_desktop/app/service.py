@@ -25,6 +25,7 @@ from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
+from rag_desktop.core.attribution import attribute
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
@@ -546,10 +547,16 @@ class RagService:
                 parts.append(ev.text)
             yield ev
         text = "".join(parts).strip()
+        # Sentences the model left uncited get the source that holds their words (issue 12),
+        # marked as matched; setting generation.match_citations = false keeps the model's text.
+        matched: tuple[tuple[int, int, int], ...] = ()
+        if g.match_citations and used:
+            att = attribute(text, [h.text for h in used], query)
+            text, matched = att.text, att.added
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
-                     original_texts=originals)
+                     original_texts=originals, matched=matched)
 
     # ------------------------------------------------------------------ conversation (issue 12)
     def rewrite_followup(self, question: str, conversation: Conversation,

@@ -243,6 +243,9 @@ class GenerationSettings:
     # (at most this many), not whole 4,096-character chunks.
     passages: bool = True
     max_passages: int = field_spec(8, min=1)
+    # A sentence the model left uncited gets the source holding its words, marked as matched
+    # (core.attribution; issue 12: the embedded models often state the fact without its [n]).
+    match_citations: bool = True
     # Follow-up questions (issue 12): a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 

@@ -279,6 +279,9 @@ class Answer:
     # translated ("" where it was not), so the UI shows the original beside the translation.
     locators: tuple[Locator, ...] = ()
     original_texts: tuple[str, ...] = ()
+    # Markers added after generation to sentences the model left uncited: the span of each number in
+    # ``text`` and its n, as citation_spans gives them (core.attribution); shown as matched, not as the model's.
+    matched: tuple[tuple[int, int, int], ...] = ()
 
 
 # --------------------------------------------------------------------------- progress

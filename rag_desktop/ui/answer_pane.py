@@ -201,6 +201,7 @@ class AnswerPane(QWidget):
         self._originals = {h.unit_id: h for h in originals}
         self.browser.setPlainText(answer.text)
         by_n = {c.n: c for c in answer.citations}
+        matched = {(a, b) for a, b, _n in answer.matched}
         doc = self.browser.document()
         for start, end, n in citation_spans(answer.text):
             c = by_n.get(n)
@@ -213,8 +214,12 @@ class AnswerPane(QWidget):
                 fmt.setAnchorHref(f"cite:{n}")
                 fmt.setForeground(LINK)
                 fmt.setFontUnderline(True)
-                fmt.setToolTip(plain_tooltip(tr("answer.cite_tip", title=c.title,
-                                                 page=self._page_label(c.n, c.page or 1))))
+                page = self._page_label(c.n, c.page or 1)
+                if (start, end) in matched:  # added after generation (core.attribution), not the model's
+                    fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
+                    fmt.setToolTip(plain_tooltip(tr("answer.cite_matched_tip", n=n, title=c.title, page=page)))
+                else:
+                    fmt.setToolTip(plain_tooltip(tr("answer.cite_tip", title=c.title, page=page)))
             else:
                 fmt.setForeground(BAD)
                 fmt.setFontStrikeOut(True)
@@ -228,7 +233,10 @@ class AnswerPane(QWidget):
             self._set_status("answer.empty")
         else:
             n = len(answer.citations)
-            self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
+            if answer.matched:
+                self._set_status("answer.done_matched", n=n, m=len(answer.matched))
+            else:
+                self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
             self.status.setToolTip(plain_tooltip(self.status.text()))

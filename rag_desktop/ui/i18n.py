@@ -390,12 +390,16 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.cf_step": ("step {cur}/{total}: {stage}", "第 {cur}/{total} 步：{stage}"),
     "answer.done": ("done · {n} citations", "完成 · {n} 处引用"),
     "answer.done_one": ("done · 1 citation", "完成 · 1 处引用"),
+    "answer.done_matched": ("done · {n} citations ({m} matched by words)", "完成 · {n} 处引用（{m} 处按词语匹配）"),
     "answer.done_invalid": ("done · {n} citations · not among the sources: {bad}",
                             "完成 · {n} 处引用 · 不在来源之中：{bad}"),
     "answer.empty": ("the model returned no text", "模型没有返回文本"),
     "answer.failed": ("failed: {msg}", "失败：{msg}"),
     "answer.stopped": ("stopped", "已停止"),
     "answer.cite_tip": ("Open {title} at page {page}", "打开“{title}”第 {page} 页"),
+    "answer.cite_matched_tip": ("Matched by its words to source [{n}]: {title}, page {page} (the model did not cite "
+                                "this sentence)",
+                                "按词语匹配到来源 [{n}]：{title}，第 {page} 页（模型未为此句标注来源）"),
     "answer.cite_invalid_tip": ("[{n}] is not one of the sources given to the model", "[{n}] 不是提供给模型的来源"),
     "answer.sources": ("Sources", "来源"),
     "answer.sources_tip": ("Show the sources given to the model; translated passages beside their originals",
@@ -694,6 +698,11 @@ TABLE: dict[str, tuple[str, str]] = {
                                     "模型阅读排名靠前的文本块中与问题最相关的段落（附标题、章节和页码），而不是整个文本块"),
     "set.generation.max_passages": ("Passages per answer", "每个回答的段落数"),
     "set.generation.max_passages.tip": ("At most this many passages are given to the model", "最多提供给模型的段落数"),
+    "set.generation.match_citations": ("Match uncited sentences to sources", "为未标注的句子匹配来源"),
+    "set.generation.match_citations.tip": ("A sentence the model wrote without [n] gets the passage that holds most "
+                                           "of its words, shown as matched (dotted), not as the model's citation",
+                                           "模型未标注 [n] 的句子，会匹配到包含其大部分词语的段落，"
+                                           "并以虚线标出为“匹配所得”，而非模型自己的引用"),
     "set.generation.rewrite_timeout_s": ("Follow-up rewrite time limit (s)", "追问改写时限（秒）"),
     "set.generation.rewrite_timeout_s.tip": ("A follow-up whose rewrite takes longer is asked in your own words",
                                              "改写超过此时限的追问将按原话提问"),

@@ -1,0 +1,110 @@
+"""Citations added after generation, for sentences the model left uncited (issue 12).
+
+The app's prompt asks for a ``[n]`` after every sentence, and the embedded models often write the
+right fact without one (measured on the demo set: the 1.5B cited in 2 of its first 3 answers, the
+0.5B in none of the Chinese ones), which leaves the person without the paragraph that holds it.
+So, after the answer is written, each uncited sentence is matched to the source passage that holds
+most of its words, and that passage's number is added — marked as *matched*, never passed off as
+the model's own citation (``Attributed.added``; the UI words them differently).
+
+The match, chosen for being checkable rather than clever (post-hoc attribution by lexical overlap,
+as in the "attribute after generation" line of work; no model call, so it costs microseconds):
+
+    share(s, P) = |T(s) ∩ T(P)| / |T(s)|,   T(x) = content tokens of x (answer tokens: lower-cased
+                                              words and single CJK characters, minus stopwords and
+                                              minus the question's own tokens)
+
+A sentence gets source argmax_P share(s, P) when that share is at least ``MIN_SHARE`` and at least
+``MIN_TOKENS`` tokens match; ties go to the lower number. The question's tokens are removed because
+every retrieved passage repeats them: they would make any passage "hold" the sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from rag_desktop.core.citations import citation_items, citation_spans
+from rag_desktop.core.keywords import load_stopwords
+from rag_desktop.core.prompting import split_sentences
+from rag_desktop.core.text import answer_tokens, is_cjk
+
+MIN_SHARE = 0.5  # half of a sentence's own words must stand in the passage
+MIN_TOKENS = 2  # and at least two of them: one shared word is coincidence
+# Closing punctuation a marker goes before ("…八天 [2]。", "… paid leave [2]."), as the prompts' examples.
+_CLOSERS = "。．.！!？?；;…\u3002"
+
+
+@dataclass(frozen=True)
+class Attributed:
+    """The answer text with the added markers, and where their numbers stand in it: (start, end, n),
+    as :func:`~rag_desktop.core.citations.citation_spans` gives them."""
+
+    text: str
+    added: tuple[tuple[int, int, int], ...] = ()
+
+
+@cache
+def _stop() -> frozenset[str]:
+    zh_single = {w for w in load_stopwords("zh") if len(w) == 1}
+    return load_stopwords("en") | frozenset(zh_single)
+
+
+def content_tokens(text: str, exclude: frozenset[str] = frozenset()) -> set[str]:
+    """T(x): the distinct answer tokens of ``text`` that carry content."""
+    stop = _stop()
+    return {t for t in answer_tokens(text) if t not in stop and t not in exclude and (len(t) > 1 or is_cjk(t))}
+
+
+def best_source(sentence: str, sources: Sequence[str], exclude: frozenset[str] = frozenset()) -> int | None:
+    """The 1-based number of the source holding most of ``sentence``'s words, or None (module doc)."""
+    words = content_tokens(sentence, exclude)
+    if len(words) < MIN_TOKENS:
+        return None
+    best, best_share = None, 0.0
+    for i, src in enumerate(sources, start=1):
+        held = len(words & content_tokens(src))
+        share = held / len(words)
+        if held >= MIN_TOKENS and share >= MIN_SHARE and share > best_share:
+            best, best_share = i, share
+    return best
+
+
+def attribute(text: str, sources: Sequence[str], question: str = "") -> Attributed:
+    """Add ``[n]`` to each sentence of ``text`` that cites nothing and is held by source n."""
+    exclude = frozenset(content_tokens(question))
+    out: list[str] = []
+    added: list[tuple[int, int, int]] = []
+    pos = 0
+    for piece in split_sentences(text):
+        body = piece.rstrip()
+        trail = piece[len(body):]
+        if citation_items(body) or not body.strip():
+            out.append(piece)
+            pos += len(piece)
+            continue
+        n = best_source(body, sources, exclude)
+        if n is None:
+            out.append(piece)
+            pos += len(piece)
+            continue
+        cut = len(body)
+        while cut > 0 and body[cut - 1] in _CLOSERS:
+            cut -= 1
+        head, closer = body[:cut], body[cut:]
+        marker = f" [{n}]" if head and not is_cjk(head[-1]) else f"[{n}]"
+        start = pos + len(head) + (1 if marker.startswith(" ") else 0)
+        new = head + marker + closer + trail
+        added.append((start, start + len(marker.strip()), n))
+        out.append(new)
+        pos += len(new)
+    final = "".join(out)
+    # Recorded as citations.citation_spans records them (the number inside the brackets), so the
+    # UI can tell a matched marker from the model's by the same span.
+    spans = tuple((a, b, n) for a, b, n in citation_spans(final)
+                  if any(ms <= a < me for ms, me, _ in added))
+    return Attributed(final, spans)
+
+
+__all__ = ["MIN_SHARE", "MIN_TOKENS", "Attributed", "attribute", "best_source", "content_tokens"]

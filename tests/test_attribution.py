@@ -1,0 +1,91 @@
+"""core.attribution: uncited sentences get the source that holds their words, marked as matched."""
+
+from __future__ import annotations
+
+from rag_desktop.core.attribution import MIN_SHARE, attribute, best_source, content_tokens
+from rag_desktop.core.citations import citation_spans, parse_citations
+from rag_desktop.core.types import Hit
+
+SOURCES = [
+    "第四章 住宿费和伙食补助 第八条 住宿费实行限额标准：一线城市每晚不超过600元，省会城市每晚不超过450元。",
+    "第六条 审查结论的有效期为自出具之日起2年。",
+    "Fewer than one in ten people turn the A and the 7, the two cards that could falsify the rule.",
+]
+
+
+def _reference_share(sentence: str, source: str, question: str) -> float:
+    """share(s, P) written out (module doc): content tokens of s, minus the question's, held by P."""
+    q = content_tokens(question)
+    words = {t for t in content_tokens(sentence) if t not in q}
+    return len(words & content_tokens(source)) / len(words) if words else 0.0
+
+
+def test_each_uncited_sentence_gets_the_source_that_holds_it() -> None:
+    q = "数据出境安全评估结论的有效期是多久？"
+    text = "根据工作指引第六条，审查结论的有效期为2年。一线城市住宿每晚不超过600元。"
+    att = attribute(text, SOURCES, q)
+    assert att.text == "根据工作指引第六条，审查结论的有效期为2年[2]。一线城市住宿每晚不超过600元[1]。"
+    # the recorded spans are exactly the added markers, and they parse as valid citations
+    assert [(att.text[a - 1:b + 1], n) for a, b, n in att.added] == [("[2]", 2), ("[1]", 1)]
+    assert [(a, b, n) for a, b, n in citation_spans(att.text)] == list(att.added)
+    hits = [Hit(i, i, "chunk", f"t{i}", "p", 1, t, 0.5, i, "zh") for i, t in enumerate(SOURCES, start=1)]
+    assert all(c.valid for c in parse_citations(att.text, hits))
+
+
+def test_english_marker_goes_before_the_full_stop_and_the_models_citations_stay() -> None:
+    q = "Which cards must be turned over in the Wason selection task?"
+    text = "The A and the 7 could falsify the rule. Most people pick A and 4 [1]."
+    att = attribute(text, SOURCES, q)
+    assert att.text == "The A and the 7 could falsify the rule [3]. Most people pick A and 4 [1]."
+    assert [n for _a, _b, n in att.added] == [3]  # the model's own [1] is kept as it stands, not re-judged
+
+
+def test_no_marker_without_enough_shared_words() -> None:
+    q = "What does the CardLogic app do?"
+    # nothing of this stands in any source: no citation is invented
+    assert attribute("It is free for schools.", SOURCES, q).text == "It is free for schools."
+    # words of the question do not count: every retrieved passage repeats them
+    assert best_source("The cards rule.", SOURCES, frozenset(content_tokens("cards rule"))) is None
+    assert attribute("", SOURCES, q).added == ()
+
+
+def test_the_choice_agrees_with_the_reference_share() -> None:
+    q = "出差住宿费的报销标准是多少？"
+    for sentence in ("省会城市每晚不超过450元。", "有效期为自出具之日起2年。", "the two cards that could falsify it"):
+        shares = [_reference_share(sentence, s, q) for s in SOURCES]
+        best = max(range(3), key=lambda i: (shares[i], -i))
+        expected = best + 1 if shares[best] >= MIN_SHARE else None
+        assert best_source(sentence, SOURCES, frozenset(content_tokens(q))) == expected
+
+
+def test_the_answer_pane_marks_matched_citations_apart(qtbot) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    pytest.importorskip("PySide6")
+    from PySide6.QtGui import QTextCharFormat, QTextCursor
+
+    from rag_desktop.core.types import Answer
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+
+    hits = [Hit(i, i, "chunk", f"Doc {i}", "p.pdf", 3, t, 0.5, i, "zh") for i, t in enumerate(SOURCES, start=1)]
+    att = attribute("The A and the 7 could falsify the rule. Most people pick A and 4 [1].", [h.text for h in hits],
+                    "Which cards must be turned over?")
+    answer = Answer(att.text, parse_citations(att.text, hits), tuple(hits), "baseline", matched=att.added)
+    with i18n.using("en"):
+        pane = AnswerPane("baseline", "col.baseline")
+        qtbot.addWidget(pane)
+        pane.set_answer(answer)
+        assert pane.status.text().startswith("done · 2 citations (1 matched by words)")
+
+        def fmt_at(pos: int) -> QTextCharFormat:
+            cur = QTextCursor(pane.browser.document())
+            cur.setPosition(pos + 1)
+            return cur.charFormat()
+
+        (a, _b, _n), = att.added
+        own = att.text.index("[1]") + 1
+        assert fmt_at(a).underlineStyle() == QTextCharFormat.UnderlineStyle.DotLine
+        assert "the model did not cite" in fmt_at(a).toolTip()
+        assert fmt_at(own).underlineStyle() != QTextCharFormat.UnderlineStyle.DotLine
+        assert fmt_at(a).isAnchor() and fmt_at(own).isAnchor()  # both open the viewer

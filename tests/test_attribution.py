@@ -40,6 +40,14 @@ def test_english_marker_goes_before_the_full_stop_and_the_models_citations_stay(
     assert [n for _a, _b, n in att.added] == [3]  # the model's own [1] is kept as it stands, not re-judged
 
 
+def test_clauses_of_one_sentence_get_one_marker_at_its_end() -> None:
+    q = "数据出境安全评估结论的有效期是多久？"
+    # a list of clauses held by one source: one marker, after the last of them
+    text = "审查结论自出具之日起算；有效期为2年；到期应当重新申报。"
+    att = attribute(text, SOURCES, q)
+    assert att.text == "审查结论自出具之日起算；有效期为2年[2]；到期应当重新申报。"
+
+
 def test_no_marker_without_enough_shared_words() -> None:
     q = "What does the CardLogic app do?"
     # nothing of this stands in any source: no citation is invented

@@ -11,11 +11,12 @@ The match, chosen for being checkable rather than clever (post-hoc attribution b
 as in the "attribute after generation" line of work; no model call, so it costs microseconds):
 
     share(s, P) = |T(s) ∩ T(P)| / |T(s)|,   T(x) = content tokens of x (answer tokens: lower-cased
-                                              words and single CJK characters, minus stopwords and
-                                              minus the question's own tokens)
+                                              words, single CJK characters and digits, minus stopwords
+                                              and minus the question's own tokens)
 
 A sentence gets source argmax_P share(s, P) when that share is at least ``MIN_SHARE`` and at least
-``MIN_TOKENS`` tokens match; ties go to the lower number. The question's tokens are removed because
+``MIN_TOKENS`` tokens match; ties go to the lower number. Clauses of one sentence (ending in ；/,)
+held by the same source get one marker, after the last of them. The question's tokens are removed because
 every retrieved passage repeats them: they would make any passage "hold" the sentence.
 """
 
@@ -54,7 +55,10 @@ def _stop() -> frozenset[str]:
 def content_tokens(text: str, exclude: frozenset[str] = frozenset()) -> set[str]:
     """T(x): the distinct answer tokens of ``text`` that carry content."""
     stop = _stop()
-    return {t for t in answer_tokens(text) if t not in stop and t not in exclude and (len(t) > 1 or is_cjk(t))}
+    # single characters are noise, except CJK ones (each is a token) and digits (600, 2年: the
+    # figures are what a sentence most needs a source for)
+    return {t for t in answer_tokens(text)
+            if t not in stop and t not in exclude and (len(t) > 1 or is_cjk(t) or t.isdigit())}
 
 
 def best_source(sentence: str, sources: Sequence[str], exclude: frozenset[str] = frozenset()) -> int | None:
@@ -71,20 +75,23 @@ def best_source(sentence: str, sources: Sequence[str], exclude: frozenset[str] =
     return best
 
 
+_CLAUSE_ENDS = "；;：:，,、"
+
+
 def attribute(text: str, sources: Sequence[str], question: str = "") -> Attributed:
     """Add ``[n]`` to each sentence of ``text`` that cites nothing and is held by source n."""
     exclude = frozenset(content_tokens(question))
+    pieces = split_sentences(text)
+    ns = [None if citation_items(p) or not p.strip() else best_source(p.rstrip(), sources, exclude) for p in pieces]
     out: list[str] = []
     added: list[tuple[int, int, int]] = []
     pos = 0
-    for piece in split_sentences(text):
+    for i, piece in enumerate(pieces):
         body = piece.rstrip()
         trail = piece[len(body):]
-        if citation_items(body) or not body.strip():
-            out.append(piece)
-            pos += len(piece)
-            continue
-        n = best_source(body, sources, exclude)
+        n = ns[i]
+        if n is not None and i + 1 < len(pieces) and ns[i + 1] == n and body[-1:] in _CLAUSE_ENDS:
+            n = None  # clauses held by the same source: the last of the run carries the one marker
         if n is None:
             out.append(piece)
             pos += len(piece)

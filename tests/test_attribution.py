@@ -97,3 +97,28 @@ def test_the_answer_pane_marks_matched_citations_apart(qtbot) -> None:  # type: 
         assert "the model did not cite" in fmt_at(a).toolTip()
         assert fmt_at(own).underlineStyle() != QTextCharFormat.UnderlineStyle.DotLine
         assert fmt_at(a).isAnchor() and fmt_at(own).isAnchor()  # both open the viewer
+
+
+def test_an_answer_that_repeats_the_worked_example_is_caught() -> None:
+    from rag_desktop.core.attribution import echoes_example
+    from rag_desktop.core.prompting import load_template
+
+    example = load_template("answer_zh").example_assistant
+    cough = ["第四节 分证论治 内伤咳嗽 阴虚肺燥证 治法：滋阴润肺，化痰止咳。代表方：沙参麦冬汤加减。"]
+    seen = "根据《第六章 咳嗽》第十二条，员工每年享有十五天带薪年假，非全日制员工八天 [2]。"  # the 1.5B, demo-05
+    assert echoes_example(seen, example, cough)
+    assert not echoes_example("中医治疗久咳的代表方是沙参麦冬汤加减 [1]。", example, cough)
+    # words the example shares with the sources do not count against an answer
+    assert not echoes_example("员工每年享有十五天带薪年假 [1]。", example, ["员工每年享有十五天带薪年假。"])
+
+
+def test_the_pane_says_when_the_answer_copied_the_example(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from rag_desktop.core.types import Answer
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+
+    with i18n.using("en"):
+        pane = AnswerPane("baseline", "col.baseline")
+        qtbot.addWidget(pane)
+        pane.set_answer(Answer("员工每年享有十五天带薪年假 [1]。", (), (), "baseline", warnings=("copied_example",)))
+        assert pane.status.text().startswith("⚠ not an answer: the model repeated the prompt's worked example")

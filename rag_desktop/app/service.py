@@ -25,7 +25,7 @@ from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.attribution import attribute
+from rag_desktop.core.attribution import attribute, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
@@ -553,10 +553,14 @@ class RagService:
         if g.match_citations and used:
             att = attribute(text, [h.text for h in used], query)
             text, matched = att.text, att.added
+        # A small model sometimes repeats the worked example of the prompt (its answer with a real
+        # title pasted in): said, not shown as an answer from the documents.
+        example = next((m.content for m in msgs if m.role == "assistant"), "")
+        warnings = ("copied_example",) if echoes_example(text, example, [h.text for h in used]) else ()
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
-                     original_texts=originals, matched=matched)
+                     original_texts=originals, matched=matched, warnings=warnings)
 
     # ------------------------------------------------------------------ conversation (issue 12)
     def rewrite_followup(self, question: str, conversation: Conversation,

@@ -114,4 +114,22 @@ def attribute(text: str, sources: Sequence[str], question: str = "") -> Attribut
     return Attributed(final, spans)
 
 
-__all__ = ["MIN_SHARE", "MIN_TOKENS", "Attributed", "attribute", "best_source", "content_tokens"]
+def echoes_example(answer: str, example: str, sources: Sequence[str]) -> bool:
+    """Whether ``answer`` repeats the prompt's worked example instead of answering from ``sources``.
+
+    Seen on the demo (1.5B, 中医如何治疗久咳): "根据《第六章 咳嗽》第十二条，员工每年享有十五天带薪年假，
+    非全日制员工八天 [2]" — the example's answer with the real title pasted in. True when at least
+    ``MIN_SHARE`` of the answer's content tokens stand in the example's answer and in none of the
+    sources (and at least ``MIN_TOKENS`` do).
+    """
+    words = content_tokens(answer)
+    if not words or not example:
+        return False
+    in_sources: set[str] = set()
+    for src in sources:
+        in_sources |= content_tokens(src)
+    echoed = (words & content_tokens(example)) - in_sources
+    return len(echoed) >= MIN_TOKENS and len(echoed) / len(words) >= MIN_SHARE
+
+
+__all__ = ["MIN_SHARE", "MIN_TOKENS", "Attributed", "attribute", "best_source", "content_tokens", "echoes_example"]

@@ -282,6 +282,8 @@ class Answer:
     # Markers added after generation to sentences the model left uncited: the span of each number in
     # ``text`` and its n, as citation_spans gives them (core.attribution); shown as matched, not as the model's.
     matched: tuple[tuple[int, int, int], ...] = ()
+    # What the UI must say about this answer: "copied_example" (it repeats the prompt's worked example).
+    warnings: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- progress

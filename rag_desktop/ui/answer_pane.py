@@ -226,7 +226,9 @@ class AnswerPane(QWidget):
                 fmt.setToolTip(tr("answer.cite_invalid_tip", n=n))
             cur.mergeCharFormat(fmt)
         invalid = [c.n for c in answer.citations if not c.valid]
-        if invalid:
+        if "copied_example" in answer.warnings:
+            self._set_status("answer.copied_example")
+        elif invalid:
             self._set_status("answer.done_invalid", n=len(answer.citations),
                              bad=", ".join(f"[{i}]" for i in invalid))
         elif not answer.text.strip():

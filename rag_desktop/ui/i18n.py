@@ -390,6 +390,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.cf_step": ("step {cur}/{total}: {stage}", "第 {cur}/{total} 步：{stage}"),
     "answer.done": ("done · {n} citations", "完成 · {n} 处引用"),
     "answer.done_one": ("done · 1 citation", "完成 · 1 处引用"),
+    "answer.copied_example": ("⚠ not an answer: the model repeated the prompt's worked example, not your documents",
+                              "⚠ 这不是答案：模型重复了提示词中的示例，而不是根据你的文档回答"),
     "answer.done_matched": ("done · {n} citations ({m} matched by words)", "完成 · {n} 处引用（{m} 处按词语匹配）"),
     "answer.done_invalid": ("done · {n} citations · not among the sources: {bad}",
                             "完成 · {n} 处引用 · 不在来源之中：{bad}"),

@@ -97,6 +97,11 @@ def test_the_answer_pane_marks_matched_citations_apart(qtbot) -> None:  # type: 
         assert "the model did not cite" in fmt_at(a).toolTip()
         assert fmt_at(own).underlineStyle() != QTextCharFormat.UnderlineStyle.DotLine
         assert fmt_at(a).isAnchor() and fmt_at(own).isAnchor()  # both open the viewer
+        # one source cited twice, both matched: counted as one citation, in the singular
+        one = attribute("一线城市每晚不超过600元。省会城市每晚不超过450元。", [h.text for h in hits], "住宿费标准？")
+        assert [n for _a, _b, n in one.added] == [1, 1]
+        pane.set_answer(Answer(one.text, parse_citations(one.text, hits), tuple(hits), "baseline", matched=one.added))
+        assert pane.status.text().startswith("done · 1 citation (matched by words)")
 
 
 def test_an_answer_that_repeats_the_worked_example_is_caught() -> None:

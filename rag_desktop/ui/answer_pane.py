@@ -235,8 +235,9 @@ class AnswerPane(QWidget):
             self._set_status("answer.empty")
         else:
             n = len(answer.citations)
-            if answer.matched:
-                self._set_status("answer.done_matched", n=n, m=len(answer.matched))
+            if answer.matched:  # both counted as sources cited, as answer.citations counts them
+                m = len({k for _a, _b, k in answer.matched})
+                self._set_status("answer.done_matched_one" if n == 1 else "answer.done_matched", n=n, m=m)
             else:
                 self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
         if took:

@@ -393,6 +393,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.copied_example": ("⚠ not an answer: the model repeated the prompt's worked example, not your documents",
                               "⚠ 这不是答案：模型重复了提示词中的示例，而不是根据你的文档回答"),
     "answer.done_matched": ("done · {n} citations ({m} matched by words)", "完成 · {n} 处引用（{m} 处按词语匹配）"),
+    "answer.done_matched_one": ("done · 1 citation (matched by words)", "完成 · 1 处引用（按词语匹配）"),
     "answer.done_invalid": ("done · {n} citations · not among the sources: {bad}",
                             "完成 · {n} 处引用 · 不在来源之中：{bad}"),
     "answer.empty": ("the model returned no text", "模型没有返回文本"),

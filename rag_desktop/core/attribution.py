@@ -63,12 +63,16 @@ def content_tokens(text: str, exclude: frozenset[str] = frozenset()) -> set[str]
 
 def best_source(sentence: str, sources: Sequence[str], exclude: frozenset[str] = frozenset()) -> int | None:
     """The 1-based number of the source holding most of ``sentence``'s words, or None (module doc)."""
-    words = content_tokens(sentence, exclude)
+    return _best(content_tokens(sentence, exclude), [content_tokens(src) for src in sources])
+
+
+def _best(words: set[str], source_tokens: Sequence[set[str]]) -> int | None:
+    """best_source over token sets already computed (attribute tokenises each source once)."""
     if len(words) < MIN_TOKENS:
         return None
     best, best_share = None, 0.0
-    for i, src in enumerate(sources, start=1):
-        held = len(words & content_tokens(src))
+    for i, src in enumerate(source_tokens, start=1):
+        held = len(words & src)
         share = held / len(words)
         if held >= MIN_TOKENS and share >= MIN_SHARE and share > best_share:
             best, best_share = i, share
@@ -82,7 +86,9 @@ def attribute(text: str, sources: Sequence[str], question: str = "") -> Attribut
     """Add ``[n]`` to each sentence of ``text`` that cites nothing and is held by source n."""
     exclude = frozenset(content_tokens(question))
     pieces = split_sentences(text)
-    ns = [None if citation_items(p) or not p.strip() else best_source(p.rstrip(), sources, exclude) for p in pieces]
+    source_tokens = [content_tokens(src) for src in sources]
+    ns = [None if citation_items(p) or not p.strip() else _best(content_tokens(p.rstrip(), exclude), source_tokens)
+          for p in pieces]
     out: list[str] = []
     added: list[tuple[int, int, int]] = []
     pos = 0

@@ -42,7 +42,7 @@ def test_eval_qa_prints_its_table_and_one_progress_line_per_answer(
         pytest.skip(f"SmolLM2 not installed: {exc}")
     out_json = tmp_path / "qa.json"
     assert main(["eval-qa", "--data", str(QA), "--limit", "2", "--methods", "standard",
-                 "--generator", str(smol), "--cross-language", "off", "--json", str(out_json)]) == 0
+                 "--generator", str(smol), "--cross-language", "off", "--seed", "3", "--json", str(out_json)]) == 0
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[0].split()[0] == "method" and "exact_match" in lines[0] and "mean_latency_s" in lines[0]
@@ -52,5 +52,6 @@ def test_eval_qa_prints_its_table_and_one_progress_line_per_answer(
     report = json.loads(out_json.read_text(encoding="utf-8"))
     assert report["complete"] is True and len(report["per_question"]["standard"]) == 2
     assert set(report["methods"]["standard"]) >= {"mean_latency_s"}
+    assert report["seeds"] == {"cfrag": 3, "generation": 3}  # --seed sets both, and the report says so
     # the fixture mixes zh and en: without --cross-language off each question would be translated too
     assert {r["cross_language"] for r in report["per_question"]["standard"]} == {"off"}

@@ -102,6 +102,8 @@ class QAEvalOptions:
     json_out: Path | None = None
     # None keeps retrieval.cross_language from settings (as ``eval``'s EvalOptions).
     cross_language: bool | None = None
+    # None keeps cfrag.seed and generation.seed; a number sets both (a run per seed gives the spread).
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,9 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
         base = base.replace("models", generator=opts.generator)
     if opts.cross_language is not None:
         base = base.replace("retrieval", cross_language=opts.cross_language)
+    if opts.seed is not None:
+        base = base.replace("cfrag", seed=opts.seed).replace("generation", seed=opts.seed)
+    meta = {"distractors": opts.distractors, "seeds": {"cfrag": base.cfrag.seed, "generation": base.generation.seed}}
     results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"
@@ -180,12 +185,12 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                 if on_answer is not None:
                     on_answer(AnswerTimed(method, len(results[method]), len(questions), dt))
                 if opts.json_out:  # after every answer, so an interrupted run keeps what it measured
-                    _write_json(opts.json_out, _table(results), results, opts.distractors, partial=True)
+                    _write_json(opts.json_out, _table(results), results, meta, partial=True)
         finally:
             svc.close()
     table = _table(results)
     if opts.json_out:
-        _write_json(opts.json_out, table, results, opts.distractors, partial=False)
+        _write_json(opts.json_out, table, results, meta, partial=False)
     return QAEvalReport(table)
 
 
@@ -222,11 +227,11 @@ def _table(results: _Rows) -> dict[str, dict[str, float]]:
     return table
 
 
-def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, distractors: int,
+def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, meta: dict[str, Any],
                 *, partial: bool) -> None:
     out: dict[str, Any] = {
         "methods": table,
-        "distractors": distractors,
+        **meta,
         "complete": not partial,
         "per_question": {
             m: [{"id": r[0], "prediction": r[3], **dataclasses.asdict(r[1]), "latency_s": r[2], **r[4]}

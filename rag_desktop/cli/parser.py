@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ingest this folder of documents instead of DATA/corpus.jsonl (e.g. resources/demo)")
     p.add_argument("--generator", default=None,
                    help="models.generator for this run: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
+    p.add_argument("--seed", type=int, default=None,
+                   help="cfrag.seed and generation.seed for this run, to measure the spread over seeds "
+                        "(default: the settings)")
     _add_cross_language(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 

@@ -38,9 +38,11 @@ class CFTuning:
     max_tokens_counterfactuals: int = 320
     max_tokens_counterfactual_line: int = 48
     max_tokens_closed_book: int = 192
-    # A hypothesis is a JSON object with an answer and one to three sentences of rationale;
-    # at 256 tokens the 0.5B model's longer replies were cut inside the answer string
-    # (issue 14: "…cross-encoders are too"), so the budgets leave room for that.
+    # A hypothesis is a JSON object with an answer and a one-sentence rationale (it was "one to
+    # three sentences": the three hypotheses then wrote ~130 tokens each against 65 for a standard
+    # answer, and on a CPU the written tokens are CF-RAG's largest cost, issue 14 / benchmarks §8).
+    # At 256 tokens the 0.5B model's longer replies were cut inside the answer string ("…cross-
+    # encoders are too"), so the budget stays as a ceiling, not a target.
     max_tokens_hypothesis: int = 384
     max_tokens_synthesis: int = 448
     min_evidence_tokens: int = 256  # evidence per hypothesis is never shrunk below this (see _evidence_budget)

@@ -661,13 +661,16 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "evidence_budget": res.trace.evidence_budget, "warnings": list(res.trace.warnings)}
 
     questions = args.cfrag_questions.split("|")
+    modes = tuple(m for m in MODES if m in args.cfrag_modes.split(","))
+    if "standard" not in modes:
+        return {"skipped": "--cfrag-modes must include standard (the ratios are over it)"}
     out: list[dict[str, Any]] = []
     try:
         svc.context(questions[0], "chunk")
         for _ in gen.stream([ChatMessage("user", "Say OK.")], max_tokens=2, temperature=0.0, seed=0):
             pass
         for i, q in enumerate(questions):
-            order = MODES if i % 2 == 0 else tuple(reversed(MODES))
+            order = modes if i % 2 == 0 else tuple(reversed(modes))
             row: dict[str, Any] = {"question": q}
             for name in order:
                 row[name] = standard(q) if name == "standard" else cfrag(q, name)
@@ -687,18 +690,18 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
         print(f"    question: {row['question']}")
         print(f"    standard RAG: {std['s']:.1f} s, read {std['read']}, written {std['written']}; " + "; ".join(
             f"CF-RAG {m} {row[m]['s']:.1f} s ({row[m]['s'] / std['s']:.2f}x, evidence/hypothesis "
-            f"{row[m]['evidence_budget']} tokens)" for m in MODES[1:]))
+            f"{row[m]['evidence_budget']} tokens)" for m in modes[1:]))
         merged = []
-        for steps in zip(*(row[m]["steps"] for m in MODES[1:]), strict=True):
+        for steps in zip(*(row[m]["steps"] for m in modes[1:]), strict=True):
             line: dict[str, Any] = {"step": steps[0]["step"]}
-            for m, st in zip(MODES[1:], steps, strict=True):
+            for m, st in zip(modes[1:], steps, strict=True):
                 line.update({f"{m} s": st["s"], f"{m} read": st["read"], f"{m} shared": st["shared"],
                              f"{m} written": st["written"]})
             merged.append(line)
-        cols = ["step"] + [f"{m} {c}" for m in MODES[1:] for c in ("s", "read", "shared", "written")]
+        cols = ["step"] + [f"{m} {c}" for m in modes[1:] for c in ("s", "read", "shared", "written")]
         print(bc.table(merged, cols))
         row["table"] = merged
-    ratios = {m: statistics.median(r[m]["s"] / r["standard"]["s"] for r in out) for m in MODES[1:]}
+    ratios = {m: statistics.median(r[m]["s"] / r["standard"]["s"] for r in out) for m in modes[1:]}
     print("    median ratio over standard RAG: " + ", ".join(f"{m} {v:.2f}x" for m, v in ratios.items())
           + " (goal <= 2.5x)\n")
     return {"questions": questions, "runs": out, "ratios": ratios}
@@ -825,6 +828,9 @@ def main() -> None:
     ap.add_argument("--cfrag-repeats", type=int, default=None,
                     help="timed runs per method (default 1: one CF-RAG run is several minutes on 2 cores)")
     ap.add_argument("--cfrag-question", default=QUESTION_EN)
+    ap.add_argument("--cfrag-modes", default=",".join(MODES),
+                    help="cfrag_steps: which of standard, before (sequential), after (batched, the app), "
+                         "after_full (batched, evidence as before) to run; standard is required")
     ap.add_argument("--ttft-generator", default="embedded",
                     help="part ttft: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
     ap.add_argument("--cfrag-questions", default=f"{QUESTION_EN}|{QUESTION_ZH}",

@@ -99,3 +99,64 @@ def test_answer_reads_passages_with_locators_and_cites_them(svc: RagService) -> 
     whole = list(svc.answer(q, ranked, n_sources=2, passages=False))[-1]
     assert isinstance(whole, Answer) and whole.locators == ()
     assert {h.text for h in whole.sources} <= {h.text for h in ranked.hits}
+
+
+Q_AROMA = "How long does opened green tea keep its aroma?"
+
+
+def test_focus_reads_each_chunk_through_its_best_paragraph(svc: RagService) -> None:
+    ranked = svc.compare(Q_AROMA, level="chunk").baseline
+    tea = next(h for h in ranked.hits if h.path.endswith(".pdf"))
+    noodles = next(h for h in ranked.hits if h.path.endswith(".txt"))
+    finder = svc.passage_finder()
+    one = finder.focus(Q_AROMA, [tea, noodles], 1)
+    # one hit per hit, same order, ids and scores: a prompt's [n] still points at the n-th hit
+    assert [(h.unit_id, h.doc_id, h.s_sim, h.rank) for h in one] == \
+        [(h.unit_id, h.doc_id, h.s_sim, h.rank) for h in (tea, noodles)]
+    assert "two months" in one[0].text and "seventy to eighty degrees" not in one[0].text
+    assert one[0].text in tea.text and one[0].page == 2  # the paragraph's own page, not the chunk's first
+    assert one[1] == noodles  # a one-paragraph chunk is already what the model reads
+    two = finder.focus(Q_AROMA, [tea], 2)[0]
+    assert "two months" in two.text and len(one[0].text) < len(two.text)
+    at = [tea.text.index(p) for p in two.text.split("\n\n")]  # windows hold whole paragraphs
+    assert at == sorted(at)  # in document order
+    assert finder.focus(Q_AROMA, [tea], 0) == (tea,)
+
+
+class _Recording(ScriptedGenerator):
+    """The scripted collaborator, keeping every prompt it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompts: list[str] = []
+
+    def stream(self, messages, **kw):  # type: ignore[no-untyped-def]
+        self.prompts.append(messages[-1].content)
+        return super().stream(messages, **kw)
+
+
+def test_cfrag_hypotheses_read_each_evidence_through_its_answering_paragraph(svc: RagService) -> None:
+    from rag_desktop.core.cfrag import cfrag_result
+    from rag_desktop.core.cfrag.prompts import SYSTEM_HYPOTHESIS
+
+    def hypothesis_prompts(read_passages: int) -> tuple[list[str], Answer]:
+        gen = _Recording()
+        svc.runtime._generator = gen
+        svc.update_settings(svc.settings.replace("cfrag", read_passages=read_passages))
+        res = cfrag_result(svc.cfrag(Q_AROMA))
+        return [p for p in gen.prompts if p.startswith("Evidence:") and "Candidate answers" not in p], res.answer
+
+    base = svc.settings
+    try:
+        focused, answer = hypothesis_prompts(1)
+        whole, answer0 = hypothesis_prompts(0)
+    finally:
+        svc.update_settings(base)
+        svc.runtime._generator = ScriptedGenerator()
+    assert SYSTEM_HYPOTHESIS and focused and whole
+    assert all("two months" in p and "seventy to eighty degrees" not in p for p in focused)
+    assert any("seventy to eighty degrees" in p for p in whole)  # the chunk from its start
+    tea = next(h for h in answer.sources if h.path.endswith(".pdf"))
+    assert tea.page == 2 and "two months" in tea.text  # the citation opens the answering paragraph
+    tea0 = next(h for h in answer0.sources if h.path.endswith(".pdf"))
+    assert tea0.page == 1 and "seventy to eighty degrees" in tea0.text

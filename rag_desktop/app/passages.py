@@ -141,12 +141,10 @@ class PassageFinder:
         return out
 
     # ------------------------------------------------------------------ the passages
-    def find(self, query: str, hits: Sequence[Hit]) -> PassageSet:
-        """Candidate windows of the top ``hits``, scored for ``query``, chosen and located."""
-        t0 = time.perf_counter()
-        if not hits:
-            return PassageSet((), (), 0, 0.0)
-        qv = self.embedder.embed_queries([query])[0]
+    def _scored(self, query: str, hits: Sequence[Hit]) -> list[tuple[P.Candidate, Chunk]]:
+        """Every window of the chunks behind ``hits``, located and BM25-scored for ``query``."""
+        # The question's vector only picks a document-level hit's best chunks.
+        qv = self.embedder.embed_queries([query])[0] if any(h.level == "doc" for h in hits) else np.zeros(0)
         docs = {h.doc_id: h for h in hits}
         cands: list[tuple[P.Candidate, Chunk]] = []
         texts: list[str] = []
@@ -166,13 +164,23 @@ class PassageFinder:
                 cands.append((P.Candidate(rank, w, 0.0, heading, page, label), chunk))
                 texts.append(w.text)
         if not cands:
-            return PassageSet((), (), 0, time.perf_counter() - t0)
+            return []
         windows_terms = [self._terms(t) for t in texts]
         local = P.pool_idf(windows_terms)  # rare in the library AND telling among these windows
         scores = P.bm25_scores(self._terms(query), windows_terms,
                                lambda t: self.idf.idf(t, self.tokenizer.prior_idf) * local(t))
-        scored = [(P.Candidate(c.chunk_rank, c.window, float(s), c.heading, c.page, c.page_label), ch)
-                  for (c, ch), s in zip(cands, scores, strict=True)]
+        return [(P.Candidate(c.chunk_rank, c.window, float(s), c.heading, c.page, c.page_label), ch)
+                for (c, ch), s in zip(cands, scores, strict=True)]
+
+    def find(self, query: str, hits: Sequence[Hit]) -> PassageSet:
+        """Candidate windows of the top ``hits``, scored for ``query``, chosen and located."""
+        t0 = time.perf_counter()
+        if not hits:
+            return PassageSet((), (), 0, 0.0)
+        scored = self._scored(query, hits)
+        if not scored:
+            return PassageSet((), (), 0, time.perf_counter() - t0)
+        docs = {h.doc_id: h for h in hits}
         chunk_of = {id(c): ch for c, ch in scored}
         chosen = P.select([c for c, _ in scored], self.max_passages)
         out_hits: list[Hit] = []
@@ -183,7 +191,37 @@ class PassageFinder:
             out_hits.append(Hit(ch.chunk_id, ch.doc_id, "chunk", h.title, h.path, c.page, c.window.text,
                                 c.score, i, ch.lang))
             locs.append(Locator(c.heading, c.page_label))
-        return PassageSet(tuple(out_hits), tuple(locs), len(cands), time.perf_counter() - t0)
+        return PassageSet(tuple(out_hits), tuple(locs), len(scored), time.perf_counter() - t0)
+
+    def focus(self, query: str, hits: Sequence[Hit], per_hit: int = 1) -> tuple[Hit, ...]:
+        """Each chunk-level hit read through its ``per_hit`` best windows for ``query``.
+
+        One hit out per hit in, same order, ids and scores, so a prompt's ``[n]`` still points at
+        the n-th hit; the text is the chosen windows in document order (joined by a blank line)
+        and the page is the first chosen window's page. For CF-RAG's evidence (issue 14): its
+        hypotheses read each evidence chunk through the paragraph that answers the question
+        instead of the chunk's first tokens that fit the budget. Unchanged: a document-level
+        hit, a chunk not in the catalog, and a chunk with no more than ``per_hit`` windows (its
+        text is already what the model would read).
+        """
+        if per_hit <= 0 or not hits:
+            return tuple(hits)
+        by_chunk: dict[int, list[P.Candidate]] = {}
+        for c, ch in self._scored(query, [h for h in hits if h.level == "chunk"]):
+            by_chunk.setdefault(ch.chunk_id, []).append(c)
+        out: list[Hit] = []
+        for h in hits:
+            cands = by_chunk.get(h.unit_id, []) if h.level == "chunk" else []
+            if len(cands) <= per_hit:
+                out.append(h)
+                continue
+            # best score first; ties (a question term in no window) keep the chunk's own order
+            best = sorted(sorted(cands, key=lambda c: (-c.score, c.window.start))[:per_hit],
+                          key=lambda c: c.window.start)
+            text = "\n\n".join(c.window.text for c in best)
+            out.append(Hit(h.unit_id, h.doc_id, h.level, h.title, h.path, best[0].page, text, h.s_sim, h.rank,
+                           h.lang))
+        return tuple(out)
 
     def _terms(self, text: str) -> list[str]:
         lang = detect_lang(text)

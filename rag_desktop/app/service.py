@@ -649,6 +649,10 @@ class RagService:
             return fuse([RankedList("baseline", tuple(hits)), RankedList("baseline", tuple(other))], k).ranked.hits
 
         c = self.cfrag_settings()
+
+        def read(q: str, hits: Sequence[Hit]) -> Sequence[Hit]:
+            return self.passage_finder().focus(q, hits, c.read_passages)
+
         yield from iter_cfrag(
             query,
             retrieve=retrieve,
@@ -658,6 +662,7 @@ class RagService:
             settings=c,
             seed=c.seed,
             cancel=cancel,
+            read=read if c.read_passages > 0 else None,
         )
 
 

@@ -223,6 +223,10 @@ class CFRagSettings:
     agreement_threshold: float = field_spec(0.6, min=0, max=1, step=0.05)
     retrieve_k: int = field_spec(8, min=1)
     evidence_per_hypothesis: int = field_spec(4, min=1)
+    # Paragraph windows each evidence chunk is read through by the hypotheses and the synthesis
+    # (the paper's evidence is a ~100-word passage, this app's chunk 4,096 characters); 0 reads
+    # the chunk itself, cut to the prompt budget from its start (before issue 14).
+    read_passages: int = field_spec(1, min=0)
     # Q(e) ∈ [0, 1] (core.cfrag.quality_score), so a threshold outside it keeps or drops everything.
     quality_min: float = field_spec(0.2, min=0, max=1, step=0.05)
     # numpy's SeedSequence refuses a negative seed, so run_cfrag did too; now the loader says so first.

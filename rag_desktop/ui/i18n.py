@@ -683,6 +683,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.cfrag.use_counterfactuals": ("Use counterfactuals", "使用反事实问题"),
     "set.cfrag.use_counterfactuals.tip": ("Off: ablation without q' (φ_causal = 0)",
                                           "关闭：不使用 q' 的消融实验（φ_causal = 0）"),
+    "set.cfrag.read_passages": ("Paragraphs read per evidence", "每条证据读取的段落数"),
+    "set.cfrag.read_passages.tip": ("Each evidence chunk is read through its best paragraphs for the question; "
+                                    "0 reads the chunk from its start, cut to fit",
+                                    "每个证据块只读取与问题最相关的段落；0 表示从块首读起，截断到可容纳的长度"),
     "set.cfrag.use_division": ("Divide evidence into subsets", "将证据划分为子集"),
     "set.cfrag.use_division.tip": ("Off: one hypothesis over all evidence", "关闭：用全部证据生成一个假设"),
     "set.generation.temperature": ("Temperature", "温度"),

@@ -50,8 +50,8 @@ LAYOUT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "score_variant", "query_keywords", "doc_keywords")),
     ("settings.tab.cfrag", "cfrag", (
         "n_counterfactuals", "n_candidates", "n_clusters", "n_hypotheses", "lam", "theta_sim", "theta_dedup",
-        "agreement_threshold", "quality_min", "retrieve_k", "evidence_per_hypothesis", "use_counterfactuals",
-        "use_division")),
+        "agreement_threshold", "quality_min", "retrieve_k", "evidence_per_hypothesis", "read_passages",
+        "use_counterfactuals", "use_division")),
     ("settings.tab.generation", "generation", (
         "temperature", "max_tokens", "thinking", "translate", "passages", "max_passages", "rewrite_timeout_s")),
     ("settings.tab.interface", "ui", ("language",)),

@@ -41,7 +41,7 @@ from rag_desktop.core.cfrag.prompts import _evidence_budget, hypothesis_messages
 from rag_desktop.core.cfrag.sampling import Subset, sample_subsets
 from rag_desktop.core.cfrag.seeds import derive_seed, stream_rng
 from rag_desktop.core.cfrag.spectral import median_sigma, spectral_clustering
-from rag_desktop.core.cfrag.state import _NO_SPECTRAL, CFRun, CFState, Retriever, Vector
+from rag_desktop.core.cfrag.state import _NO_SPECTRAL, CFRun, CFState, Reader, Retriever, Vector
 from rag_desktop.core.cfrag.trace import build_result
 from rag_desktop.core.cfrag.tuning import DEFAULT_TUNING, CFTuning
 from rag_desktop.core.cfrag.types import (
@@ -168,6 +168,22 @@ def _sampling(run: CFRun, st: CFState) -> CFState:
     return dataclasses.replace(st, subsets=tuple(subsets), subset_pids=pids)
 
 
+def _read(run: CFRun, hits: Sequence[Hit]) -> list[Hit]:
+    """The evidence as the model reads it (``CFRun.read``): same hits, same order, maybe shorter text.
+
+    The paper's evidence is a passage of about a hundred words; this app's retrieval unit is a
+    4,096-character chunk, and a prompt budget cut keeps each chunk's *first* tokens, which may not
+    hold the answer. So the app passes a reader that gives each chunk as its best paragraph for
+    the question (issue 14; fewer tokens read, too). Scores, Δ and φ stay on the chunks.
+    """
+    if run.read is None:
+        return list(hits)
+    out = list(run.read(run.query, hits))
+    if len(out) != len(hits) or any(a.unit_id != b.unit_id for a, b in zip(out, hits, strict=True)):
+        raise ValueError("cfrag: the evidence reader must return one hit per hit, in the same order")
+    return out
+
+
 def _hypotheses(run: CFRun, st: CFState) -> CFState:
     """Step 5b (§3): one (answer, rationale) per subset, decoded together."""
     t, gen = run.tuning, run.generator
@@ -176,16 +192,20 @@ def _hypotheses(run: CFRun, st: CFState) -> CFState:
         budget, note = _evidence_budget(run.query, [len(p) for p in st.subset_pids], gen, t)
         if note:
             warnings += (note,)
+    # Read once for all subsets, so the hypotheses, the synthesis and the citations agree on
+    # what each evidence says (a window is scored among the windows of all kept evidence).
+    ids = sorted({p for pids in st.subset_pids for p in pids})
+    read_of = dict(zip(ids, _read(run, [st.pool[p] for p in ids]), strict=True))
     requests = []
     for j, pids in enumerate(st.subset_pids):
-        msgs, _ = hypothesis_messages(run.query, [st.pool[p] for p in pids], gen, t.max_tokens_hypothesis,
+        msgs, _ = hypothesis_messages(run.query, [read_of[p] for p in pids], gen, t.max_tokens_hypothesis,
                                       t.context_margin_tokens, budget=budget)
         requests.append(GenRequest(msgs, t.max_tokens_hypothesis, t.hypothesis_temperature,
                                    derive_seed(run.seed, "hypothesis", j)))
     usage: list[GenerationUsage] = []
     replies = generate_group(gen, "hypotheses", requests, cancel=run.cancel, usage=usage.append)
     return dataclasses.replace(
-        st, evidence_budget=budget, warnings=warnings, usage=st.usage + tuple(usage),
+        st, evidence_budget=budget, warnings=warnings, usage=st.usage + tuple(usage), read_hits=read_of,
         replies=tuple((g, r.seed) for r, g in zip(requests, replies, strict=True)))
 
 
@@ -241,7 +261,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         seen_p: list[int] = []
         for h in top:
             seen_p += [p for p in st.subset_pids[h.subset] if p not in seen_p]
-        sources = [st.pool[p] for p in seen_p]
+        sources = [st.read_hits.get(p, st.pool[p]) for p in seen_p]
         msgs, _ = synthesis_messages(run.query, top, sources, st.queries[1:], run.generator,
                                      t.max_tokens_synthesis, t.context_margin_tokens)
         [g] = generate_group(run.generator, "synthesis", [GenRequest(
@@ -259,7 +279,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     if chosen >= 0:
         h = hyps[chosen]
         final_ans, final_rat = h.answer, h.rationale
-        sources = [st.pool[p] for p in st.subset_pids[h.subset]]
+        sources = [st.read_hits.get(p, st.pool[p]) for p in st.subset_pids[h.subset]]
     budget_hit = (hyps[chosen].finish_reason if chosen >= 0 else synth_finish) == "length"
     if budget_hit:
         limit = t.max_tokens_hypothesis if chosen >= 0 else t.max_tokens_synthesis
@@ -318,6 +338,7 @@ def iter_cfrag(
     seed: int,
     cancel: CancelToken | None = None,
     tuning: CFTuning = DEFAULT_TUNING,
+    read: Reader | None = None,
 ) -> Iterator[Progress | CFResult]:
     """Answer ``query`` with CF-RAG: a :class:`Progress` before each step, then the CFResult.
 
@@ -327,7 +348,8 @@ def iter_cfrag(
     derived seeds for each generator call, :mod:`rag_desktop.core.cfrag.seeds`), so a run
     is reproducible with a deterministic generator. ``cancel`` is polled between steps and
     passed to the generator. The user-facing knobs come from ``settings``; ``tuning`` holds
-    the implementation constants.
+    the implementation constants. ``read(query, hits)`` gives the evidence as the hypotheses and
+    the synthesis read it, and as the answer cites it (see :func:`_read`; None: as retrieved).
 
     Ablations (paper 002, Table "消融实验"):
 
@@ -341,7 +363,7 @@ def iter_cfrag(
     _check_settings(settings, seed)
     for model in (embedder, scorer, generator):
         model.load()
-    run = CFRun(query, retrieve, embedder, scorer, generator, settings, seed, cancel, tuning)
+    run = CFRun(query, retrieve, embedder, scorer, generator, settings, seed, cancel, tuning, read)
     st = CFState()
     for n, step in enumerate(PIPELINE, start=1):
         if cancel is not None:
@@ -378,7 +400,8 @@ def run_cfrag(
     cancel: CancelToken | None = None,
     on_event: EventSink | None = None,
     tuning: CFTuning = DEFAULT_TUNING,
+    read: Reader | None = None,
 ) -> CFResult:
     """:func:`iter_cfrag` run to its result (``on_event`` sees each step's Progress)."""
     return cfrag_result(iter_cfrag(query, retrieve=retrieve, embedder=embedder, scorer=scorer, generator=generator,
-                                   settings=settings, seed=seed, cancel=cancel, tuning=tuning), on_event)
+                                   settings=settings, seed=seed, cancel=cancel, tuning=tuning, read=read), on_event)

@@ -27,6 +27,9 @@ from rag_desktop.core.settings import CFRagSettings
 from rag_desktop.core.types import CancelToken, Hit
 
 Retriever = Callable[[str, int], Sequence[Hit]]
+# What the model reads of each evidence hit: (question, hits) → one hit per hit, same order
+# (e.g. each chunk through its best paragraph: app.passages.PassageFinder.focus).
+Reader = Callable[[str, Sequence[Hit]], Sequence[Hit]]
 Vector = npt.NDArray[np.float64]
 
 
@@ -43,6 +46,7 @@ class CFRun:
     seed: int
     cancel: CancelToken | None
     tuning: CFTuning
+    read: Reader | None = None  # None: the hypotheses read the evidence hits as retrieved
 
 
 _NO_SPECTRAL = SpectralResult(np.zeros(0, dtype=np.int64), 0, (), 0.0)
@@ -89,6 +93,8 @@ class CFState:
     subset_pids: tuple[tuple[int, ...], ...] = ()
     # hypotheses
     evidence_budget: int = -1
+    # pool id → the hit as the model reads it (CFRun.read), for every evidence of a subset
+    read_hits: Mapping[int, Hit] = dataclasses.field(default_factory=dict)
     replies: tuple[tuple[Generated, int], ...] = ()  # per subset: the reply and its generator seed
     # arbitration
     hypotheses: tuple[HypothesisTrace, ...] = ()

@@ -160,3 +160,38 @@ def test_cfrag_hypotheses_read_each_evidence_through_its_answering_paragraph(svc
     assert tea.page == 2 and "two months" in tea.text  # the citation opens the answering paragraph
     tea0 = next(h for h in answer0.sources if h.path.endswith(".pdf"))
     assert tea0.page == 1 and "seventy to eighty degrees" in tea0.text
+
+
+def test_cfrag_uses_the_stored_chunk_vectors_instead_of_embedding_the_evidence_again(svc: RagService) -> None:
+    """The library's stored vectors are what the encoder gives the chunk text (so s(q, e) and Δ
+    are unchanged), and CF-RAG embeds no evidence chunk at question time (issue 14: that was
+    20-35 s of a demo question on 2 cores)."""
+    import numpy as np
+
+    from rag_desktop.core.cfrag import cfrag_result
+    from rag_desktop.core.substitute_scorer import EmbeddingCosineScorer
+
+    emb = svc.runtime.embedder()
+    ranked = svc.compare(Q_AROMA, level="chunk").baseline
+    stored = svc.library.catalog.vectors_of_chunks([h.unit_id for h in ranked.hits])
+    fresh = emb.embed_passages([h.text for h in ranked.hits])
+    for h, v in zip(ranked.hits, fresh, strict=True):
+        assert float(np.dot(stored[h.unit_id], v)) > 0.9999
+    svc.runtime._scorer = None  # a fresh substitute scorer: nothing cached from earlier tests
+    embedded: list[str] = []
+    orig = emb.embed_passages
+
+    def counting(texts):  # type: ignore[no-untyped-def]
+        embedded.extend(texts)
+        return orig(texts)
+
+    emb.embed_passages = counting  # type: ignore[method-assign]
+    try:
+        res = cfrag_result(svc.cfrag(Q_AROMA))
+    finally:
+        del emb.embed_passages
+        svc.runtime._generator = ScriptedGenerator()
+    pool = [e.hit.text for e in res.trace.evidence]
+    assert pool and not set(pool) & set(embedded)
+    reference = EmbeddingCosineScorer(emb).score(Q_AROMA, pool)
+    np.testing.assert_allclose([e.s_q_raw for e in res.trace.evidence], reference, atol=1e-4)

@@ -108,6 +108,19 @@ def test_passage_vectors_are_cached_across_counterfactual_queries() -> None:
     assert fake.passage_calls[-1] == PASSAGES[:1]
 
 
+def test_remembered_vectors_are_scored_without_embedding_again() -> None:
+    fake = FakeEmbedder()
+    s = EmbeddingCosineScorer(fake)
+    made_elsewhere = FakeEmbedder().embed_passages(PASSAGES)  # e.g. CF-RAG's pool, stored at ingest
+    s.remember(PASSAGES, made_elsewhere)
+    got = s.score("how much protein", PASSAGES)
+    assert fake.passage_calls == []  # nothing embedded twice
+    np.testing.assert_allclose(got, EmbeddingCosineScorer(FakeEmbedder()).score("how much protein", PASSAGES))
+    with pytest.raises(ValueError, match="2 passages of dimension 32"):
+        s.remember(PASSAGES[:2], made_elsewhere)  # one vector per passage, of the embedder's size
+    EmbeddingCosineScorer(fake, cache_size=0).remember(PASSAGES, made_elsewhere)  # no cache: nothing kept
+
+
 def test_cache_is_bounded_and_eviction_changes_nothing_but_cost() -> None:
     fake = FakeEmbedder()
     s = EmbeddingCosineScorer(fake, cache_size=2)

@@ -381,6 +381,15 @@ class Catalog:
                 out.setdefault(doc_id, []).append((cid, _vec(blob)))
         return out
 
+    def vectors_of_chunks(self, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """The stored embedding of each chunk id that has one."""
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for part in _batches(list(dict.fromkeys(chunk_ids)), 500):
+            q = ",".join("?" * len(part))
+            for cid, blob in self.db.execute(f"SELECT chunk_id, vector FROM chunks WHERE chunk_id IN ({q})", part):
+                out[int(cid)] = _vec(blob)
+        return out
+
     def iter_vectors(self, level: str) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
         sql = (
             "SELECT chunk_id, vector FROM chunks"

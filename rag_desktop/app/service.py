@@ -18,6 +18,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.passages import PassageFinder
@@ -653,6 +656,12 @@ class RagService:
         def read(q: str, hits: Sequence[Hit]) -> Sequence[Hit]:
             return self.passage_finder().focus(q, hits, c.read_passages)
 
+        def stored(hits: Sequence[Hit]) -> list[npt.NDArray[np.float64] | None]:
+            # chunk vectors as ingest embedded them (r.embedder, checked against the library)
+            vecs = self.library.catalog.vectors_of_chunks([h.unit_id for h in hits if h.level == "chunk"])
+            return [np.asarray(vecs[h.unit_id], dtype=np.float64) if h.level == "chunk" and h.unit_id in vecs
+                    else None for h in hits]
+
         yield from iter_cfrag(
             query,
             retrieve=retrieve,
@@ -663,6 +672,7 @@ class RagService:
             seed=c.seed,
             cancel=cancel,
             read=read if c.read_passages > 0 else None,
+            stored=stored,
         )
 
 

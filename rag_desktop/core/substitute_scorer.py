@@ -63,6 +63,22 @@ class EmbeddingCosineScorer:
         with self._lock:
             self._cache.clear()
 
+    def remember(self, passages: Sequence[str], vectors: npt.ArrayLike) -> None:
+        """Keep passage vectors that this scorer's own embedder already made elsewhere (CF-RAG's
+        pool, the library's stored chunk vectors), so scoring them does not embed them again."""
+        vecs = np.asarray(vectors, dtype=np.float32)
+        if vecs.shape != (len(passages), self._embedder.dim):
+            raise ValueError(f"EmbeddingCosineScorer.remember: {vecs.shape} vectors for {len(passages)} passages "
+                             f"of dimension {self._embedder.dim}")
+        if not self._cache_size:
+            return
+        with self._lock:
+            for t, v in zip(passages, vecs, strict=True):
+                self._cache[t] = v.copy()
+                self._cache.move_to_end(t)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
     def _passage_vectors(self, passages: list[str]) -> npt.NDArray[np.float32]:
         dim = self._embedder.dim
         out = np.empty((len(passages), dim), dtype=np.float32)

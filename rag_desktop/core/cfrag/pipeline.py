@@ -41,7 +41,7 @@ from rag_desktop.core.cfrag.prompts import _evidence_budget, hypothesis_messages
 from rag_desktop.core.cfrag.sampling import Subset, sample_subsets
 from rag_desktop.core.cfrag.seeds import derive_seed, stream_rng
 from rag_desktop.core.cfrag.spectral import median_sigma, spectral_clustering
-from rag_desktop.core.cfrag.state import _NO_SPECTRAL, CFRun, CFState, Reader, Retriever, Vector
+from rag_desktop.core.cfrag.state import _NO_SPECTRAL, CFRun, CFState, Reader, Retriever, StoredVectors, Vector
 from rag_desktop.core.cfrag.trace import build_result
 from rag_desktop.core.cfrag.tuning import DEFAULT_TUNING, CFTuning
 from rag_desktop.core.cfrag.types import (
@@ -64,13 +64,21 @@ EventSink = Callable[[Progress], None]
 
 def _embed_new(run: CFRun, st: CFState, hits: Sequence[Hit]) -> Mapping[tuple[str, int], Vector]:
     """``st.vectors`` plus the passage embeddings of the hits not embedded yet."""
-    todo = [h for h in hits if _hit_key(h) not in st.vectors]
+    todo = list({_hit_key(h): h for h in hits if _hit_key(h) not in st.vectors}.values())
     if not todo:
         return st.vectors
-    embs = np.asarray(run.embedder.embed_passages([h.text for h in todo]), dtype=np.float64)
-    if embs.shape[0] != len(todo):
-        raise ValueError(f"embedder {run.embedder.identity}: returned {embs.shape[0]} rows for {len(todo)} texts")
-    return {**st.vectors, **{_hit_key(h): v for h, v in zip(todo, embs, strict=True)}}
+    found: dict[tuple[str, int], Vector] = {}
+    if run.stored is not None:
+        for h, v in zip(todo, run.stored(todo), strict=True):
+            if v is not None and v.shape == (run.embedder.dim,):
+                found[_hit_key(h)] = np.asarray(v, dtype=np.float64)
+    rest = [h for h in todo if _hit_key(h) not in found]
+    if rest:
+        embs = np.asarray(run.embedder.embed_passages([h.text for h in rest]), dtype=np.float64)
+        if embs.shape[0] != len(rest):
+            raise ValueError(f"embedder {run.embedder.identity}: returned {embs.shape[0]} rows for {len(rest)} texts")
+        found.update({_hit_key(h): v for h, v in zip(rest, embs, strict=True)})
+    return {**st.vectors, **found}
 
 
 # =========================================================================== the steps
@@ -107,6 +115,11 @@ def _dialectical_retrieval(run: CFRun, st: CFState) -> CFState:
 
 def _scoring(run: CFRun, st: CFState) -> CFState:
     """Step 3: s(q_i, e), the whole matrix once."""
+    # The substitute scorer embeds with the same encoder: give it the pool's vectors, which
+    # _embed_new already has, instead of embedding every chunk a second time.
+    remember = getattr(run.scorer, "remember", None)
+    if callable(remember) and getattr(run.scorer, "embedder", None) is run.embedder and st.pool:
+        remember([h.text for h in st.pool], np.stack([st.vectors[_hit_key(h)] for h in st.pool]))
     raw = score_matrix(run.scorer, st.queries, [h.text for h in st.pool])
     scale = resolve_score_scale(run.scorer, run.tuning)
     warnings = st.warnings
@@ -339,6 +352,7 @@ def iter_cfrag(
     cancel: CancelToken | None = None,
     tuning: CFTuning = DEFAULT_TUNING,
     read: Reader | None = None,
+    stored: StoredVectors | None = None,
 ) -> Iterator[Progress | CFResult]:
     """Answer ``query`` with CF-RAG: a :class:`Progress` before each step, then the CFResult.
 
@@ -350,6 +364,8 @@ def iter_cfrag(
     passed to the generator. The user-facing knobs come from ``settings``; ``tuning`` holds
     the implementation constants. ``read(query, hits)`` gives the evidence as the hypotheses and
     the synthesis read it, and as the answer cites it (see :func:`_read`; None: as retrieved).
+    ``stored(hits)`` gives the library's stored E(e) of hits (None where it has none), which
+    must come from ``embedder``; the rest are embedded here.
 
     Ablations (paper 002, Table "消融实验"):
 
@@ -363,7 +379,7 @@ def iter_cfrag(
     _check_settings(settings, seed)
     for model in (embedder, scorer, generator):
         model.load()
-    run = CFRun(query, retrieve, embedder, scorer, generator, settings, seed, cancel, tuning, read)
+    run = CFRun(query, retrieve, embedder, scorer, generator, settings, seed, cancel, tuning, read, stored)
     st = CFState()
     for n, step in enumerate(PIPELINE, start=1):
         if cancel is not None:
@@ -401,7 +417,9 @@ def run_cfrag(
     on_event: EventSink | None = None,
     tuning: CFTuning = DEFAULT_TUNING,
     read: Reader | None = None,
+    stored: StoredVectors | None = None,
 ) -> CFResult:
     """:func:`iter_cfrag` run to its result (``on_event`` sees each step's Progress)."""
     return cfrag_result(iter_cfrag(query, retrieve=retrieve, embedder=embedder, scorer=scorer, generator=generator,
-                                   settings=settings, seed=seed, cancel=cancel, tuning=tuning, read=read), on_event)
+                                   settings=settings, seed=seed, cancel=cancel, tuning=tuning, read=read,
+                                   stored=stored), on_event)

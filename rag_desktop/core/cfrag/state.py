@@ -31,6 +31,9 @@ Retriever = Callable[[str, int], Sequence[Hit]]
 # (e.g. each chunk through its best paragraph: app.passages.PassageFinder.focus).
 Reader = Callable[[str, Sequence[Hit]], Sequence[Hit]]
 Vector = npt.NDArray[np.float64]
+# The stored E(e) of hits where the library has one (None elsewhere): embedded at ingest by the
+# same embedder, so CF-RAG need not embed 4,096-character chunks again at question time.
+StoredVectors = Callable[[Sequence[Hit]], Sequence[Vector | None]]
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class CFRun:
     cancel: CancelToken | None
     tuning: CFTuning
     read: Reader | None = None  # None: the hypotheses read the evidence hits as retrieved
+    stored: StoredVectors | None = None  # None: every evidence vector is embedded here
 
 
 _NO_SPECTRAL = SpectralResult(np.zeros(0, dtype=np.int64), 0, (), 0.0)

@@ -20,7 +20,7 @@ UI_DIR = Path(ui_pkg.__file__).parent
 NAMESPACES = {k.split(".")[0] for k in TABLE}
 # Keys allowed to read the same in both languages (symbols, names, empty cells).
 SAME_OK = {"col.rank", "col.change", "col.cfrag", "score.s_sim", "score.s_c", "answer.idle", "trace.h.kept",
-           "trace.h.id", "trace.margin_tip", "settings.tab.cfrag"}
+           "trace.h.id", "trace.margin_tip", "settings.tab.cfrag", "query.run_cfrag"}
 _HAN = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")  # Han or full-width punctuation
 
 

@@ -185,6 +185,62 @@ def test_cfrag_column_folds_until_it_has_rows(qtbot: Any, env: Any) -> None:
     assert win.columns["cfrag"].model.rowCount() > 0 or win.columns["cfrag"].is_collapsed()
 
 
+def test_cfrag_switch_gives_the_answers_without_cfrag_and_is_remembered(qtbot: Any, env: Any) -> None:
+    """Issue 12, item 4: CF-RAG switched on and off independently of the answers."""
+    win, svc, sfile = env
+    assert not win.run_cf.isEnabled()  # answers off: CF-RAG (which writes with the same model) too
+    win.auto_answer.setChecked(True)
+    assert win.run_cf.isEnabled() and win.run_cf.isChecked()  # on by default
+    win.run_cf.setChecked(False)
+    assert load_ui_state(sfile.with_name("ui_state.toml")).run_cfrag is False  # remembered at once
+    ask(qtbot, win)
+    qtbot.waitUntil(lambda: win.state is not None and bool(win.state.answers) and not win.runner.busy,
+                    timeout=10000)
+    assert svc.answer_calls and win.state.cfrag is None  # the answers ran, CF-RAG did not
+    assert "switched off" in win.columns["cfrag"].placeholder.text()
+    assert "off" in win.trace_view.empty.text()
+    n = len(svc.answer_calls)
+    win.run_cf.setChecked(True)  # on again: CF-RAG runs for the question on screen
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert len(svc.answer_calls) == n  # the answers were not asked again
+    win.run_cf.setChecked(False)  # a finished CF-RAG answer stays
+    assert win.state.cfrag is not None and win.columns["cfrag"].model.rowCount() > 0
+    assert len(svc.answer_calls) == n
+    assert load_ui_state(sfile.with_name("ui_state.toml")).run_cfrag is False
+    i18n.set_language("zh")
+    win.retranslate()
+    assert win.run_cf.text() == "CF-RAG" and "CF-RAG" in win.run_cf.toolTip() and "只生成回答" in win.run_cf.toolTip()
+
+
+def test_switching_cfrag_off_stops_it_and_says_so(qtbot: Any, env: Any) -> None:
+    import threading
+
+    win, svc, _ = env
+    release = threading.Event()
+    started = threading.Event()
+    plain = svc.cfrag
+
+    def slow_cfrag(query: str, cancel: Any = None, level: Any = None) -> Iterator[Any]:
+        started.set()
+        while not release.is_set():  # CF-RAG's minutes, until the switch cancels it
+            if cancel is not None:
+                cancel.raise_if_set()
+            release.wait(0.02)
+        yield from plain(query, cancel, level)
+
+    svc.cfrag = slow_cfrag
+    win.auto_answer.setChecked(True)
+    win.ask(QUESTION)
+    qtbot.waitUntil(started.is_set, timeout=10000)
+    win.run_cf.setChecked(False)
+    qtbot.waitUntil(lambda: not win.runner.busy, timeout=3000)  # stopped within the wait, not at the end
+    release.set()
+    assert win.state is not None and win.state.cfrag is None
+    assert "switched off" in win.columns["cfrag"].placeholder.text()  # not "CF-RAG was stopped"
+    assert win.state.answers  # the answers are kept
+
+
 def test_headings_line_up_before_the_first_question(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ys = {m: win.columns[m].header.mapTo(win, QPoint(0, 0)).y() for m in ("baseline", "causal", "cfrag")}
@@ -469,6 +525,11 @@ def test_a_broken_state_file_is_named_and_loses_nothing_else(tmp_path: Path) -> 
     p.write_text("colour = 'red'\n", encoding="utf-8")
     with pytest.raises(SettingsError, match="unknown key colour"):
         load_ui_state(p)
+    p.write_text("run_cfrag = 'no'\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="run_cfrag: expected true or false"):
+        load_ui_state(p)
+    p.write_text("recent_questions = []\n", encoding="utf-8")  # a state file from before the switch
+    assert load_ui_state(p).run_cfrag is True
 
 
 def test_the_window_says_so_and_keeps_a_broken_state_file(qtbot: Any, tmp_path: Path,

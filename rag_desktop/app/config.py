@@ -217,6 +217,9 @@ class UIState:
     recent_questions: tuple[str, ...] = ()
     # QMainWindow.saveGeometry() as base64 (Qt's own format: size, position, screen, maximised).
     window_geometry: str = ""
+    # The "CF-RAG" switch beside "Generate answers": CF-RAG takes minutes on a CPU, so a person
+    # may want the answers without it (issue 12, item 4); remembered like the window's size.
+    run_cfrag: bool = True
 
     def with_question(self, question: str) -> UIState:
         """``question`` first, then the older ones without it, at most MAX_RECENT_QUESTIONS."""
@@ -255,7 +258,10 @@ def load_ui_state(path: Path | None = None, settings_file: Path | None = None) -
     geometry = data.get("window_geometry", "")
     if not isinstance(geometry, str):
         raise SettingsError(f"{p}: invalid key window_geometry: expected text")
-    return UIState(tuple(recent)[:MAX_RECENT_QUESTIONS], geometry)
+    run_cfrag = data.get("run_cfrag", True)
+    if not isinstance(run_cfrag, bool):
+        raise SettingsError(f"{p}: invalid key run_cfrag: expected true or false")
+    return UIState(tuple(recent)[:MAX_RECENT_QUESTIONS], geometry, run_cfrag)
 
 
 def save_ui_state(state: UIState, path: Path | None = None) -> Path:
@@ -264,6 +270,7 @@ def save_ui_state(state: UIState, path: Path | None = None) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(".toml.tmp")
     tmp.write_text(tomli_w.dumps({"recent_questions": list(state.recent_questions),
-                                  "window_geometry": state.window_geometry}), encoding="utf-8")
+                                  "window_geometry": state.window_geometry, "run_cfrag": state.run_cfrag}),
+                   encoding="utf-8")
     os.replace(tmp, p)
     return p

@@ -54,6 +54,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "query.auto_answer_tip": ("After ranking, let the local model answer from each column and run CF-RAG "
                               "(slower; Esc stops it)",
                               "排序之后，由本地模型按每一列生成回答并运行 CF-RAG（较慢；按 Esc 停止）"),
+    "query.run_cfrag": ("CF-RAG", "CF-RAG"),
+    "query.run_cfrag_tip": ("Also answer with CF-RAG (the third column) after the answers; it takes several "
+                            "minutes on a laptop CPU. Off: the answers only",
+                            "生成回答之后再用 CF-RAG 回答（第三列）；在笔记本 CPU 上需要几分钟。关闭：只生成回答"),
     "level.doc": ("whole documents", "整篇文档"),
     "level.chunk": ("passages", "段落"),
     "level.tip": ("Rank whole documents or individual passages", "对整篇文档或单个段落排序"),
@@ -222,6 +226,8 @@ TABLE: dict[str, tuple[str, str]] = {
                        "CF-RAG 在生成回答之后运行（需要多次调用本地模型；按 Esc 停止）。"),
     "col.cf_running": ("CF-RAG: {stage} ({cur}/{total})…", "CF-RAG：{stage}（{cur}/{total}）…"),
     "col.cf_off": ("Turn on “Generate answers” to run CF-RAG.", "勾选“生成回答”即可运行 CF-RAG。"),
+    "col.cf_disabled": ("CF-RAG is switched off (the “CF-RAG” box beside “Generate answers”).",
+                        "CF-RAG 已关闭（见“生成回答”旁的“CF-RAG”选项）。"),
     "col.cf_stopped": ("CF-RAG was stopped.", "CF-RAG 已停止。"),
     "col.cf_preparing": ("CF-RAG: {stage}…", "CF-RAG：{stage}…"),
     "col.cf_used": ("Given to the winning hypothesis", "已提供给胜出的假设"),
@@ -343,6 +349,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.idle": ("", ""),
     "answer.waiting": ("waiting for the model…", "等待模型…"),
     "answer.off": ("answers are off", "未开启回答生成"),
+    "answer.cf_disabled": ("CF-RAG is off", "CF-RAG 已关闭"),
     "answer.not_run": ("not run", "未运行"),
     "answer.generating": ("writing…", "正在生成…"),
     # issue 12: two columns reading the same sources in the same order get one answer, written once.
@@ -440,6 +447,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.running": ("CF-RAG is running: {stage} (step {cur}/{total})… The trace appears when it ends.",
                       "CF-RAG 正在运行：{stage}（第 {cur}/{total} 步）……结束后显示推理轨迹。"),
     "trace.off": ("Answers are off, so CF-RAG did not run.", "未开启回答生成，因此没有运行 CF-RAG。"),
+    "trace.cf_disabled": ("CF-RAG is switched off, so it did not run.", "CF-RAG 已关闭，因此没有运行。"),
     "trace.not_run": ("CF-RAG did not run; see the message above.", "CF-RAG 未运行，请查看上方的提示。"),
     "trace.stopped": ("CF-RAG was stopped.", "CF-RAG 已停止。"),
     "trace.summary": ("{n} counterfactual questions kept, {rejected} rejected · "

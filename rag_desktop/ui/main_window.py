@@ -230,6 +230,10 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self._build()
         self.auto_answer.setChecked(auto_answer)
         self.auto_answer.toggled.connect(lambda _on: self._size_stacks())
+        self.run_cf.setChecked(self.ui_state.run_cfrag)
+        self.run_cf.setEnabled(auto_answer)  # CF-RAG writes with the answer model
+        self.auto_answer.toggled.connect(self.run_cf.setEnabled)
+        self.run_cf.toggled.connect(self._toggle_cfrag)
         self.retranslate()
         self._restore_geometry()
         problem = getattr(self, "_state_problem", None)
@@ -291,6 +295,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         for data in (None, "baseline", "causal", "hybrid"):
             self.override_box.addItem("", data)
         self.auto_answer = QCheckBox()
+        self.run_cf = QCheckBox()
         self.stop_btn = QPushButton()
         self.stop_btn.clicked.connect(self.cancel)
         self.stop_btn.setEnabled(False)
@@ -301,6 +306,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         qbar.addWidget(self.level_box)
         qbar.addWidget(self.override_box)
         qbar.addWidget(self.auto_answer)
+        qbar.addWidget(self.run_cf)
         qbar.addWidget(self.ask_btn)
         qbar.addWidget(self.stop_btn)
 
@@ -475,6 +481,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.override_box.setToolTip(tr("override.tip"))
         self.auto_answer.setText(tr("query.auto_answer"))
         self.auto_answer.setToolTip(tr("query.auto_answer_tip"))
+        self.run_cf.setText(tr("query.run_cfrag"))
+        self.run_cf.setToolTip(tr("query.run_cfrag_tip"))
         self.tabs.setTabText(0, tr("tab.compare"))
         self.tabs.setTabText(1, tr("tab.trace"))
         self.tabs.setTabText(2, tr("tab.chart"))
@@ -580,6 +588,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             self.columns[m].clear("col.running" if m != "cfrag" else "col.cf_waiting")
             self.answers[m].reset("answer.waiting" if self.auto_answer.isChecked() else "answer.off")
         self.trace_view.clear("trace.waiting" if self.auto_answer.isChecked() else "trace.off")
+        if self.auto_answer.isChecked() and not self.run_cf.isChecked():
+            self._show_cf_disabled()
         self.chart.clear()
         self.chips.set_split(None)
         self.why.set_explanation(None, None)
@@ -750,9 +760,25 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                 on_cancelled=partial(self._gen_stopped, st.qid, panes),
             )
 
-        def cf_job(ctx: TaskContext) -> Iterator[object]:
-            yield from guarded(ctx, lambda: svc.cfrag(q, ctx.cancel))
+        if self.run_cf.isChecked():
+            self._queue_cfrag(st)
+        else:
+            self._show_cf_disabled()
 
+    def _queue_cfrag(self, st: QueryState) -> None:
+        """CF-RAG for ``st``'s question, after whatever is queued (the answers)."""
+        svc = self.service
+        q = st.question
+        failed = st.generation_failed
+
+        def cf_job(ctx: TaskContext) -> Iterator[object]:
+            if failed.is_set():  # the answers' model failed: the same cause would fail CF-RAG
+                raise Cancelled()
+            yield from svc.prepare_generator(ctx.cancel)
+            yield from svc.cfrag(q, ctx.cancel)
+
+        self.answers["cfrag"].reset("answer.waiting")
+        self.trace_view.clear("trace.waiting")
         self.runner.submit(
             f"query.{st.qid}.cfrag", cf_job,
             on_progress=partial(self._cf_progress, st.qid),
@@ -761,6 +787,26 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             on_cancelled=partial(self._cf_stopped, st.qid),
         )
 
+    def _show_cf_disabled(self) -> None:
+        self.columns["cfrag"].clear("col.cf_disabled")
+        self.answers["cfrag"].reset("answer.cf_disabled")
+        self.trace_view.clear("trace.cf_disabled")
+
+    def _toggle_cfrag(self, on: bool) -> None:
+        """The CF-RAG switch: remembered; off stops a running CF-RAG (its minutes of CPU), on runs
+        it for the question on screen if it has not run yet."""
+        self.ui_state = dataclasses.replace(self.ui_state, run_cfrag=on)
+        self._save_ui_state()
+        st = self.state
+        if st is None or st.comparison is None or not self.auto_answer.isChecked():
+            return
+        if not on:
+            if st.cfrag is None:
+                self.runner.cancel(f"query.{st.qid}.cfrag")
+                self._show_cf_disabled()
+        elif st.cfrag is None:
+            self._queue_cfrag(st)
+
     def _gen_stopped(self, qid: int, panes: Sequence[AnswerPane]) -> None:
         if self._current(qid) is not None:
             for pane in panes:
@@ -768,6 +814,9 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
 
     def _cf_stopped(self, qid: int) -> None:
         if self._current(qid) is None:
+            return
+        if not self.run_cf.isChecked():  # stopped by the switch: say it is off, not "stopped"
+            self._show_cf_disabled()
             return
         self.answers["cfrag"].set_stopped()
         if self.state is not None and self.state.cfrag is None:

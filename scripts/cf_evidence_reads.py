@@ -24,7 +24,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from passage_prompt_sizes import language_groups
+
 from rag_desktop.app import model_files
+from rag_desktop.app.evaluation import read_jsonl
 from rag_desktop.app.service import RagService
 from rag_desktop.core.cfrag import SYSTEM_HYPOTHESIS, cfrag_result
 from rag_desktop.core.generation import GenRequest, GenResult, generate_sequentially
@@ -91,10 +94,7 @@ def main() -> int:
     svc.runtime._generator = gen  # type: ignore[assignment]
     reads = [int(x) for x in args.read.split(",")]
     rows: list[dict[str, Any]] = []
-    for line in (args.data / "questions.jsonl").read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        q = json.loads(line)
+    for q in read_jsonl(args.data / "questions.jsonl"):
         question = str(q["question"])
         golds = [normalize_answer(g) for g in q["answers"]]
         row: dict[str, Any] = {"id": q["_id"], "lang": detect_lang(question)}
@@ -113,10 +113,7 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     svc.close()
-    for lang in ("zh", "en", None):
-        sel = [r for r in rows if lang is None or r["lang"] == lang]
-        if not sel:
-            continue
+    for name, sel in language_groups(rows):
         parts = []
         for r in reads:
             tok = statistics.mean(float(x[f"read{r}_tokens"]) for x in sel)
@@ -124,7 +121,7 @@ def main() -> int:
             anyg = sum(bool(x[f"read{r}_gold_any"]) for x in sel)
             parts.append(f"read_passages={r}: {tok:.0f} tokens in the hypotheses, gold in {share:.0%} of them, "
                          f"in any for {anyg}/{len(sel)}")
-        print(f"{lang or 'all':>4} (n={len(sel)}): " + "; ".join(parts))
+        print(f"{name:>4} (n={len(sel)}): " + "; ".join(parts))
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, ensure_ascii=False, indent=2), encoding="utf-8")
     return 0

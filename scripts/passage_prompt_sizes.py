@@ -31,6 +31,12 @@ from rag_desktop.core.text import normalize_answer
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def language_groups(rows: list[dict[str, object]]) -> list[tuple[str, list[dict[str, object]]]]:
+    """(name, rows) for the zh rows, the en rows and all of them, leaving out an empty group."""
+    out = [(lang or "all", [r for r in rows if lang is None or r["lang"] == lang]) for lang in ("zh", "en", None)]
+    return [(name, sel) for name, sel in out if sel]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT / "tests/data/demo_qa")
@@ -76,11 +82,7 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     svc.close()
-    for lang in ("zh", "en", None):
-        sel = [r for r in rows if lang is None or r["lang"] == lang]
-        if not sel:
-            continue
-        name = lang or "all"
+    for name, sel in language_groups(rows):
         ct = statistics.mean(float(r["chunks_tokens"]) for r in sel)  # type: ignore[arg-type]
         pt = statistics.mean(float(r["passages_tokens"]) for r in sel)  # type: ignore[arg-type]
         cg = sum(bool(r["chunks_gold_read"]) for r in sel)

@@ -203,6 +203,37 @@ def test_seeded_sampling_is_reproducible(smol: LlamaCppGenerator) -> None:
     assert a != c
 
 
+def _answer_prompt(question: str) -> list[ChatMessage]:
+    """The shape of the app's answer prompts: system, a worked example pair, the real turn."""
+    return [ChatMessage("system", "You answer questions from the numbered sources and cite them as [n]."),
+            ChatMessage("user", "Sources:\n[1] The library opens at nine.\n\nQuestion: When does the library open?"),
+            ChatMessage("assistant", "It opens at nine [1]."),
+            ChatMessage("user", f"Sources:\n[1] The museum opens at ten and closes at six.\n\nQuestion: {question}")]
+
+
+def test_stream_reuses_the_saved_prefix_state_and_a_seed_keeps_its_text(smol: LlamaCppGenerator) -> None:
+    """Issue 12: the answer columns' shared prefix (system + worked example) is evaluated once
+    and its KV state loaded afterwards; the text for a seed does not depend on what ran before."""
+    first = _answer_prompt("When does the museum close?")
+    a = smol.generate(first, max_tokens=24, temperature=0.8, seed=5)
+    assert smol.last_prefix_reused == 0  # made (and kept) here
+    other = smol.generate(_answer_prompt("When does the museum open?"), max_tokens=24, temperature=0.8, seed=5)
+    head = smol.last_prefix_reused
+    assert head > 30  # the system message and the worked example, taken from the saved state
+    smol.generate([ChatMessage("user", "Explain photosynthesis.")], max_tokens=16, temperature=0.8, seed=3)
+    assert smol.last_prefix_reused == 0  # one message: no fixed prefix
+    b = smol.generate(first, max_tokens=24, temperature=0.8, seed=5)
+    assert smol.last_prefix_reused == head and a == b and other
+    # A fresh generator, whose first request makes the state, gives the same text for the
+    # seed: the fixed split of the prompt, not where the state came from, decides the numbers.
+    plain = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx)
+    try:
+        assert plain.generate(first, max_tokens=24, temperature=0.8, seed=5) == a
+        assert plain.last_prefix_reused == 0
+    finally:
+        plain.close()
+
+
 def _cancel_after(delay: float, gen: LlamaCppGenerator, messages: list[ChatMessage]) -> tuple[list[GenEvent],
                                                                                               float]:
     token = CancelToken()

@@ -68,6 +68,7 @@ import struct
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,6 +265,7 @@ class LlamaCppGenerator:
         check_memory: bool = True,
         cache_prompt: bool = False,
         keep_prefix: bool = True,
+        reuse_prefix_state: bool = True,
     ) -> None:
         self.model_path = Path(model_path)
         self.requested_n_ctx = n_ctx
@@ -275,6 +277,8 @@ class LlamaCppGenerator:
         self.check_memory = check_memory
         self.cache_prompt = cache_prompt
         self.keep_prefix = keep_prefix  # generate_many keeps the last shared prefix's KV (see there)
+        self.reuse_prefix_state = reuse_prefix_state  # stream: the fixed prefix's saved KV (see _start_from_prefix)
+        self.last_prefix_reused = 0  # prompt tokens the last stream() took from a saved state
         self.last_batch = BatchStats()
         self.metadata: dict[str, Any] = {}
         self.last_thinking = ""
@@ -294,6 +298,8 @@ class LlamaCppGenerator:
         self._bctx_n_batch = 0
         self._bbatch: Any = None
         self._prefix_tokens: list[int] = []  # what seq 0 of the batch context holds
+        # stream(): llama.cpp states after the fixed prefix of a prompt, most recent last
+        self._prefix_states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     # -- protocol properties -------------------------------------------------------
 
@@ -404,6 +410,7 @@ class LlamaCppGenerator:
     def _free_locked(self) -> None:
         llm, self._llm = self._llm, None
         self._closing = False
+        self._prefix_states.clear()
         self._free_batch_context()
         if llm is not None:
             llm.close()
@@ -504,15 +511,19 @@ class LlamaCppGenerator:
                         if not self.cache_prompt:
                             llm.reset()  # reproducibility: see the module doc ("Seeded sampling")
                         self._arm_abort(llm, cancel, on=True)
-                        chunks = llm.create_chat_completion(
-                            messages=self._chat_messages(messages),
-                            max_tokens=max_tokens,
-                            temperature=temperature,
-                            seed=seed,
-                            stop=list(stop),
-                            stream=True,
-                        )
                     try:
+                        if first:
+                            self.last_prefix_reused = 0
+                            if not self.cache_prompt and self.reuse_prefix_state:
+                                self._start_from_prefix(llm, messages)
+                            chunks = llm.create_chat_completion(
+                                messages=self._chat_messages(messages),
+                                max_tokens=max_tokens,
+                                temperature=temperature,
+                                seed=seed,
+                                stop=list(stop),
+                                stream=True,
+                            )
                         chunk = next(chunks, None)
                     except RuntimeError as exc:
                         if not (self._stopping(cancel) and "llama_decode" in str(exc)):
@@ -565,6 +576,39 @@ class LlamaCppGenerator:
                        if e.kind is GenEventKind.TOKEN)
 
     # -- batched generation (generate_many) --------------------------------------------
+
+    def _start_from_prefix(self, llm: Any, messages: Sequence[ChatMessage]) -> None:
+        """Put the KV cache of the prompt's fixed prefix in place before ``create_chat_completion``.
+
+        The fixed prefix is what every prompt of a kind shares — the system message and a worked
+        example, i.e. all turns but the last (the answer prompts of the baseline and causal
+        columns, of the next question, the translations): the tokens ``messages`` and
+        ``messages[:-1]`` have in common. It is *always* evaluated on its own, from a cleared
+        cache, and the state after it is kept (the last four prefixes): a later request with
+        the same prefix loads that state instead of evaluating it (issue 12: the prefix of an
+        answer prompt is ~250 tokens, seconds of prefill on a CPU). llama-cpp-python's
+        prefix match then evaluates only the rest. Because the split does not depend on what
+        ran before, a seed gives the same text whether the state was loaded or made — the
+        reproducibility that ``llm.reset()`` before every request is there for (module doc).
+        """
+        if len(messages) < 2:
+            return
+        full, _ = self._prompt(llm, messages)
+        head, _ = self._prompt(llm, messages[:-1])
+        n = _longest_common_prefix([full, head])
+        if n < 16 or n >= len(full) - 1:  # nothing worth keeping, or no suffix left to evaluate
+            return
+        key = tuple(full[:n])
+        state = self._prefix_states.get(key)
+        if state is not None:
+            llm.load_state(state)
+            self._prefix_states.move_to_end(key)
+            self.last_prefix_reused = n
+            return
+        llm.eval(list(key))
+        self._prefix_states[key] = llm.save_state()
+        while len(self._prefix_states) > 4:
+            self._prefix_states.popitem(last=False)
 
     def _prompt(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[list[int], tuple[str, ...]]:
         """Prompt tokens and the template's stop strings, as ``create_chat_completion`` makes them.

@@ -20,6 +20,18 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
     return sum(float(r[key]) for r in rows) / len(rows) if rows else float("nan")
 
 
+def _lang(r: dict[str, Any]) -> str:
+    """The row's language: eval-qa's ``lang`` field, else the ``en-``/``zh-`` id prefix."""
+    return str(r.get("lang") or str(r["id"])[:2])
+
+
+def _cited(rows: list[dict[str, Any]]) -> str:
+    """Cited share and citation precision (over the answers that cite), as eval-qa's table."""
+    cited = [r for r in rows if r.get("citation_precision") is not None]
+    prec = f"{_mean(cited, 'citation_precision'):.3f}" if cited else "–"
+    return f"{len(cited) / len(rows):.3f} | {prec}"
+
+
 def main(paths: list[str]) -> int:
     per: dict[str, list[dict[str, Any]]] = {}
     for p in paths:
@@ -28,14 +40,17 @@ def main(paths: list[str]) -> int:
         for m, rows in data["per_question"].items():
             if rows:
                 per[f"{m}{note}"] = rows
-    print("| method | lang | n | strict EM | containment EM | token F1 | mean latency |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | lang | n | strict EM | containment EM | token F1 | cited share | citation precision "
+          "| mean latency | TTFT |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for m, rows in per.items():
         for lang in ("all", "en", "zh"):
-            sel = [r for r in rows if lang == "all" or str(r["id"]).startswith(lang)]
+            sel = [r for r in rows if lang == "all" or _lang(r) == lang]
             if sel:
+                ttft = [r for r in sel if r.get("ttft_s") is not None]
                 print(f"| {m} | {lang} | {len(sel)} | {_mean(sel, 'exact_match'):.3f} | "
-                      f"{_mean(sel, 'containment'):.3f} | {_mean(sel, 'f1'):.3f} | {_mean(sel, 'latency_s'):.1f} s |")
+                      f"{_mean(sel, 'containment'):.3f} | {_mean(sel, 'f1'):.3f} | {_cited(sel)} | "
+                      f"{_mean(sel, 'latency_s'):.1f} s | " + (f"{_mean(ttft, 'ttft_s'):.1f} s |" if ttft else "– |"))
     print()
     print("| method | lang | parsed/q | valid/q | kept/q | questions with ≥ 1 kept | decisions |")
     print("|---|---|---|---|---|---|---|")
@@ -43,7 +58,7 @@ def main(paths: list[str]) -> int:
         if "cf_parsed" not in rows[0]:
             continue
         for lang in ("all", "en", "zh"):
-            sel = [r for r in rows if lang == "all" or str(r["id"]).startswith(lang)]
+            sel = [r for r in rows if lang == "all" or _lang(r) == lang]
             if not sel:
                 continue
             dec = collections.Counter(str(r["decision"]) for r in sel)

@@ -157,6 +157,24 @@ def test_a_slow_translation_times_out_and_is_not_cached(svc: RagService, gen: Tr
     assert not svc._question_translations  # the next question tries again
 
 
+def test_a_translation_that_adds_a_figure_is_not_used(svc: RagService, gen: Translator) -> None:
+    """Seen with the 0.5B model: "出差住宿费的报销标准是多少？" → "… fees is 1000 yuan." — a made-up
+    answer inside the question would be searched for and shown on the "also searched as" line."""
+    q = "企业所得税多久汇算清缴？"
+    TRANSLATIONS[q] = "Corporate income tax is settled within 5 months, how long?"
+    try:
+        cross = svc.compare(q).cross_language
+    finally:
+        del TRANSLATIONS[q]
+    assert cross is not None and cross.status == CrossStatus.FAILED and not cross.fused
+    assert "added a number the question does not have (5)" in cross.describe()
+    # numerals are read as digits: 第五十条 and "Article 50" agree
+    from rag_desktop.app.crosslang import invented_numbers
+
+    assert invented_numbers("第五十条规定了什么？", "What does Article 50 say?") == []
+    assert invented_numbers("What happened in Q3 2025?", "2025年第三季度发生了什么？") == []
+
+
 def test_the_setting_off_translates_nothing(svc: RagService, gen: Translator) -> None:
     svc.settings = svc.settings.replace("retrieval", cross_language=False).validate()
     comp = svc.compare(QUESTION_ZH)

@@ -20,6 +20,7 @@ from rag_desktop.core import prompting
 from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
+from rag_desktop.core.text import arabic_numerals
 from rag_desktop.core.types import Cancelled, CancelToken, Lang
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,13 @@ def clean_translation(raw: str, source: str, target: str) -> str:
     return text if detect_lang(text) == target else ""
 
 
+def invented_numbers(question: str, translation: str) -> list[str]:
+    """Numbers in ``translation`` that ``question`` does not hold (Chinese numerals read as digits:
+    第五十条 and "Article 50" agree)."""
+    have = set(re.findall(r"\d+(?:\.\d+)?", arabic_numerals(question)))
+    return [n for n in re.findall(r"\d+(?:\.\d+)?", arabic_numerals(translation)) if n not in have]
+
+
 def translate_question(
     generator: Callable[[], Generator],
     question: str,
@@ -136,4 +144,10 @@ def translate_question(
     if not text:
         return CrossLanguage(CrossStatus.FAILED, source, target, "", took, timeout_s,
                              "the reply was not a translation")
+    invented = invented_numbers(question, text)
+    if invented:
+        # Seen with the 0.5B model: "出差住宿费的报销标准是多少？" → "… fees is 1000 yuan." A figure
+        # the question does not hold would search for (and show the user) an answer made up.
+        return CrossLanguage(CrossStatus.FAILED, source, target, "", took, timeout_s,
+                             f"the translation added a number the question does not have ({invented[0]})")
     return CrossLanguage(CrossStatus.FUSED, source, target, text, took, timeout_s, fused=True)

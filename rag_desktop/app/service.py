@@ -656,11 +656,10 @@ class RagService:
         def read(q: str, hits: Sequence[Hit]) -> Sequence[Hit]:
             return self.passage_finder().focus(q, hits, c.read_passages)
 
-        def stored(hits: Sequence[Hit]) -> list[npt.NDArray[np.float64] | None]:
+        def stored(hits: Sequence[Hit]) -> list[npt.NDArray[np.float32] | None]:
             # chunk vectors as ingest embedded them (r.embedder, checked against the library)
             vecs = self.library.catalog.vectors_of_chunks([h.unit_id for h in hits if h.level == "chunk"])
-            return [np.asarray(vecs[h.unit_id], dtype=np.float64) if h.level == "chunk" and h.unit_id in vecs
-                    else None for h in hits]
+            return [vecs.get(h.unit_id) if h.level == "chunk" else None for h in hits]
 
         yield from iter_cfrag(
             query,

@@ -575,8 +575,6 @@ class LlamaCppGenerator:
                                                     seed=seed, cancel=cancel, stop=stop)
                        if e.kind is GenEventKind.TOKEN)
 
-    # -- batched generation (generate_many) --------------------------------------------
-
     def _start_from_prefix(self, llm: Any, messages: Sequence[ChatMessage]) -> None:
         """Put the KV cache of the prompt's fixed prefix in place before ``create_chat_completion``.
 
@@ -609,6 +607,8 @@ class LlamaCppGenerator:
         self._prefix_states[key] = llm.save_state()
         while len(self._prefix_states) > 4:
             self._prefix_states.popitem(last=False)
+
+    # -- batched generation (generate_many) --------------------------------------------
 
     def _prompt(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[list[int], tuple[str, ...]]:
         """Prompt tokens and the template's stop strings, as ``create_chat_completion`` makes them.

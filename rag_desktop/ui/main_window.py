@@ -719,21 +719,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             lists.append(("cross_encoder", c.cross_encoder))
         svc = self.service
         q = st.question
-
-        failed = st.generation_failed
-
-        def guarded(ctx: TaskContext, events: Callable[[], Iterator[object]]) -> Iterator[object]:
-            if failed.is_set():
-                raise Cancelled()
-            try:
-                # join/verify the embedded model with visible progress
-                yield from svc.prepare_generator(ctx.cancel)
-                yield from events()
-            except Cancelled:
-                raise
-            except Exception:
-                failed.set()
-                raise
+        guarded = partial(self._guarded, st)
 
         # Columns that read the same sources in the same order get the same prompt and, with the
         # fixed seed, the same answer: generate it once (issue 12). A column the gate shows in
@@ -765,17 +751,28 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         else:
             self._show_cf_disabled()
 
+    def _guarded(self, st: QueryState, ctx: TaskContext, events: Callable[[], Iterator[object]]) -> Iterator[object]:
+        """A generation job of ``st``: the model made ready first (with visible progress); stopped
+        at once when an earlier job of the question failed, since the same cause would fail it too."""
+        if st.generation_failed.is_set():
+            raise Cancelled()
+        try:
+            # join/verify the embedded model with visible progress
+            yield from self.service.prepare_generator(ctx.cancel)
+            yield from events()
+        except Cancelled:
+            raise
+        except Exception:
+            st.generation_failed.set()
+            raise
+
     def _queue_cfrag(self, st: QueryState) -> None:
         """CF-RAG for ``st``'s question, after whatever is queued (the answers)."""
         svc = self.service
         q = st.question
-        failed = st.generation_failed
 
         def cf_job(ctx: TaskContext) -> Iterator[object]:
-            if failed.is_set():  # the answers' model failed: the same cause would fail CF-RAG
-                raise Cancelled()
-            yield from svc.prepare_generator(ctx.cancel)
-            yield from svc.cfrag(q, ctx.cancel)
+            yield from self._guarded(st, ctx, lambda: svc.cfrag(q, ctx.cancel))
 
         self.answers["cfrag"].reset("answer.waiting")
         self.trace_view.clear("trace.waiting")

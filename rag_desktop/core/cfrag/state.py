@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,7 @@ Reader = Callable[[str, Sequence[Hit]], Sequence[Hit]]
 Vector = npt.NDArray[np.float64]
 # The stored E(e) of hits where the library has one (None elsewhere): embedded at ingest by the
 # same embedder, so CF-RAG need not embed 4,096-character chunks again at question time.
-StoredVectors = Callable[[Sequence[Hit]], Sequence[Vector | None]]
+StoredVectors = Callable[[Sequence[Hit]], Sequence[npt.NDArray[np.floating[Any]] | None]]
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,13 @@ the *labelled* decision is ``eval``'s gate (the set's queries and qrels as probe
 the *automatic* decision is ``app.auto_gate.run_auto_gate`` with the local model (wall time
 measured); with ``--old`` also the passage-written ``calibrate --auto-label`` gate for contrast.
 Results are written after every set, so an interrupted run keeps what it measured.
+
+With ``--ask N`` a person is simulated first: the set's first N queries are asked through the app's
+own path (``RagService.compare``, then ``RagService.answer`` from the baseline and the causal column,
+as *Generate answers* does), so the documents each answer cites become that question's labels
+(``auto_gate.log_label``); the automatic gate then takes those questions as its first probes, with
+no judge. The report says how often a question's cited documents include one the set's qrels call
+relevant (the labels' precision), next to the decision.
 """
 
 from __future__ import annotations
@@ -41,6 +48,25 @@ def _probe_row(p: dict[str, Any], ids: dict[int, str], data: Any) -> dict[str, A
             "judged": {ids.get(d, d): (d in p["relevant"], ids.get(d, d) in qrel_docs) for d in p.get("judged", [])}}
 
 
+def _ask(svc: RagService, data: Any, mapping: dict[str, str], n: int) -> dict[str, Any]:
+    """Ask the set's first n queries as a person would, with answers from two columns; what they cited."""
+    ids = {d.doc_id: mapping.get(str(Path(d.path).resolve()), "?") for d in svc.library.catalog.documents()}
+    rows, t0 = [], time.monotonic()
+    for qid, q in [(i, t) for i, t in data.queries.items() if i in data.qrels][:n]:
+        cmp = svc.compare(q)
+        for ranked in (cmp.baseline, cmp.causal):
+            for _ev in svc.answer(q, ranked):
+                pass
+        cited = auto_gate.user_labels(svc.library.catalog).get(" ".join(q.split()), [])
+        rel = {d for d, g in data.qrels.get(qid, {}).items() if g > 0}
+        rows.append({"qid": qid, "cited": [ids.get(d, d) for d in cited],
+                     "hit": any(ids.get(d) in rel for d in cited),
+                     "precision": (sum(ids.get(d) in rel for d in cited) / len(cited)) if cited else None})
+    labelled = [r for r in rows if r["cited"]]
+    return {"n": len(rows), "n_labelled": len(labelled), "seconds": round(time.monotonic() - t0, 1),
+            "labels_hit": sum(r["hit"] for r in labelled), "rows": rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sets", nargs="+", type=Path)
@@ -50,6 +76,8 @@ def main() -> int:
     ap.add_argument("--generator", help="models.generator for the probes and the judge (default: the settings')")
     ap.add_argument("--no-cross-language", action="store_true",
                     help="rank the labelled queries in their own language only, as the automatic gate ranks its probes")
+    ap.add_argument("--ask", type=int, default=0,
+                    help="first ask the set's first N queries with answers: their citations become labels")
     ap.add_argument("--keep", type=Path, help="keep each set's library in KEEP/<set> and reuse it (no re-ingest)")
     args = ap.parse_args()
     settings = load_settings()
@@ -68,6 +96,7 @@ def main() -> int:
                 list(svc.ingest([Path(tmp) / "corpus"]))
                 runs, _ = rank_all(svc, data, ["baseline", "causal", "hybrid"], 20, "doc", mapping)
                 labelled = gate_on_queries(runs, data)
+                asked = _ask(svc, data, mapping, args.ask) if args.ask else None
                 t0 = time.monotonic()
                 auto = [ev for ev in auto_gate.run_auto_gate(svc, config=auto_gate.AutoGateConfig(n_probes=args.probes))
                         if isinstance(ev, GateDecision)][-1]
@@ -82,6 +111,8 @@ def main() -> int:
                                           "model_calls": st.get("model_calls"),
                                           "probes": [_probe_row(p, ids, data) for p in st.get("probes", [])]},
                 }
+                if asked is not None:
+                    row["asked"] = asked
                 if args.old:
                     t0 = time.monotonic()
                     probes = [ev for ev in generate_probes(svc, args.probes, seed=0) if isinstance(ev, Probe)]

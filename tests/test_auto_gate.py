@@ -403,6 +403,69 @@ def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagS
     assert auto_gate.needs_calibration(cat) == "20 new questions since the last calibration"
 
 
+def _doc_id(svc: RagService, name: str) -> int:
+    return next(d.doc_id for d in svc.library.catalog.documents() if Path(d.path).name == name)
+
+
+def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagService) -> None:
+    cat = svc.library.catalog
+    brake, tea = "how do I check a bicycle brake", "what temperature for green tea"
+    for q in (brake, tea, "what is the rule of twelfths"):
+        svc.compare(q)
+    guide, notice, tea_doc = _doc_id(svc, "guide.txt"), _doc_id(svc, "notice.txt"), _doc_id(svc, "tea.txt")
+    svc.note_relevant(brake, [guide], "cited")
+    svc.note_relevant(f"  {brake} ", [guide, notice], "opened")  # spacing as typed: the same question
+    svc.note_relevant(tea, [tea_doc], "opened")
+    svc.note_relevant("a question never asked here", [guide], "cited")  # not a probe of this library: ignored
+    with pytest.raises(ValueError, match="unknown label kind"):
+        auto_gate.log_label(cat, brake, [guide], "liked")
+    assert auto_gate.user_labels(cat) == {brake: sorted([guide, notice]), tea: [tea_doc]}
+    model = ScriptedModel()
+    _run(svc, model, config=PAIR)
+    st = auto_gate.load_state(cat)
+    assert st is not None
+    # The labelled questions come first (in the order asked), then the unlabelled one fills the
+    # asked half (5 // 2 = 2 is already reached, so none), then titles.
+    assert st["plan"][:2] == [brake, tea] and all(isinstance(e, int) for e in st["plan"][2:])
+    by_q = {p["question"]: p for p in st["probes"]}
+    assert by_q[brake]["relevant"] == sorted([guide, notice]) and by_q[brake]["user_labelled"]
+    assert by_q[tea]["relevant"] == [tea_doc] and not by_q[tea]["agreed"]
+    # No model call judged the labelled questions: every pair prompt is about a title probe.
+    assert not any(brake in c or tea in c for c in model.calls)
+    gate = cat.get_json("gate")
+    assert gate["n_user_labelled"] == 2 and gate["labels_logged"] == 3
+    assert gate["labels"].startswith(auto_gate.LABELS_USER + " on 2 of 5 probes")
+    # The gate scored the person's labels as given: MRR@10 of the labelled documents in each ranking.
+    p = by_q[brake]
+    rr = {m: metrics.reciprocal_rank_at_k(p["rankings"][m], dict.fromkeys(p["relevant"], 1.0), 10)
+          for m in ("baseline", "causal", "hybrid")}
+    assert rr["baseline"] > 0
+    # Five more labelled answers (a new document each time) ask for a new decision.
+    assert auto_gate.needs_calibration(cat) is None
+    for i, name in enumerate(["bread.txt", "bread_club.txt", "tide.txt", "tea.txt", "guide.txt"][:4]):
+        svc.note_relevant(brake, [_doc_id(svc, name)], "cited" if i % 2 else "opened")
+    assert auto_gate.needs_calibration(cat) is None  # 4 < RECALIBRATE_LABELS
+    svc.note_relevant(tea, [guide], "cited")
+    assert auto_gate.needs_calibration(cat) == "5 new answers cited or documents opened since the last calibration"
+    # Repeating a label is not news.
+    n = cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"]
+    svc.note_relevant(tea, [guide], "cited")
+    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == n
+
+
+def test_labels_of_a_removed_document_are_not_used(svc: RagService) -> None:
+    cat = svc.library.catalog
+    svc.compare("how do I check a bicycle brake")
+    guide = _doc_id(svc, "guide.txt")
+    svc.note_relevant("how do I check a bicycle brake", [guide, 999_999], "opened")
+    assert auto_gate.user_labels(cat) == {"how do I check a bicycle brake": [guide]}
+
+
+def test_only_user_labelled_probes_say_so() -> None:
+    assert auto_gate._labels_text(auto_gate.LABELS_PAIRWISE, 0, 5) == auto_gate.LABELS_PAIRWISE
+    assert auto_gate._labels_text(auto_gate.LABELS_PAIRWISE, 5, 5) == auto_gate.LABELS_USER
+
+
 # --------------------------------------------------------------------------- probe sampling and the pairwise judge
 
 

@@ -14,13 +14,16 @@ What this module does instead, per probe (all steps seeded, so a run is reproduc
    (never its body) and writes the short question a person would type, in those words. People
    name a topic by its title words, and those are exactly the words a keyword-stuffed document
    repeats, so the probe meets the stuffing where it exists.
-2. **Relevance judged over the pool.** The probe is ranked by baseline, causal and hybrid; the
+2. **The person's own labels where they exist** (``log_label``): for a question they asked, the
+   documents its answer cited and the documents they opened are its relevant set, with no model
+   asked; such questions come first in the plan, up to all of it.
+3. **Otherwise relevance judged over the pool.** The probe is ranked by baseline, causal and hybrid; the
    union of each ranking's top ``pool`` documents (TREC-style pooling) is shown to the local
    model, one document at a time (title + the start of its best-matching chunk), with the
    question "does it contain the answer — not just the topic?". The documents it accepts are
    the probe's relevant set; the sampled document is *not* assumed relevant. A probe with no
    accepted document says nothing and is left out.
-3. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
+4. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
    then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through
    ``app.calibration.score_labels`` — the same code the wizard and ``calibrate`` use.
 
@@ -34,7 +37,8 @@ probe. Progress, the plan and every finished probe are stored in the catalog (me
 When to re-calibrate (``needs_calibration``): never calibrated; the encoder changed (a
 re-embed drops the decision); at least ``RECALIBRATE_FRACTION`` of the documents were
 added, removed or changed since the decision (by content hash); or ``RECALIBRATE_QUESTIONS``
-new questions were asked since (they become probes). Our choice: a fifth of a library is
+new questions were asked since (they become probes), or ``RECALIBRATE_LABELS`` questions got
+labels. Our choice: a fifth of a library is
 enough new material to move its regime, and fewer changes are within what a dozen probes can
 resolve anyway; twenty new questions would replace most of the question half of the probes.
 """
@@ -48,7 +52,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,13 +78,21 @@ AUTO_KEY = "gate_auto"  # catalog meta: the background calibration's plan, progr
 GATE_KEY = "gate"  # catalog meta: the stored decision (GateDecision fields + how it was made)
 RECALIBRATE_FRACTION = 0.2
 RECALIBRATE_QUESTIONS = 20
-QUESTION_LOG_KEY = "question_log"  # catalog meta: {"n": questions ever logged, "recent": [distinct, newest last]}
+# catalog meta: {"n": questions ever logged, "recent": [distinct, newest last],
+#                "labels": {question: {"cited": [doc ids], "opened": [doc ids]}}, "n_labels": label events}
+QUESTION_LOG_KEY = "question_log"
 QUESTION_LOG_MAX = 200
+# What the person did with a question's results, kept as its relevance labels (log_label).
+LABEL_KINDS = ("cited", "opened")
+# Re-calibrate after this many new labelled questions: one user-labelled probe replaces a judged
+# one (the judge is what fails, docs/evaluation.md §1.2.1), so a few are worth a new decision.
+RECALIBRATE_LABELS = 5
 STATE_VERSION = 1
 NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
 # the labelling method stored with an automatic decision, per judge
 LABELS = "llm-judged pool (title-worded probes)"
 LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, stuffing-signal sampled)"
+LABELS_USER = "your own questions, labelled by the documents their answers cited or you opened"
 
 
 @dataclass(frozen=True)
@@ -161,6 +173,53 @@ def log_question(catalog: Catalog, question: str) -> None:
         catalog.set_json(QUESTION_LOG_KEY, {"n": int(log_.get("n", 0)) + 1, "recent": recent[-QUESTION_LOG_MAX:]})
 
 
+def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str) -> None:
+    """Keep what the person did with the results of a question they asked, as its labels.
+
+    ``how``: "cited" — the documents the answer to it cites (``RagService.answer``; an answer
+    flagged as not from the documents is not logged); "opened" — a document the person opened
+    from a result or a citation (the app's viewer). Both are the person's own relevance
+    signal for their own question, the probe the paper's gate wants (§4.6: labelled probes that
+    represent the library), with no model asked. Our choice, and its limits: a cited document is
+    one the model read and used, which is what "relevant" means for a RAG answer; an opened one
+    carries a position bias (people open what is on top), but the gate compares *rankings of the
+    same documents*, so a label biased towards one column's top still only counts where the other
+    column ranks it lower. Labels of questions that fell out of the recent log are dropped.
+    """
+    q = " ".join(question.split())
+    ids = sorted({int(d) for d in doc_ids if d})
+    if how not in LABEL_KINDS:
+        raise ValueError(f"unknown label kind {how!r}; one of {', '.join(LABEL_KINDS)}")
+    if not q or not ids:
+        return
+    log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
+    recent = [str(x) for x in log_.get("recent", [])]
+    if q not in recent:
+        return  # asked elsewhere (not through compare): not one of this library's probes
+    labels: dict[str, dict[str, list[int]]] = {k: v for k, v in log_.get("labels", {}).items() if k in recent}
+    entry = labels.setdefault(q, {})
+    new = sorted(set(entry.get(how, [])) | set(ids))
+    if new == entry.get(how):
+        return
+    entry[how] = new
+    log_["labels"] = labels
+    log_["n_labels"] = int(log_.get("n_labels", 0)) + 1
+    with catalog.transaction():
+        catalog.set_json(QUESTION_LOG_KEY, log_)
+
+
+def user_labels(catalog: Catalog) -> dict[str, list[int]]:
+    """Per asked question, the documents the person's answers cited or they opened (still in the library)."""
+    log_ = catalog.get_json(QUESTION_LOG_KEY) or {}
+    present = {d.doc_id for d in catalog.documents()}
+    out: dict[str, list[int]] = {}
+    for q, entry in (log_.get("labels") or {}).items():
+        ids = sorted({int(d) for how in LABEL_KINDS for d in entry.get(how, []) if int(d) in present})
+        if ids:
+            out[str(q)] = ids
+    return out
+
+
 def _question_log(catalog: Catalog) -> tuple[int, list[str]]:
     log_ = catalog.get_json(QUESTION_LOG_KEY) or {}
     return int(log_.get("n", 0)), [str(x) for x in log_.get("recent", [])]
@@ -182,6 +241,9 @@ def needs_calibration(catalog: Catalog) -> str | None:
     new_q = _question_log(catalog)[0] - int(gate.get("questions_logged", 0))
     if new_q >= RECALIBRATE_QUESTIONS:
         return f"{new_q} new questions since the last calibration"
+    new_l = int((catalog.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)) - int(gate.get("labels_logged", 0))
+    if new_l >= RECALIBRATE_LABELS:
+        return f"{new_l} new answers cited or documents opened since the last calibration"
     return None
 
 
@@ -288,7 +350,15 @@ def make_plan(catalog: Catalog, n: int, seed: int,
     then ordinary ones: titles whose words other documents mention). Without ``title_terms``
     all are random. Stable: ties and the sample follow the content hash.
     """
-    asked = _question_log(catalog)[1][-(n // 2):] if n >= 2 else []
+    recent = _question_log(catalog)[1]
+    # Questions the person labelled (an answer cited, a document opened: log_label) first, up to all
+    # n — they need no judge, the step that fails (docs/evaluation.md §1.2.1); then the most recent
+    # unlabelled ones, judged, while the asked questions are fewer than half the plan.
+    labelled = set(user_labels(catalog))
+    with_labels = [q for q in recent if q in labelled][-n:] if n >= 1 else []
+    room = max(n // 2 - len(with_labels), 0)
+    without = [q for q in recent if q not in labelled][-room:] if room else []
+    asked = with_labels + without
     docs, seen = [], set()
     for d in sorted(catalog.documents(), key=lambda d: d.sha256):
         key = " ".join(d.title.split()).lower()
@@ -430,8 +500,10 @@ def run_auto_gate(
             check()
             entry = plan[i]
             yield Progress("calibrate", i, len(plan), f"probe {i + 1} of {len(plan)}")
+            mine: list[int] = []  # the person's own labels for their own question (log_label)
             if isinstance(entry, str):  # the person's own question
                 question, source = entry, "asked"
+                mine = user_labels(cat).get(entry, [])
             else:
                 doc = cat.document(entry)
                 if doc is None:  # removed meanwhile: the fingerprint check makes this rare
@@ -453,7 +525,11 @@ def run_auto_gate(
             relevant: list[int] = []
             judged: list[int] = []
             undecided = False
-            if len(tops) == 1 and hits:
+            if mine:
+                # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
+                # then asks which ranking puts one of those documents first.
+                relevant, judged = list(mine), list(mine)
+            elif len(tops) == 1 and hits:
                 # Undisputed: the three rankings share their pooled prefix, so whichever of those
                 # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
                 # whatever a judge would say. Counted as such (a probe where re-ranking changes
@@ -487,8 +563,9 @@ def run_auto_gate(
                 "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
                 "relevant": relevant,
                 "judged": judged,
-                "agreed": len(tops) == 1,
+                "agreed": len(tops) == 1 and not mine,
                 "undecided": undecided,
+                "user_labelled": bool(mine),
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
@@ -504,8 +581,9 @@ def run_auto_gate(
     st["status"] = "done"
     st["seconds"] = round(st.get("seconds", 0.0) + time.monotonic() - t0, 1)
     record = decision.to_dict()
+    n_user = sum(1 for p in st["probes"] if p.get("user_labelled"))
     record.update(
-        labels=LABELS_PAIRWISE if cfg.judge == "pairwise" else LABELS,
+        labels=_labels_text(LABELS_PAIRWISE if cfg.judge == "pairwise" else LABELS, n_user, len(st["probes"])),
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
@@ -518,6 +596,8 @@ def run_auto_gate(
         n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"]),
         n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
         questions_logged=_question_log(cat)[0],
+        n_user_labelled=n_user,
+        labels_logged=int((cat.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)),
     )
     with cat.transaction():
         cat.set_json(GATE_KEY, record)
@@ -525,6 +605,15 @@ def run_auto_gate(
         cat.set_json(AUTO_KEY, st)
     yield Progress("calibrate", len(st["plan"]), len(st["plan"]), "done")
     yield decision
+
+
+def _labels_text(method: str, n_user: int, n: int) -> str:
+    """How the probes were labelled, for the stored decision (the heading and the CLI show it)."""
+    if n_user == 0:
+        return method
+    if n_user == n:
+        return LABELS_USER
+    return f"{LABELS_USER} on {n_user} of {n} probes; the rest: {method}"
 
 
 def decide_from_state(st: dict[str, Any], seed: int = 0) -> GateDecision:

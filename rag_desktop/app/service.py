@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -561,9 +562,24 @@ class RagService:
         example = next((m.content for m in msgs if m.role == "assistant"), "")
         warnings = ("copied_example",) if echoes_example(text, example, [h.text for h in used]) else ()
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
-        yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method,
+        citations = prompting.parse_citations(text, used)
+        if not warnings:  # an answer that is not from the documents labels nothing
+            self.note_relevant(query, [c.doc_id for c in citations if c.valid and c.doc_id], "cited")
+        yield Answer(text, citations, tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
                      original_texts=originals, matched=matched, warnings=warnings)
+
+    def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
+        """Keep the person's relevance signal for a question they asked ("cited": its answer cites
+        these documents; "opened": they opened one), as the automatic gate's labels
+        (``auto_gate.log_label``, issue 13). Never fails the caller: a label is worth less than
+        the answer or the viewer that produced it."""
+        from rag_desktop.app import auto_gate
+
+        try:
+            auto_gate.log_label(self.library.catalog, question, doc_ids, how)
+        except sqlite3.Error as exc:
+            log.warning("could not keep the %s documents of a question: %s", how, exc)
 
     # ------------------------------------------------------------------ conversation (issue 12)
     def rewrite_followup(self, question: str, conversation: Conversation,

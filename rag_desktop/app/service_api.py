@@ -87,6 +87,9 @@ class LibraryService(Protocol):
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[GenEvent | Answer | Progress]: ...
 
+    def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
+        """The person opened (or an answer cited) these documents for their question: gate labels."""
+
     def cfrag(self, query: str, cancel: CancelToken | None = None,
               level: str | None = None) -> Iterator[Progress | CFResult]: ...
 

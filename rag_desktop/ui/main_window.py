@@ -337,7 +337,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
             stack.setStretchFactor(1, 2)
             col.doc_selected.connect(self.select_hit)
             col.doc_hovered.connect(self._hover_doc)
-            col.open_requested.connect(lambda h: self.open_hit(h))
+            col.open_requested.connect(lambda h: self.open_result(h))
             pane.citation_clicked.connect(self.open_citation)
             self.columns[m], self.answers[m], self.stacks[m] = col, pane, stack
             self.columns_split.addWidget(stack)
@@ -945,6 +945,14 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         surfaces = self.state.surfaces if self.state is not None else {}
         self.viewer.show_hit(hit, self.terms_for_doc(hit.doc_id), surfaces, page)
 
+    def open_result(self, hit: Hit, page: int | None = None) -> None:
+        """Open a document from the results of the question on screen: the person's relevance
+        signal, kept as a label of that question for the automatic gate (issue 13)."""
+        st = self.state
+        if st is not None and st.comparison is not None and hit.doc_id:
+            self.service.note_relevant(st.comparison.query, [hit.doc_id], "opened")
+        self.open_hit(hit, page)
+
     def open_citation(self, c: Citation) -> None:
         if not c.valid or c.path == "":
             return
@@ -963,7 +971,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                     break
         if hit is None:
             hit = Hit(c.unit_id or 0, c.doc_id or 0, "chunk", c.title, c.path, c.page or 1, "", 0.0, 0, "other")
-        self.open_hit(hit, page=c.page)
+        self.open_result(hit, page=c.page)
 
     # ================================================================== window state
     def _load_ui_state(self) -> Any:

@@ -195,3 +195,24 @@ def test_cfrag_uses_the_stored_chunk_vectors_instead_of_embedding_the_evidence_a
     assert pool and not set(pool) & set(embedded)
     reference = EmbeddingCosineScorer(emb).score(Q_AROMA, pool)
     np.testing.assert_allclose([e.s_q_raw for e in res.trace.evidence], reference, atol=1e-4)
+
+
+def test_a_pdf_moved_away_since_the_ingest_is_said_to_be_missing_not_damaged(
+        svc: RagService, caplog: pytest.LogCaptureFixture) -> None:
+    q = "How long does opened green tea keep its aroma?"
+    tea = next(h for h in svc.compare(q, level="chunk").baseline.hits if h.path.endswith(".pdf"))
+    svc._passages = None  # a fresh finder: nothing of the file cached yet
+    pdf = Path(tea.path)
+    pdf.rename(pdf.with_name("moved.pdf"))
+    try:
+        finder = svc.passage_finder()
+        with caplog.at_level("WARNING", logger="rag_desktop.app.passages"):
+            ps = finder.find(q, [tea])
+            finder.find(q, [tea])  # asked again: said once
+    finally:
+        pdf.with_name("moved.pdf").rename(pdf)
+        svc._passages = None
+    assert ps.hits, "the stored chunk still gives passages"
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("no longer there" in m for m in said) == 1, said
+    assert not any("not a valid PDF" in m for m in said), said

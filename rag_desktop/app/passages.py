@@ -42,6 +42,7 @@ def _squash(text: str) -> str:
 class _PdfInfo:
     labels: dict[int, str] = field(default_factory=dict)
     pages: dict[int, str] = field(default_factory=dict)  # physical page → squashed cleaned text
+    missing: bool = False  # the file is gone (moved or deleted since the ingest): nothing to read
 
 
 @dataclass(frozen=True)
@@ -101,19 +102,24 @@ class PassageFinder:
             return None
         info = self._pdf.get(doc_id)
         if info is None:
-            info = _PdfInfo()
+            info = _PdfInfo(missing=not Path(path).is_file())
+            if info.missing:  # said once per file as what it is, not as a damaged PDF
+                log.warning("%s is no longer there (moved or deleted since it was added): pages as stored", path)
             try:
                 from rag_desktop.backends.pdf_pages import page_labels
 
-                info.labels = page_labels(path)
-            except Exception as exc:  # a moved or unreadable file: physical pages, no labels
+                info.labels = {} if info.missing else page_labels(path)
+            except Exception as exc:  # an unreadable file: physical pages, no labels
                 log.warning("page labels of %s: %s", path, exc)
             self._pdf[doc_id] = info
             while len(self._pdf) > _PDF_CACHE:
                 self._pdf.popitem(last=False)
         self._pdf.move_to_end(doc_id)
         missing = [n for n in numbers if n not in info.pages]
-        if missing:
+        if missing and info.missing:
+            for n in missing:
+                info.pages.setdefault(n, "")
+        elif missing:
             try:
                 from rag_desktop.backends.pdf_pages import read_pages
 

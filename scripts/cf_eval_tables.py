@@ -5,6 +5,12 @@ the ``en-`` / ``zh-`` ids separately; for CF-RAG methods also the counterfactual
 question (parsed / valid / kept) and the decisions. Usage::
 
     .venv/bin/python scripts/cf_eval_tables.py /tmp/qa_full_a.json /tmp/qa_full_b.json
+
+With ``--spread`` the reports are runs of the same methods under several ``--seed``s: one row per
+setting (clean or ``--distractors n``), method and language, with the mean over the seeds and the
+lowest–highest seed in brackets (issue 14, item 5)::
+
+    .venv/bin/python scripts/cf_eval_tables.py --spread s0.json s1.json s2.json adv0.json
 """
 
 from __future__ import annotations
@@ -32,7 +38,36 @@ def _cited(rows: list[dict[str, Any]]) -> str:
     return f"{len(cited) / len(rows):.3f} | {prec}"
 
 
+def spread(paths: list[str]) -> int:
+    """Mean and [min–max] over seeds of each (setting, method, language)'s per-run means."""
+    runs: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
+    for p in paths:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+        setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
+        seed = int(data.get("seeds", {}).get("cfrag", 0))
+        for m, rows in data["per_question"].items():
+            for lang in ("all", "en", "zh"):
+                sel = [r for r in rows if lang == "all" or _lang(r) == lang]
+                if sel:
+                    runs.setdefault((setting, m, lang), {})[seed] = sel
+    print("| setting | method | lang | seeds | n / seed | strict EM | containment EM | token F1 | mean latency |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (setting, m, lang), by_seed in sorted(runs.items()):
+        def cell(key: str, fmt: str = "{:.3f}", per_seed: dict[int, list[dict[str, Any]]] = by_seed) -> str:
+            vals = [_mean(rows, key) for rows in per_seed.values()]
+            mean = sum(vals) / len(vals)
+            if len(vals) == 1:
+                return fmt.format(mean)
+            return f"{fmt.format(mean)} [{fmt.format(min(vals))}–{fmt.format(max(vals))}]"
+        ns = sorted({len(rows) for rows in by_seed.values()})
+        print(f"| {setting} | {m} | {lang} | {','.join(map(str, sorted(by_seed)))} | {'/'.join(map(str, ns))} | "
+              f"{cell('exact_match')} | {cell('containment')} | {cell('f1')} | {cell('latency_s', '{:.0f}')} s |")
+    return 0
+
+
 def main(paths: list[str]) -> int:
+    if paths and paths[0] == "--spread":
+        return spread(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}
     for p in paths:
         data = json.loads(Path(p).read_text(encoding="utf-8"))

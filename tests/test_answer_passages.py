@@ -216,3 +216,18 @@ def test_a_pdf_moved_away_since_the_ingest_is_said_to_be_missing_not_damaged(
     said = [r.getMessage() for r in caplog.records]
     assert sum("no longer there" in m for m in said) == 1, said
     assert not any("not a valid PDF" in m for m in said), said
+
+
+def test_eval_qa_rows_say_where_a_cfrag_question_spent_its_time(svc: RagService) -> None:
+    """eval-qa's CF-RAG row carries the trace's cost per group of generator calls (issue 14)."""
+    from rag_desktop.app.qa_eval import cf_digest
+    from rag_desktop.core.cfrag import cfrag_result
+
+    res = cfrag_result(svc.cfrag(Q_AROMA))
+    steps = cf_digest(res.trace)["cf_steps"]
+    assert [s["step"] for s in steps] == [u.step for u in res.trace.generation]
+    assert {"counterfactuals", "hypotheses"} <= {s["step"] for s in steps}
+    for s, u in zip(steps, res.trace.generation, strict=True):
+        assert (s["calls"], s["prompt_tokens"], s["completion_tokens"]) == (u.calls, u.prompt_tokens,
+                                                                            u.completion_tokens)
+        assert s["calls"] >= 1 and s["prompt_tokens"] > 0 and s["seconds"] >= 0

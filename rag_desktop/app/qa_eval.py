@@ -290,4 +290,9 @@ def cf_digest(t: CFTrace) -> dict[str, Any]:
         "hypotheses": [h.answer for h in t.hypotheses],
         "decision": t.decision.kind,
         "agreement": t.decision.agreement,
+        # where the question's time went (issue 14: "know where the time goes"), per group of
+        # generator calls in call order: what bench_llm's cfrag_steps reports, on eval-qa's questions
+        "cf_steps": [{"step": u.step, "calls": u.calls, "prompt_tokens": u.prompt_tokens,
+                      "cached_tokens": u.cached_tokens, "completion_tokens": u.completion_tokens,
+                      "seconds": round(u.seconds, 2), "truncated": u.truncated} for u in t.generation],
     }

@@ -11,6 +11,11 @@ setting (clean or ``--distractors n``), method and language, with the mean over 
 lowest–highest seed in brackets (issue 14, item 5)::
 
     .venv/bin/python scripts/cf_eval_tables.py --spread s0.json s1.json s2.json adv0.json
+
+With ``--steps``, where CF-RAG's time went per step (the rows' ``cf_steps``) next to standard RAG's
+mean latency from the same reports::
+
+    .venv/bin/python scripts/cf_eval_tables.py --steps s0.json
 """
 
 from __future__ import annotations
@@ -65,9 +70,44 @@ def spread(paths: list[str]) -> int:
     return 0
 
 
+def steps(paths: list[str]) -> int:
+    """Where CF-RAG's time went (the rows' ``cf_steps``), per step, against standard RAG's latency."""
+    std: list[float] = []
+    per: dict[str, list[dict[str, Any]]] = {}
+    totals: list[float] = []
+    for p in paths:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+        std += [float(r["latency_s"]) for r in data["per_question"].get("standard", [])]
+        for r in data["per_question"].get("cfrag", []):
+            if "cf_steps" not in r:
+                continue
+            totals.append(float(r["latency_s"]))
+            for st in r["cf_steps"]:
+                per.setdefault(st["step"], []).append(st)
+    n = len(totals)
+    if not n:
+        print("no CF-RAG rows with cf_steps")
+        return 1
+    print(f"CF-RAG questions: {n}; mean latency {sum(totals) / n:.1f} s"
+          + (f"; standard RAG mean {sum(std) / len(std):.1f} s over {len(std)} (ratio "
+             f"{sum(totals) / n / (sum(std) / len(std)):.2f}x)" if std else ""))
+    print("| step | questions with it | calls | prompt tokens | in the group's shared prefix (read once) | written "
+          "| seconds | share of latency |")
+    print("|---|---|---|---|---|---|---|---|")
+    for step, rows in per.items():
+        def m(key: str, rs: list[dict[str, Any]] = rows) -> float:
+            return sum(float(r[key]) for r in rs) / len(rs)
+        share = sum(float(r["seconds"]) for r in rows) / sum(totals)
+        print(f"| {step} | {len(rows)}/{n} | {m('calls'):.1f} | {m('prompt_tokens'):.0f} | {m('cached_tokens'):.0f} | "
+              f"{m('completion_tokens'):.0f} | {m('seconds'):.1f} | {share:.0%} |")
+    return 0
+
+
 def main(paths: list[str]) -> int:
     if paths and paths[0] == "--spread":
         return spread(paths[1:])
+    if paths and paths[0] == "--steps":
+        return steps(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}
     for p in paths:
         data = json.loads(Path(p).read_text(encoding="utf-8"))

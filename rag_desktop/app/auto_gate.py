@@ -162,9 +162,14 @@ def change_fraction(old: Sequence[str], new: Sequence[str]) -> float:
     return len(a ^ b) / max(len(a), len(b))
 
 
+def _as_logged(question: str) -> str:
+    """A question as the log keeps it: whitespace collapsed, so a re-typed question is the same one."""
+    return " ".join(question.split())
+
+
 def log_question(catalog: Catalog, question: str) -> None:
     """Remember a question asked of this library (RagService.compare): future probes, and a reason to re-calibrate."""
-    q = " ".join(question.split())
+    q = _as_logged(question)
     if not q:
         return
     log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
@@ -186,7 +191,7 @@ def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str)
     same documents*, so a label biased towards one column's top still only counts where the other
     column ranks it lower. Labels of questions that fell out of the recent log are dropped.
     """
-    q = " ".join(question.split())
+    q = _as_logged(question)
     ids = sorted({int(d) for d in doc_ids if d})
     if how not in LABEL_KINDS:
         raise ValueError(f"unknown label kind {how!r}; one of {', '.join(LABEL_KINDS)}")

@@ -105,12 +105,13 @@ class PassageFinder:
             info = _PdfInfo(missing=not Path(path).is_file())
             if info.missing:  # said once per file as what it is, not as a damaged PDF
                 log.warning("%s is no longer there (moved or deleted since it was added): pages as stored", path)
-            try:
-                from rag_desktop.backends.pdf_pages import page_labels
+            else:
+                try:
+                    from rag_desktop.backends.pdf_pages import page_labels
 
-                info.labels = {} if info.missing else page_labels(path)
-            except Exception as exc:  # an unreadable file: physical pages, no labels
-                log.warning("page labels of %s: %s", path, exc)
+                    info.labels = page_labels(path)
+                except Exception as exc:  # an unreadable file: physical pages, no labels
+                    log.warning("page labels of %s: %s", path, exc)
             self._pdf[doc_id] = info
             while len(self._pdf) > _PDF_CACHE:
                 self._pdf.popitem(last=False)

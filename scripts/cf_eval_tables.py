@@ -8,7 +8,8 @@ question (parsed / valid / kept) and the decisions. Usage::
 
 With ``--spread`` the reports are runs of the same methods under several ``--seed``s: one row per
 setting (clean or ``--distractors n``), method and language, with the mean over the seeds and the
-lowest–highest seed in brackets (issue 14, item 5)::
+lowest–highest seed in brackets (issue 14, item 5); a latency marked ‡ is a paired ablation's, which
+replayed the calls it shares with the full method::
 
     .venv/bin/python scripts/cf_eval_tables.py --spread s0.json s1.json s2.json adv0.json
 
@@ -65,8 +66,14 @@ def spread(paths: list[str]) -> int:
                 return fmt.format(mean)
             return f"{fmt.format(mean)} [{fmt.format(min(vals))}–{fmt.format(max(vals))}]"
         ns = sorted({len(rows) for rows in by_seed.values()})
+        # a paired ablation (eval-qa's replay) did not decode the calls it shares with the full method
+        paired = any(r.get("replayed_calls") for rows in by_seed.values() for r in rows)
         print(f"| {setting} | {m} | {lang} | {','.join(map(str, sorted(by_seed)))} | {'/'.join(map(str, ns))} | "
-              f"{cell('exact_match')} | {cell('containment')} | {cell('f1')} | {cell('latency_s', '{:.0f}')} s |")
+              f"{cell('exact_match')} | {cell('containment')} | {cell('f1')} | {cell('latency_s', '{:.0f}')} s"
+              f"{' ‡' if paired else ''} |")
+    if any(r.get("replayed_calls") for by_seed in runs.values() for rows in by_seed.values() for r in rows):
+        print("\n‡ paired with the full method (eval-qa's replay): its identical calls were replayed, not decoded, "
+              "so the latency is only what the ablation changed.")
     return 0
 
 

@@ -29,7 +29,7 @@ from rag_desktop.core.cfrag import (
     run_cfrag,
 )
 from rag_desktop.core.cfrag.types import CFResult, CFTrace, to_jsonable, trace_to_json
-from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
+from rag_desktop.core.generation import GenRequest, GenResult, ReplayGenerator, TokenSink, generate_sequentially
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.settings import CFRagSettings, SettingsError
 from rag_desktop.core.types import (
@@ -755,6 +755,54 @@ def test_independent_calls_are_decoded_as_groups() -> None:
     assert [u.calls for u in usage] == [6, 1, 3, 1]
     assert all(u.prompt_tokens > 0 and u.completion_tokens > 0 and u.truncated == 0 for u in usage)
     assert not res.trace.decision.truncated
+
+
+@pytest.mark.parametrize("ablation", [{"use_counterfactuals": False}, {"use_division": False}, {"lam": 0.0}],
+                         ids=["no_cf", "no_div", "no_causal"])
+def test_a_replayed_ablation_equals_a_fresh_one_and_decodes_only_what_it_changed(ablation: dict[str, object]) -> None:
+    """eval-qa's paired ablations (issue 14 item 5): after the full method, an ablation through the
+    same ReplayGenerator gives exactly the trace of a fresh run, and the model writes only the calls
+    whose request the ablation changed."""
+    settings = replace(SETTINGS, **ablation)  # type: ignore[arg-type]
+    fresh, fresh_gen, _, _ = run(settings, seed=2)
+    inner = ScriptedGenerator()
+    replay = ReplayGenerator(inner)
+    run(SETTINGS, seed=2, gen=replay)  # type: ignore[arg-type]
+    before = len(inner.calls)
+    paired, _, _, _ = run(settings, seed=2, gen=replay)  # type: ignore[arg-type]
+    written = len(inner.calls) - before
+    assert paired.answer == fresh.answer
+    drop = [replace(u, seconds=0.0, cached_tokens=0, replayed=0) for u in paired.trace.generation]
+    assert (_without_timings(replace(paired.trace, generation=tuple(drop)))
+            == _without_timings(replace(fresh.trace, generation=tuple(
+                replace(u, cached_tokens=0) for u in fresh.trace.generation))))
+    replayed = sum(u.replayed for u in paired.trace.generation)
+    assert written + replayed == len(fresh_gen.calls)
+    assert replayed > 0  # every ablation shares at least one call with the full method
+    if "use_counterfactuals" not in ablation:  # step 1 is the same requests: all of it replayed
+        cf = [u for u in paired.trace.generation if u.step in ("counterfactuals", "closed_book")]
+        assert cf and all(u.replayed == u.calls and u.cached_tokens == u.prompt_tokens for u in cf)
+
+
+def test_replay_keys_on_the_whole_request_and_never_keeps_a_cancelled_one() -> None:
+    inner = ScriptedGenerator()
+    replay = ReplayGenerator(inner)
+    msgs = (ChatMessage("system", SYSTEM_SYNTHESIS), ChatMessage("user", "(A) Christian Bale — Ψ 0.9"))
+    req = GenRequest(msgs, max_tokens=40, temperature=0.7, seed=1)
+    other_seed = replace(req, seed=2)
+    first = replay.generate_many([req])
+    seen: list[tuple[int, str]] = []
+    mixed = replay.generate_many([other_seed, req], on_token=lambda i, piece: seen.append((i, piece)))
+    assert len(inner.calls) == 2 and replay.replayed == 1  # the new seed was decoded, the old request not
+    assert mixed[1].text == first[0].text and mixed[1].replayed and not mixed[0].replayed
+    assert {i for i, _ in seen} == {0, 1}  # the decoded piece and the replayed text keep their own index
+    assert "".join(p for i, p in seen if i == 0) == mixed[0].text
+    cancel = CancelToken()
+    cancel.set()
+    late = replace(req, seed=3)
+    assert replay.generate_many([late], cancel=cancel)[0].finish_reason == "cancelled"
+    replay.generate_many([late])
+    assert len(inner.calls) == 3  # the cancelled one was decoded again, not replayed empty
 
 
 class BudgetGenerator(ScriptedGenerator):

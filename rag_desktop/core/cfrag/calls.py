@@ -74,7 +74,8 @@ def generate_group(
             step=step, calls=len(results), prompt_tokens=sum(r.prompt_tokens for r in results),
             cached_tokens=sum(r.cached_tokens for r in results),
             completion_tokens=sum(r.completion_tokens for r in results),
-            seconds=time.perf_counter() - t0, truncated=sum(r.truncated for r in results)))
+            seconds=time.perf_counter() - t0, truncated=sum(r.truncated for r in results),
+            replayed=sum(r.replayed for r in results)))
     if cancel is not None:
         cancel.raise_if_set()
     return [Generated(r.text, r.finish_reason, r.mean_logprob) for r in results]

@@ -154,7 +154,9 @@ class GenerationUsage:
 
     ``prompt_tokens`` is every request's whole prompt; ``cached_tokens`` the part read
     from a shared prefix instead of evaluated per request (-1 counts: unknown to the
-    backend); ``truncated`` how many replies hit their token budget.
+    backend); ``truncated`` how many replies hit their token budget; ``replayed`` how many
+    were answered from a :class:`~rag_desktop.core.generation.ReplayGenerator`'s memory
+    (eval-qa's paired ablations: written by an earlier run of the same request, not now).
     """
 
     step: str  # counterfactuals, closed_book, hypotheses, synthesis
@@ -164,6 +166,7 @@ class GenerationUsage:
     completion_tokens: int
     seconds: float
     truncated: int
+    replayed: int = 0
 
 
 @dataclass(frozen=True)

@@ -453,6 +453,26 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == n
 
 
+def test_labels_survive_the_questions_asked_after_them(svc: RagService) -> None:
+    """A person asks, opens a result, asks the next question: the first one keeps its label (the
+    walkthrough found each new question wiping every earlier label). A question that falls out of
+    the recent log takes its labels with it."""
+    cat = svc.library.catalog
+    brake, tea = "how do I check a bicycle brake", "what temperature for green tea"
+    guide, tea_doc = _doc_id(svc, "guide.txt"), _doc_id(svc, "tea.txt")
+    svc.compare(brake)
+    svc.note_relevant(brake, [guide], "opened")
+    svc.compare(tea)
+    svc.note_relevant(tea, [tea_doc], "cited")
+    svc.compare(brake)  # asked again: still one question, still labelled
+    assert auto_gate.user_labels(cat) == {brake: [guide], tea: [tea_doc]}
+    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2
+    for i in range(auto_gate.QUESTION_LOG_MAX - 1):
+        auto_gate.log_question(cat, f"question {i}")
+    assert auto_gate.user_labels(cat) == {brake: [guide]}  # tea fell out of the recent log
+    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2  # the count of labels given stays
+
+
 def test_labels_of_a_removed_document_are_not_used(svc: RagService) -> None:
     cat = svc.library.catalog
     svc.compare("how do I check a bicycle brake")

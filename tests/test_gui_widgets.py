@@ -178,6 +178,8 @@ def test_answers_stream_and_citations_open_the_viewer_at_the_page(qtbot: Any, en
                                                                                      rect.center().y()))
     qtbot.waitUntil(lambda: win.viewer.isVisible() and win.viewer.pending == 0, timeout=10000)
     assert win.viewer.hit is not None and win.viewer.hit.doc_id == 3
+    avail = win.viewer.screen().availableGeometry()  # the window fits its screen (1280 × 800 laptops)
+    assert win.viewer.frameGeometry().bottom() <= avail.bottom() and win.viewer.width() <= avail.width()
     # opening a cited source labels the question with it, for the automatic gate (issue 13)
     question = win.state.comparison.query
     assert svc.labels == [(question, [3], "opened")]

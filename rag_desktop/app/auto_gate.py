@@ -172,10 +172,13 @@ def log_question(catalog: Catalog, question: str) -> None:
     q = _as_logged(question)
     if not q:
         return
-    log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
-    recent = [x for x in log_.get("recent", []) if x != q] + [q]
+    # read and written in one write transaction (the app and a background gate may both log); the
+    # labels stay: a new question used to replace the whole entry and lost every earlier label
     with catalog.transaction():
-        catalog.set_json(QUESTION_LOG_KEY, {"n": int(log_.get("n", 0)) + 1, "recent": recent[-QUESTION_LOG_MAX:]})
+        log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
+        recent = ([x for x in log_.get("recent", []) if x != q] + [q])[-QUESTION_LOG_MAX:]
+        labels = {k: v for k, v in (log_.get("labels") or {}).items() if k in recent}
+        catalog.set_json(QUESTION_LOG_KEY, log_ | {"n": int(log_.get("n", 0)) + 1, "recent": recent, "labels": labels})
 
 
 def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str) -> None:
@@ -197,19 +200,19 @@ def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str)
         raise ValueError(f"unknown label kind {how!r}; one of {', '.join(LABEL_KINDS)}")
     if not q or not ids:
         return
-    log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
-    recent = [str(x) for x in log_.get("recent", [])]
-    if q not in recent:
-        return  # asked elsewhere (not through compare): not one of this library's probes
-    labels: dict[str, dict[str, list[int]]] = {k: v for k, v in log_.get("labels", {}).items() if k in recent}
-    entry = labels.setdefault(q, {})
-    new = sorted(set(entry.get(how, [])) | set(ids))
-    if new == entry.get(how):
-        return
-    entry[how] = new
-    log_["labels"] = labels
-    log_["n_labels"] = int(log_.get("n_labels", 0)) + 1
-    with catalog.transaction():
+    with catalog.transaction():  # one read-modify-write, as log_question
+        log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
+        recent = [str(x) for x in log_.get("recent", [])]
+        if q not in recent:
+            return  # asked elsewhere (not through compare): not one of this library's probes
+        labels: dict[str, dict[str, list[int]]] = {k: v for k, v in log_.get("labels", {}).items() if k in recent}
+        entry = labels.setdefault(q, {})
+        new = sorted(set(entry.get(how, [])) | set(ids))
+        if new == entry.get(how):
+            return
+        entry[how] = new
+        log_["labels"] = labels
+        log_["n_labels"] = int(log_.get("n_labels", 0)) + 1
         catalog.set_json(QUESTION_LOG_KEY, log_)
 
 

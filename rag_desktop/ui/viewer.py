@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QStackedWidget,
     QTextEdit,
@@ -114,6 +115,10 @@ class ViewerDialog(QDialog):
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
+        # a long title must not widen the window past a small screen: it is cut, and its tool tip
+        # holds it whole
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.title.setMinimumWidth(120)
         self.prev_btn = QPushButton("◀")
         self.next_btn = QPushButton("▶")
         self.page_box = QSpinBox()
@@ -179,6 +184,7 @@ class ViewerDialog(QDialog):
         self.terms = expanded
         self.current_page = max(1, page if page is not None else hit.page)
         self.title.setText(f"{hit.title} — {Path(hit.path).name}")
+        self.title.setToolTip(self.title.text())
         self.setWindowTitle(hit.title)
         self.found = {}
         self.last_error = None
@@ -190,8 +196,25 @@ class ViewerDialog(QDialog):
             self.mode = "text"
             self.stack.setCurrentWidget(self.text)
             self._load_text()
+        if not self.isVisible():
+            self._fit_screen()
         self.show()
         self.raise_()
+
+    def _fit_screen(self) -> None:
+        """Keep the window on its screen: the page-sized default (820 × 900, wider once the
+        tool bar is laid out) is taller than a 1280 × 800 laptop screen, whose bottom rows
+        would be out of reach. 40 px are left for the window manager's title bar."""
+        scr = self.screen()
+        if scr is None:
+            return
+        avail = scr.availableGeometry()
+        w = min(max(self.width(), self.sizeHint().width()), avail.width())
+        h = min(self.height(), avail.height() - 40)
+        self.resize(w, h)
+        x = min(max(self.x(), avail.left()), avail.right() - w)
+        y = min(max(self.y(), avail.top()), avail.bottom() - h - 40)
+        self.move(max(x, avail.left()), max(y, avail.top()))
 
     def goto_page(self, page: int) -> None:
         if self.hit is None or self.mode != "pdf":

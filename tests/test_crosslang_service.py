@@ -175,6 +175,26 @@ def test_a_translation_that_adds_a_figure_is_not_used(svc: RagService, gen: Tran
     assert invented_numbers("What happened in Q3 2025?", "2025年第三季度发生了什么？") == []
 
 
+def test_a_reply_that_answers_instead_of_translating_is_not_used(svc: RagService, gen: Translator) -> None:
+    """Seen with the 1.5B in the demo walkthrough: an English question came back as a Chinese
+    statement about its topic, whose words pulled unrelated Chinese documents into the columns."""
+    q = "What did the Wason selection task show?"
+    TRANSLATIONS[q] = "Wason selection task展示了选择任务的复杂性。"
+    try:
+        comp = svc.compare(q)
+    finally:
+        del TRANSLATIONS[q]
+    cross = comp.cross_language
+    assert cross is not None and cross.status == CrossStatus.FAILED and not cross.fused
+    assert "answered the question instead of translating it" in cross.describe()
+    assert [h.unit_id for h in comp.baseline.hits] == _typed_only(svc, q)
+    from rag_desktop.app.crosslang import answered_instead
+
+    assert not answered_instead("企业所得税多久汇算清缴？", "How long until corporate income tax is settled?")
+    assert not answered_instead("What is late interaction?", "什么是后期交互")  # no final mark: kept
+    assert not answered_instead("请说明出差标准。", "Explain the travel standards.")  # not a question
+
+
 def test_the_setting_off_translates_nothing(svc: RagService, gen: Translator) -> None:
     svc.settings = svc.settings.replace("retrieval", cross_language=False).validate()
     comp = svc.compare(QUESTION_ZH)

@@ -112,6 +112,20 @@ def invented_numbers(question: str, translation: str) -> list[str]:
     return [n for n in re.findall(r"\d+(?:\.\d+)?", arabic_numerals(translation)) if n not in have]
 
 
+_ASKS = ("?", "？")
+_TELLS = (".", "。", "!", "！")
+
+
+def answered_instead(question: str, translation: str) -> bool:
+    """True when a question came back as a statement: the model answered it instead of translating
+    it. Seen with the 1.5B on the demo: "What did the Wason selection task show?" →
+    "Wason selection task展示了选择任务的复杂性。", whose words then rank the Chinese documents
+    of a different topic into the columns ("found by the translated question"). Only a question
+    that ends in a question mark is checked, and only a reply that ends as a statement fails:
+    a translation without final punctuation ("X是什么") is kept."""
+    return question.rstrip().endswith(_ASKS) and translation.rstrip().endswith(_TELLS)
+
+
 def translate_question(
     generator: Callable[[], Generator],
     question: str,
@@ -144,6 +158,9 @@ def translate_question(
     if not text:
         return CrossLanguage(CrossStatus.FAILED, source, target, "", took, timeout_s,
                              "the reply was not a translation")
+    if answered_instead(question, text):
+        return CrossLanguage(CrossStatus.FAILED, source, target, "", took, timeout_s,
+                             "the reply answered the question instead of translating it")
     invented = invented_numbers(question, text)
     if invented:
         # Seen with the 0.5B model: "出差住宿费的报销标准是多少？" → "… fees is 1000 yuan." A figure

@@ -473,6 +473,23 @@ def test_labels_survive_the_questions_asked_after_them(svc: RagService) -> None:
     assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2  # the count of labels given stays
 
 
+def test_enough_labelled_questions_make_the_whole_plan(svc: RagService) -> None:
+    """With labels on at least half the plan's probes, no title probe is written or judged."""
+    cat = svc.library.catalog
+    qs = ["how do I check a bicycle brake", "what temperature for green tea", "how do I bake bread"]
+    docs = [_doc_id(svc, "guide.txt"), _doc_id(svc, "tea.txt"), _doc_id(svc, "bread.txt")]
+    for q, d in zip(qs, docs, strict=True):
+        svc.compare(q)
+        svc.note_relevant(q, [d], "cited")
+    assert auto_gate.make_plan(cat, 5, seed=0) == qs  # 3 of 5 labelled: theirs alone
+    assert auto_gate.make_plan(cat, 7, seed=0)[:3] == qs and len(auto_gate.make_plan(cat, 7, seed=0)) == 7
+    model = ScriptedModel()
+    _run(svc, model)
+    st = auto_gate.load_state(cat)
+    assert st is not None and [p["source"] for p in st["probes"]] == ["asked"] * 3
+    assert _probe_calls(model) == 0 and not model.calls  # no probe written, none judged
+
+
 def test_labels_of_a_removed_document_are_not_used(svc: RagService) -> None:
     cat = svc.library.catalog
     svc.compare("how do I check a bicycle brake")

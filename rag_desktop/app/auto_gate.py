@@ -167,6 +167,11 @@ def _as_logged(question: str) -> str:
     return " ".join(question.split())
 
 
+def _labels_of(log_: dict[str, Any], recent: Sequence[str]) -> dict[str, dict[str, list[int]]]:
+    """The question log's labels of the questions still in its recent list (the others are dropped)."""
+    return {k: v for k, v in (log_.get("labels") or {}).items() if k in recent}
+
+
 def log_question(catalog: Catalog, question: str) -> None:
     """Remember a question asked of this library (RagService.compare): future probes, and a reason to re-calibrate."""
     q = _as_logged(question)
@@ -177,8 +182,8 @@ def log_question(catalog: Catalog, question: str) -> None:
     with catalog.transaction():
         log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
         recent = ([x for x in log_.get("recent", []) if x != q] + [q])[-QUESTION_LOG_MAX:]
-        labels = {k: v for k, v in (log_.get("labels") or {}).items() if k in recent}
-        catalog.set_json(QUESTION_LOG_KEY, log_ | {"n": int(log_.get("n", 0)) + 1, "recent": recent, "labels": labels})
+        catalog.set_json(QUESTION_LOG_KEY, log_ | {"n": int(log_.get("n", 0)) + 1, "recent": recent,
+                                                   "labels": _labels_of(log_, recent)})
 
 
 def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str) -> None:
@@ -205,7 +210,7 @@ def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str)
         recent = [str(x) for x in log_.get("recent", [])]
         if q not in recent:
             return  # asked elsewhere (not through compare): not one of this library's probes
-        labels: dict[str, dict[str, list[int]]] = {k: v for k, v in log_.get("labels", {}).items() if k in recent}
+        labels = _labels_of(log_, recent)
         entry = labels.setdefault(q, {})
         new = sorted(set(entry.get(how, [])) | set(ids))
         if new == entry.get(how):

@@ -172,8 +172,9 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                     on_progress(ev)
             if any(m in ("standard", "passages") for m in methods):
                 svc.runtime.generator()  # load the model before the clock runs: not part of any answer
-            replay = (svc.runtime.wrap_generator(ReplayGenerator)
-                      if opts.replay and any(m.startswith("cfrag") for m in methods) else None)
+            replay = opts.replay and any(m.startswith("cfrag") for m in methods)
+            if replay:
+                svc.runtime.wrap_generator(ReplayGenerator)
             # standard and passages differ only in what the model reads: run them question by
             # question (paired), so an interrupted run still compares them on the same questions.
             order = ([(m, q) for q in questions for m in methods] if set(methods) <= {"standard", "passages"}
@@ -183,12 +184,11 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                 if wanted != svc.settings:  # a new Retriever (and its caches) only when settings change
                     svc.update_settings(wanted)
                 t0 = time.perf_counter()
-                replayed_before = replay.replayed if replay is not None else 0
                 pred, extra = _predict(svc, method, str(q["question"]))
                 dt = time.perf_counter() - t0
-                if replay is not None and method.startswith("cfrag"):
+                if replay and "cf_steps" in extra:
                     # calls answered from the full method's run: this row's latency is not all its own
-                    extra["replayed_calls"] = replay.replayed - replayed_before
+                    extra["replayed_calls"] = sum(st["replayed"] for st in extra["cf_steps"])
                 golds = list(q["answers"])
                 extra["lang"] = str(q.get("lang") or ("zh" if detect_lang(str(q["question"])) == "zh" else "en"))
                 if "source_texts" in extra:

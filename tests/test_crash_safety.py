@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_desktop.app.catalog import CatalogError
+from rag_desktop.app.catalog import Catalog, CatalogError
 from rag_desktop.app.service import RagService
 from rag_desktop.core.settings import Settings
 
@@ -43,6 +43,10 @@ def ingest_cmd(folder: Path, library: Path) -> list[str]:
 
 
 def check_consistent(library: Path) -> tuple[int, int]:
+    # The catalog opens the way the app opens it. A kill during a library's creation can leave
+    # the file without tables (SQLite writes the file at the WAL pragma, before the schema's
+    # transaction); opening it then creates the schema, which is what the next run does.
+    Catalog(library / "catalog.sqlite").close()
     db = sqlite3.connect(library / "catalog.sqlite")
     try:
         paths = [r[0] for r in db.execute("SELECT path FROM documents")]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_desktop.app.catalog import CatalogError
+from rag_desktop.app.catalog import Catalog, CatalogError
 from rag_desktop.app.library import EmbedderMismatch, IngestReport, Library, tfidf_from_counts
 from rag_desktop.app.service import RagService
 from rag_desktop.core import keywords as kw
@@ -296,6 +296,38 @@ def test_torn_index_is_rebuilt_from_the_catalog(tmp_path: Path) -> None:
         assert set(idx.ids().tolist()) == cat.unit_ids("chunk")
     finally:
         svc.close()
+
+
+def test_a_catalog_killed_while_being_created_opens_and_gets_its_schema(tmp_path: Path) -> None:
+    """kill -9 between SQLite making the file (the WAL pragma) and the schema's transaction
+    leaves a file without tables; a catalog made by an older build lacks the tables added
+    since. Both open, and get every table and the version row."""
+    import sqlite3
+
+    bare = tmp_path / "bare" / "catalog.sqlite"
+    bare.parent.mkdir()
+    db = sqlite3.connect(bare)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+    older = tmp_path / "older" / "catalog.sqlite"
+    older.parent.mkdir()
+    db = sqlite3.connect(older)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1'), ('embedder', 'kept')")
+    db.commit()
+    db.close()
+    for path in (bare, older):
+        cat = Catalog(path)
+        try:
+            tables = {r[0] for r in cat.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            assert {"meta", "documents", "chunks", "keywords", "translations"} <= tables
+            assert cat.get_meta("schema_version") == "1"
+            assert cat.unit_ids("chunk") == set()
+        finally:
+            cat.close()
+    cat = Catalog(older)
+    assert cat.get_meta("embedder") == "kept"
+    cat.close()
 
 
 def test_other_embedder_is_refused(tmp_path: Path) -> None:

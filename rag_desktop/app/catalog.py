@@ -162,12 +162,29 @@ class Catalog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(_SCHEMA)
-        version = self.get_meta("schema_version")
+        version = self._schema_version()
         if version is None:
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
-        elif int(version) > SCHEMA_VERSION:
+            # A new catalog gets its schema and version row in one transaction: a kill -9 while
+            # a library is being created leaves either no tables (the WAL pragma above already
+            # made the file) or all of them with the version.
+            self.db.executescript(
+                "BEGIN IMMEDIATE;" + _SCHEMA
+                + f"INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;"
+            )
+            version = self.get_meta("schema_version")
+        else:
+            # An existing catalog gets the tables added since it was made (IF NOT EXISTS: the
+            # ones it has are left alone, without taking the write lock).
+            self.db.executescript(_SCHEMA)
+        if version is not None and int(version) > SCHEMA_VERSION:
             raise CatalogError(f"{path}: made by a newer rag_desktop (schema {version}); update the app")
+
+    def _schema_version(self) -> str | None:
+        """The stored schema version, or None while the schema has not been created."""
+        try:
+            return self.get_meta("schema_version")
+        except sqlite3.OperationalError:  # no meta table yet
+            return None
 
     def close(self) -> None:
         # Closing checkpoints the WAL into the main file, which fails on a full disk: the WAL

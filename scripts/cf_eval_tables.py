@@ -111,9 +111,12 @@ def steps(paths: list[str]) -> int:
 
 
 def main(paths: list[str]) -> int:
-    if paths and paths[0] == "--spread":
+    if not paths or paths[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if paths else 2
+    if paths[0] == "--spread":
         return spread(paths[1:])
-    if paths and paths[0] == "--steps":
+    if paths[0] == "--steps":
         return steps(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}
     for p in paths:

@@ -17,6 +17,11 @@ With ``--steps``, where CF-RAG's time went per step (the rows' ``cf_steps``) nex
 mean latency from the same reports::
 
     .venv/bin/python scripts/cf_eval_tables.py --steps s0.json
+
+With ``--oracle DATA``, per CF-RAG method, how often a hypothesis held a gold answer of DATA's
+questions against how often the final answer did, and which decision lost the difference::
+
+    .venv/bin/python scripts/cf_eval_tables.py --oracle tests/data/qa_fixture s0.json adv0.json
 """
 
 from __future__ import annotations
@@ -110,12 +115,47 @@ def steps(paths: list[str]) -> int:
     return 0
 
 
+def oracle(data_dir: str, paths: list[str]) -> int:
+    """Where a CF-RAG method's gain is lost (issue 14, item 5): per method and language, the
+    questions where at least one hypothesis contains a gold answer (what arbitration could have
+    picked), where the final answer does, and where a right hypothesis was there but the final
+    answer is wrong — with the decision that lost it (select by Ψ, synthesis, fallback)."""
+    from rag_desktop.core.qa_metrics import containment_match
+
+    golds: dict[str, list[str]] = {}
+    for line in (Path(data_dir) / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            golds[str(q["_id"])] = [str(a) for a in q["answers"]]
+    print("| setting | seed | method | lang | n | a hypothesis holds gold | final holds gold "
+          "| lost by the decision (decision: count) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p in paths:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+        setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
+        seed = int(data.get("seeds", {}).get("cfrag", 0))
+        for m, rows in data["per_question"].items():
+            rows = [r for r in rows if "hypotheses" in r and r["id"] in golds]
+            for lang in ("all", "en", "zh"):
+                sel = [r for r in rows if lang == "all" or _lang(r) == lang]
+                if not sel:
+                    continue
+                hyp = [r for r in sel if any(containment_match(h, golds[r["id"]]) for h in r["hypotheses"])]
+                final = [r for r in sel if r["containment"]]
+                lost = collections.Counter(str(r["decision"]) for r in hyp if not r["containment"])
+                print(f"| {setting} | {seed} | {m} | {lang} | {len(sel)} | {len(hyp)} | {len(final)} | "
+                      + (", ".join(f"{k}: {v}" for k, v in sorted(lost.items())) or "–") + " |")
+    return 0
+
+
 def main(paths: list[str]) -> int:
     if not paths or paths[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if paths else 2
     if paths[0] == "--spread":
         return spread(paths[1:])
+    if paths[0] == "--oracle" and len(paths) > 2:
+        return oracle(paths[1], paths[2:])
     if paths[0] == "--steps":
         return steps(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}

@@ -224,7 +224,12 @@ def test_eval_qa_rows_say_where_a_cfrag_question_spent_its_time(svc: RagService)
     from rag_desktop.core.cfrag import cfrag_result
 
     res = cfrag_result(svc.cfrag(Q_AROMA))
-    steps = cf_digest(res.trace)["cf_steps"]
+    digest = cf_digest(res.trace)
+    steps = digest["cf_steps"]
+    # and each hypothesis's arbitration scores, in the hypotheses' order
+    hyps = res.trace.hypotheses
+    assert hyps and digest["psi"] == [round(h.psi, 4) for h in hyps]
+    assert digest["phi_causal"] == [round(h.phi_causal, 4) for h in hyps]
     assert [s["step"] for s in steps] == [u.step for u in res.trace.generation]
     assert {"counterfactuals", "hypotheses"} <= {s["step"] for s in steps}
     for s, u in zip(steps, res.trace.generation, strict=True):

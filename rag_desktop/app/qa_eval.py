@@ -300,6 +300,11 @@ def cf_digest(t: CFTrace) -> dict[str, Any]:
         "cf_kept_texts": [f"[{c.transformation}] {c.text}" for c in t.counterfactuals],
         "cf_rejections": [c.reason for c in t.rejected_counterfactuals],
         "hypotheses": [h.answer for h in t.hypotheses],
+        # the arbitration's scores per hypothesis (Eq. Ψ = (1 − λ)·φ_coh + λ·φ_causal), so another
+        # decision rule can be read off a run without decoding it again
+        "psi": [round(h.psi, 4) for h in t.hypotheses],
+        "phi_coh": [round(h.phi_coh, 4) for h in t.hypotheses],
+        "phi_causal": [round(h.phi_causal, 4) for h in t.hypotheses],
         "decision": t.decision.kind,
         "agreement": t.decision.agreement,
         # where the question's time went (issue 14: "know where the time goes"), per group of

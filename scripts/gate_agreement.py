@@ -32,7 +32,6 @@ from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import gate_on_queries, load_beir, rank_all, write_corpus_files
 from rag_desktop.app.service import RagService
 from rag_desktop.core.gate import GateDecision
-from rag_desktop.core.types import Answer
 
 
 def _row(d: GateDecision) -> dict[str, Any]:
@@ -55,15 +54,12 @@ def _ask(svc: RagService, data: Any, mapping: dict[str, str], n: int) -> dict[st
     rows, t0 = [], time.monotonic()
     for qid, q in [(i, t) for i, t in data.queries.items() if i in data.qrels][:n]:
         cmp = svc.compare(q)
-        raw: set[int] = set()  # every valid citation, before the labels keep the supported ones
         for ranked in (cmp.baseline, cmp.causal):
-            for ev in svc.answer(q, ranked):
-                if isinstance(ev, Answer):
-                    raw |= {c.doc_id for c in ev.citations if c.valid and c.doc_id}
+            for _ev in svc.answer(q, ranked):
+                pass
         cited = auto_gate.user_labels(svc.library.catalog).get(" ".join(q.split()), [])
         rel = {d for d, g in data.qrels.get(qid, {}).items() if g > 0}
         rows.append({"qid": qid, "cited": [ids.get(d, d) for d in cited],
-                     "cited_unsupported": sorted(ids.get(d, str(d)) for d in raw - set(cited)),
                      "hit": any(ids.get(d) in rel for d in cited),
                      "precision": (sum(ids.get(d) in rel for d in cited) / len(cited)) if cited else None})
     labelled = [r for r in rows if r["cited"]]

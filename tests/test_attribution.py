@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_desktop.core.attribution import MIN_SHARE, attribute, best_source, content_tokens, supported_citations
+from rag_desktop.core.attribution import MIN_SHARE, attribute, best_source, content_tokens
 from rag_desktop.core.citations import citation_spans, parse_citations
 from rag_desktop.core.types import Hit
 
@@ -64,53 +64,6 @@ def test_the_choice_agrees_with_the_reference_share() -> None:
         best = max(range(3), key=lambda i: (shares[i], -i))
         expected = best + 1 if shares[best] >= MIN_SHARE else None
         assert best_source(sentence, SOURCES, frozenset(content_tokens(q))) == expected
-
-
-STUFFED = "出差住宿费的报销标准是多少？出差住宿费报销标准说明会通知：出差住宿费的报销标准将在会上介绍。"
-
-
-def test_a_citation_supports_only_where_its_passage_holds_the_answers_own_words() -> None:
-    q = "出差住宿费的报销标准是多少？"
-    sources = [STUFFED, SOURCES[0]]
-    # the model cites both the stuffed notice (it repeats the question) and the regulation
-    text = "出差住宿费的报销标准：一线城市每晚不超过600元[1][2]。"
-    assert supported_citations(text, sources, q) == {2}
-    # a claim that only restates the question supports nothing, wherever it points
-    assert supported_citations("出差住宿费的报销标准是多少[1][2]。", sources, q) == frozenset()
-    # a one-word claim needs its one word; a marker after the full stop reaches back to the claim
-    en = ["It opened to the public in 1934.", "When did the museum open? Visit the museum soon."]
-    assert supported_citations("1934 [1].", en, "When did the museum open?") == {1}
-    assert supported_citations("It opened in 1934. [1] [2]", en, "When did the museum open?") == {1}
-    # numbers outside the sources and text without markers give nothing
-    assert supported_citations("600元[7]。", sources, q) == frozenset()
-    assert supported_citations("一线城市每晚不超过600元。", sources, q) == frozenset()
-
-
-def _reference_supported(text: str, sources: list[str], question: str) -> set[int]:
-    """supported_citations written out for answers of one sentence per marker: each sentence's
-    words minus the question's, held (at least min(2, |words|), and half) by the cited source."""
-    import re
-
-    q = content_tokens(question)
-    out = set()
-    for sentence in re.findall(r"[^。.]*?\[\d+\][。.]?", text):
-        n = int(re.search(r"\[(\d+)\]", sentence).group(1))  # type: ignore[union-attr]
-        words = {t for t in content_tokens(re.sub(r"\[\d+\]", "", sentence)) if t not in q}
-        if n <= len(sources) and words:
-            held = len(words & content_tokens(sources[n - 1]))
-            if held >= min(2, len(words)) and held / len(words) >= MIN_SHARE:
-                out.add(n)
-    return out
-
-
-def test_support_agrees_with_the_reference() -> None:
-    q = "出差住宿费的报销标准是多少？"
-    sources = [STUFFED, *SOURCES]
-    for text in ("省会城市每晚不超过450元[2]。有效期为2年[3]。",
-                 "报销标准是多少[1]。the two cards that could falsify it [4].",
-                 "有效期为自出具之日起2年[1]。Most people pick A and 4 [4].",
-                 "住宿费每晚600元[2]。审查结论[3]。"):
-        assert supported_citations(text, sources, q) == _reference_supported(text, sources, q), text
 
 
 def test_the_answer_pane_marks_matched_citations_apart(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -29,7 +29,7 @@ from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.attribution import attribute, echoes_example, supported_citations
+from rag_desktop.core.attribution import attribute, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
@@ -564,10 +564,7 @@ class RagService:
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = prompting.parse_citations(text, used)
         if not warnings:  # an answer that is not from the documents labels nothing
-            # and a cited passage labels its document only when it holds the answer's own words,
-            # not just the question's (a stuffed document's or a distractor's: issue 13)
-            held = supported_citations(text, [h.text for h in used], query)
-            self.note_relevant(query, [c.doc_id for c in citations if c.valid and c.doc_id and c.n in held], "cited")
+            self.note_relevant(query, [c.doc_id for c in citations if c.valid and c.doc_id], "cited")
         yield Answer(text, citations, tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
                      original_texts=originals, matched=matched, warnings=warnings)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from rag_desktop.core.citations import CITATION_RE, citation_items, citation_spans
+from rag_desktop.core.citations import citation_items, citation_spans
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.prompting import split_sentences
 from rag_desktop.core.text import answer_tokens, is_cjk
@@ -72,55 +72,11 @@ def _best(words: set[str], source_tokens: Sequence[set[str]]) -> int | None:
         return None
     best, best_share = None, 0.0
     for i, src in enumerate(source_tokens, start=1):
-        share = len(words & src) / len(words)
-        if _holds(words, src) and share > best_share:
+        held = len(words & src)
+        share = held / len(words)
+        if held >= MIN_TOKENS and share >= MIN_SHARE and share > best_share:
             best, best_share = i, share
     return best
-
-
-def _holds(words: set[str], src: set[str], min_tokens: int = MIN_TOKENS) -> bool:
-    """Whether a passage with tokens ``src`` holds a sentence with tokens ``words`` (module doc)."""
-    held = len(words & src)
-    return bool(words) and held >= min_tokens and held / len(words) >= MIN_SHARE
-
-
-def supported_citations(text: str, sources: Sequence[str], question: str = "") -> frozenset[int]:
-    """The source numbers cited in ``text`` whose source holds what the citing words add to the question.
-
-    A citation is taken as a sign that its document answers the question (the automatic gate's
-    labels, issue 13) only when the passage holds the answer's own words. A keyword-stuffed
-    document, or a near-duplicate that restates the question without its answer, repeats the
-    question's words and nothing the answer adds; the embedded 1.5B cited such documents (the
-    diagnostic set's stuffed notice, eval-qa's injected distractors: docs/evaluation.md §1.2.2),
-    which made them "relevant" for the gate exactly where it must tell them apart.
-
-    Our choice (the papers are silent): a marker's claim is the text before it, back to the
-    previous marker or the start of its sentence (a marker after the full stop reaches back to the
-    previous marker; adjacent markers, "[1][2]", share one claim);
-    its words are T(claim) minus the question's tokens, as in :func:`attribute`; source n supports
-    it when it holds them by the same test as a matched citation, except that a one-word claim
-    ("1934 [2]") needs its one word. A claim with no words of its own supports nothing.
-    """
-    exclude = frozenset(content_tokens(question))
-    source_tokens = [content_tokens(src) for src in sources]
-    starts, pos = [], 0
-    for piece in split_sentences(text):
-        starts.append(pos)
-        pos += len(piece)
-    out: set[int] = set()
-    prev_end, words = 0, set[str]()
-    for m in CITATION_RE.finditer(text):
-        lo = max([prev_end] + [s for s in starts if s <= m.start()])
-        claim = text[lo:m.start()]
-        if not any(ch.isalnum() for ch in claim):  # a marker after the full stop: back to the last marker
-            claim = text[prev_end:m.start()]
-        if any(ch.isalnum() for ch in claim):  # else an adjacent marker: the previous claim
-            words = content_tokens(claim, exclude)
-        prev_end = m.end()
-        for item in citation_items(m.group(0)):
-            out.update(n for n in item.numbers
-                       if 1 <= n <= len(sources) and _holds(words, source_tokens[n - 1], min(MIN_TOKENS, len(words))))
-    return frozenset(out)
 
 
 _CLAUSE_ENDS = "；;：:，,、"

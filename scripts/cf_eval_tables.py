@@ -19,7 +19,8 @@ mean latency from the same reports::
     .venv/bin/python scripts/cf_eval_tables.py --steps s0.json
 
 With ``--oracle DATA``, per CF-RAG method, how often a hypothesis held a gold answer of DATA's
-questions against how often the final answer did, and which decision lost the difference::
+questions against how often the final answer did, which decision lost the difference, and (for runs
+that record Ψ) how many a majority rule would have answered right::
 
     .venv/bin/python scripts/cf_eval_tables.py --oracle tests/data/qa_fixture s0.json adv0.json
 """
@@ -128,8 +129,8 @@ def oracle(data_dir: str, paths: list[str]) -> int:
             q = json.loads(line)
             golds[str(q["_id"])] = [str(a) for a in q["answers"]]
     print("| setting | seed | method | lang | n | a hypothesis holds gold | final holds gold "
-          "| lost by the decision (decision: count) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| lost by the decision (decision: count) | right under a majority rule (Ψ within the majority) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for p in paths:
         data = json.loads(Path(p).read_text(encoding="utf-8"))
         setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
@@ -143,9 +144,33 @@ def oracle(data_dir: str, paths: list[str]) -> int:
                 hyp = [r for r in sel if any(containment_match(h, golds[r["id"]]) for h in r["hypotheses"])]
                 final = [r for r in sel if r["containment"]]
                 lost = collections.Counter(str(r["decision"]) for r in hyp if not r["containment"])
+                scored = [r for r in sel if len(r.get("psi", [])) == len(r["hypotheses"])]
+                maj = (f"{sum(_majority_right(r, golds[r['id']]) for r in scored)} of {len(scored)}"
+                       if scored else "(no Ψ in this run)")
                 print(f"| {setting} | {seed} | {m} | {lang} | {len(sel)} | {len(hyp)} | {len(final)} | "
-                      + (", ".join(f"{k}: {v}" for k, v in sorted(lost.items())) or "–") + " |")
+                      + (", ".join(f"{k}: {v}" for k, v in sorted(lost.items())) or "–") + f" | {maj} |")
     return 0
+
+
+def _majority_right(row: dict[str, Any], golds: list[str]) -> bool:
+    """Whether a majority rule would have answered right, read off a run (no decoding): when more
+    than half the hypotheses are one answer (token F1 ≥ 0.5 with the group's first), select that
+    group's highest-Ψ hypothesis; otherwise the run's own final answer (its synthesis) stands."""
+    from rag_desktop.core.qa_metrics import containment_match, token_f1
+
+    hyps, psi = list(row["hypotheses"]), list(row["psi"])
+    groups: list[list[int]] = []
+    for i, h in enumerate(hyps):
+        for g in groups:
+            if token_f1(h, hyps[g[0]]) >= 0.5:
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    big = max(groups, key=len) if groups else []
+    if 2 * len(big) > len(hyps):
+        return bool(containment_match(hyps[max(big, key=lambda i: psi[i])], golds))
+    return bool(row["containment"])
 
 
 def main(paths: list[str]) -> int:

@@ -121,13 +121,10 @@ def oracle(data_dir: str, paths: list[str]) -> int:
     questions where at least one hypothesis contains a gold answer (what arbitration could have
     picked), where the final answer does, and where a right hypothesis was there but the final
     answer is wrong — with the decision that lost it (select by Ψ, synthesis, fallback)."""
+    from rag_desktop.app.evaluation import read_jsonl
     from rag_desktop.core.qa_metrics import containment_match
 
-    golds: dict[str, list[str]] = {}
-    for line in (Path(data_dir) / "questions.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            golds[str(q["_id"])] = [str(a) for a in q["answers"]]
+    golds = {str(q["_id"]): [str(a) for a in q["answers"]] for q in read_jsonl(Path(data_dir) / "questions.jsonl")}
     print("| setting | seed | method | lang | n | a hypothesis holds gold | final holds gold "
           "| lost by the decision (decision: count) | right under a majority rule (Ψ within the majority) |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -805,6 +805,27 @@ def test_replay_keys_on_the_whole_request_and_never_keeps_a_cancelled_one() -> N
     assert len(inner.calls) == 3  # the cancelled one was decoded again, not replayed empty
 
 
+def test_a_replay_memory_survives_json_and_is_replayed_only_by_the_same_model() -> None:
+    """eval-qa --replay-store: a later run, in a new process, replays the earlier run's calls
+    (after a round trip through JSON text) and decodes nothing it has seen; a store written by
+    another model is ignored."""
+    first_inner = ScriptedGenerator()
+    first = ReplayGenerator(first_inner)
+    done, _, _, _ = run(SETTINGS, seed=2, gen=first)  # type: ignore[arg-type]
+    records = json.loads(json.dumps(first.export(), ensure_ascii=False))
+    assert len(records) == len(first_inner.calls) > 0
+    inner = ScriptedGenerator()
+    later = ReplayGenerator(inner)
+    assert later.absorb(records) == len(records)
+    again, _, _, _ = run(SETTINGS, seed=2, gen=later)  # type: ignore[arg-type]
+    assert again.answer == done.answer and inner.calls == [] and later.replayed == len(records)
+    other = ScriptedGenerator()
+    other.identity = "another-model"  # type: ignore[misc]
+    assert ReplayGenerator(other).absorb(records) == 0
+    with pytest.raises(TypeError):
+        ReplayGenerator(ScriptedGenerator()).absorb([{"identity": "scripted", "request": "x", "result": {}}])
+
+
 class BudgetGenerator(ScriptedGenerator):
     """Replies as ScriptedGenerator but reports that every hypothesis hit its token budget."""
 

@@ -69,7 +69,8 @@ def test_eval_qa_ablations_replay_the_full_methods_identical_calls(tmp_path: Pat
         pytest.skip(f"SmolLM2 not installed: {exc}")
     args = ["eval-qa", "--data", str(QA), "--limit", "1", "--methods", "cfrag,cfrag_no_causal",
             "--generator", str(smol), "--cross-language", "off", "--seed", "1"]
-    assert main([*args, "--json", str(tmp_path / "paired.json")]) == 0
+    store = tmp_path / "store.jsonl"
+    assert main([*args, "--replay-store", str(store), "--json", str(tmp_path / "paired.json")]) == 0
     paired = json.loads((tmp_path / "paired.json").read_text(encoding="utf-8"))
     assert paired["replay"] is True
     [full], [ablation] = paired["per_question"]["cfrag"], paired["per_question"]["cfrag_no_causal"]
@@ -77,6 +78,17 @@ def test_eval_qa_ablations_replay_the_full_methods_identical_calls(tmp_path: Pat
     step1 = [s for s in ablation["cf_steps"] if s["step"] in ("counterfactuals", "closed_book")]
     assert step1 and all(s["replayed"] == s["calls"] for s in step1)
     assert ablation["replayed_calls"] == sum(s["replayed"] for s in ablation["cf_steps"]) >= len(step1)
+    # --replay-store: a later run (a new service, a new model load) replays every call of the first
+    # run from the file and answers the same
+    assert main([*args[:6], "cfrag", *args[7:], "--replay-store", str(store), "--json",
+                 str(tmp_path / "later.json")]) == 0
+    later = json.loads((tmp_path / "later.json").read_text(encoding="utf-8"))
+    assert later["replay_store_taken"] == len(store.read_text(encoding="utf-8").splitlines()) > 0
+    [again] = later["per_question"]["cfrag"]
+    assert again["prediction"] == full["prediction"]
+    assert again["replayed_calls"] == sum(s["calls"] for s in again["cf_steps"]) > 0
+    store.write_text('{"identity": "x"}\n', encoding="utf-8")  # not a store: refused, nothing decoded
+    assert main([*args, "--replay-store", str(store)]) == 2
     assert main([*args, "--no-replay", "--json", str(tmp_path / "fresh.json")]) == 0
     fresh = json.loads((tmp_path / "fresh.json").read_text(encoding="utf-8"))
     assert fresh["replay"] is False

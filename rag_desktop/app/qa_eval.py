@@ -109,6 +109,11 @@ class QAEvalOptions:
     # full method's identical requests, so it is paired with it and costs only what it changes.
     # False: every call decoded again, so each ablation's latency is its own.
     replay: bool = True
+    # A file that keeps the replay memory across runs (JSON lines, one request and its result
+    # each, tagged with the model): read before the first answer, rewritten after every answer.
+    # A later run that changes one step (the synthesis prompt) then decodes only the calls that
+    # step changed, paired with the earlier run. Its latencies are then not its own either.
+    replay_store: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -173,8 +178,11 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
             if any(m in ("standard", "passages") for m in methods):
                 svc.runtime.generator()  # load the model before the clock runs: not part of any answer
             replay = opts.replay and any(m.startswith("cfrag") for m in methods)
+            memory: ReplayGenerator | None = None
             if replay:
-                svc.runtime.wrap_generator(ReplayGenerator)
+                memory = svc.runtime.wrap_generator(ReplayGenerator)
+                if opts.replay_store is not None:
+                    meta["replay_store_taken"] = _absorb_store(memory, opts.replay_store)
             # standard and passages differ only in what the model reads: run them question by
             # question (paired), so an interrupted run still compares them on the same questions.
             order = ([(m, q) for q in questions for m in methods] if set(methods) <= {"standard", "passages"}
@@ -196,6 +204,8 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                 results[method].append((str(q["_id"]), score_answer(pred, golds), dt, pred, extra))
                 if on_answer is not None:
                     on_answer(AnswerTimed(method, len(results[method]), len(questions), dt))
+                if memory is not None and opts.replay_store is not None:
+                    _write_store(opts.replay_store, memory.export())
                 if opts.json_out:  # after every answer, so an interrupted run keeps what it measured
                     _write_json(opts.json_out, _table(results), results, meta, partial=True)
         finally:
@@ -237,6 +247,22 @@ def _table(results: _Rows) -> dict[str, dict[str, float]]:
                 row["mean_ttft_s"] = sum(ttfts) / len(ttfts)
             table[name] = row
     return table
+
+
+def _absorb_store(memory: ReplayGenerator, path: Path) -> int:
+    """Load a replay store into ``memory``; a missing file is an empty store (this run makes it)."""
+    if not path.exists():
+        return 0
+    try:
+        return memory.absorb(list(read_jsonl(path)))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DataError(f"--replay-store {path}: not a replay store ({exc!r})") from exc
+
+
+def _write_store(path: Path, records: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    tmp.replace(path)
 
 
 def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, meta: dict[str, Any],

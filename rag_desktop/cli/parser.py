@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-replay", action="store_false", dest="replay",
                    help="decode every CF-RAG ablation call again (by default an ablation replays the full "
                         "method's identical calls: paired with it, but its latency is then not its own)")
+    p.add_argument("--replay-store", type=Path, default=None,
+                   help="keep CF-RAG's generator calls in this file across runs (read first, rewritten after "
+                        "every answer): a run that changes one step decodes only what that step changed")
     _add_cross_language(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 

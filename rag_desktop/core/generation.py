@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -190,8 +190,45 @@ class ReplayGenerator:
                 on_token(i, res.text)
         return [out[i] for i in range(len(requests))]
 
+    def export(self) -> list[dict[str, object]]:
+        """The memory as JSON-ready records, each tagged with the backend's identity.
+
+        Why: eval-qa's ``--replay-store`` keeps it across runs, so a change to one late step
+        (the synthesis prompt, say) is measured paired with an earlier run at the cost of
+        the calls it changed — minutes instead of the whole matrix again — and without the
+        backend's run-to-run noise in every earlier step.
+        """
+        with self._lock:
+            items = list(self._memory.items())
+        return [{"identity": self.identity, "request": _request_json(req), "result": asdict(res)}
+                for req, res in items]
+
+    def absorb(self, records: Sequence[dict[str, object]]) -> int:
+        """Remember the records of :meth:`export` made by this backend (same ``identity``:
+        a store from another model is never replayed); returns how many were taken."""
+        taken = 0
+        with self._lock:
+            for rec in records:
+                req, res = rec.get("request"), rec.get("result")
+                if not isinstance(req, dict) or not isinstance(res, dict):
+                    raise TypeError(f"a replay record needs a request and a result object: {rec!r:.120}")
+                if rec.get("identity") != self.identity:
+                    continue
+                key = GenRequest(tuple(ChatMessage(m["role"], m["content"]) for m in req["messages"]),
+                                 int(req["max_tokens"]), float(req["temperature"]), int(req["seed"]),
+                                 tuple(req.get("stop", ())))
+                self._memory[key] = GenResult(**{**res, "replayed": False})
+                taken += 1
+        return taken
+
     def close(self) -> None:
         self.inner.close()
+
+
+def _request_json(req: GenRequest) -> dict[str, object]:
+    return {"messages": [{"role": m.role, "content": m.content} for m in req.messages],
+            "max_tokens": req.max_tokens, "temperature": req.temperature, "seed": req.seed,
+            "stop": list(req.stop)}
 
 
 @dataclass(frozen=True)

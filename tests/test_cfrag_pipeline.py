@@ -198,7 +198,7 @@ class ScriptedGenerator:
         if system == SYSTEM_SYNTHESIS:
             if self.synthesis is not None:
                 return "synthesis", self.synthesis
-            m = re.search(r"^\(A\) (.+?) — Ψ", user, re.MULTILINE)
+            m = re.search(r"^\(A\) (.+?) — ", user, re.MULTILINE)  # either synthesis_prompt
             ans = m.group(1) if m else ""
             return "synthesis", f"Answer: {ans}\nRationale: candidate A discriminates best [1]."
         raise AssertionError(f"unexpected prompt kind: {system[:40]!r}")
@@ -492,6 +492,34 @@ def test_disagreement_triggers_synthesis_from_the_top_three() -> None:
     assert t.decision.chosen == -1
     assert res.answer.citations and res.answer.citations[0].n == 1 and res.answer.citations[0].valid
     assert res.answer.sources[0].unit_id == res.answer.citations[0].unit_id
+
+
+def test_the_evidence_synthesis_lists_the_candidates_as_written_without_psi() -> None:
+    """cfrag.synthesis_prompt = "evidence": the same top candidates, in the order they were
+    written (not best Ψ first), no Ψ in the prompt, and the instruction to answer from the
+    evidence; the same arbitration otherwise (same hypotheses, same seeds)."""
+    evidence = replace(SETTINGS, synthesis_prompt="evidence")
+    for seed in range(12):
+        ranked_res, ranked_gen, _, _ = run(seed=seed)
+        if ranked_res.trace.decision.kind == "synthesize" and [
+                h.index for h in sorted(ranked_res.trace.hypotheses, key=lambda h: h.rank)] != sorted(
+                h.index for h in ranked_res.trace.hypotheses):
+            break
+    else:
+        pytest.fail("no seed produced a synthesis whose Ψ order differs from the written order")
+    res, gen, _, _ = run(evidence, seed=seed)
+    t = res.trace
+    assert t.hypotheses == ranked_res.trace.hypotheses and t.decision.kind == "synthesize"
+    assert t.decision.synthesized_from == tuple(sorted(ranked_res.trace.decision.synthesized_from))
+    prompt = next(c[1] for c in gen.calls if c[0] == "synthesis")[-1].content
+    ranked_prompt = next(c[1] for c in ranked_gen.calls if c[0] == "synthesis")[-1].content
+    assert "Ψ" in ranked_prompt and "Ψ" not in prompt
+    assert "in no particular order" in prompt and "answer from the evidence yourself" in prompt
+    by_index = {h.index: h for h in t.hypotheses}
+    first = by_index[t.decision.synthesized_from[0]]
+    assert f"(A) {first.answer} — " in prompt
+    # the same calls before the synthesis: only its prompt changed
+    assert [c for c in gen.calls if c[0] != "synthesis"] == [c for c in ranked_gen.calls if c[0] != "synthesis"]
 
 
 def test_agreeing_hypotheses_select_without_synthesis() -> None:

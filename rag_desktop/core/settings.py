@@ -28,6 +28,7 @@ from rag_desktop.core.keywords import KeywordVariant
 from rag_desktop.core.types import Level
 
 UILanguage = Literal["en", "zh"]  # the languages the UI is translated into (ui/i18n.py)
+SynthesisPrompt = Literal["ranked", "evidence"]  # cfrag.synthesis_prompt
 
 
 class SettingsError(RagError, ValueError):
@@ -233,6 +234,11 @@ class CFRagSettings:
     seed: int = field_spec(0, min=0)
     use_counterfactuals: bool = True
     use_division: bool = True
+    # How the synthesis (paper 002 §4: "synthesise the top-3", no prompt given) sees the
+    # candidates: "ranked" — best Ψ first, with Ψ; "evidence" — in the order written, without
+    # Ψ, asked for what the evidence states (Ψ of three hypotheses often differs by < 0.02, and
+    # the ranked list then reads as a verdict it is not; docs/evaluation.md §2 measures both).
+    synthesis_prompt: SynthesisPrompt = "ranked"
 
 
 @dataclass(frozen=True)

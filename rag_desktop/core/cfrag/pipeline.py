@@ -270,13 +270,15 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     else:
         kind = "synthesize"
         top = [hyps[j] for j in order[: t.synthesis_top]]
+        if s.synthesis_prompt == "evidence":  # the order they were written in: no order that reads as a verdict
+            top.sort(key=lambda h: h.index)
         synth_from = tuple(h.index for h in top)
         seen_p: list[int] = []
         for h in top:
             seen_p += [p for p in st.subset_pids[h.subset] if p not in seen_p]
         sources = [st.read_hits.get(p, st.pool[p]) for p in seen_p]
         msgs, _ = synthesis_messages(run.query, top, sources, st.queries[1:], run.generator,
-                                     t.max_tokens_synthesis, t.context_margin_tokens)
+                                     t.max_tokens_synthesis, t.context_margin_tokens, s.synthesis_prompt)
         [g] = generate_group(run.generator, "synthesis", [GenRequest(
             msgs, t.max_tokens_synthesis, t.synthesis_temperature, derive_seed(run.seed, "synthesis"))],
             cancel=run.cancel, usage=usage.append)

@@ -15,6 +15,7 @@ from rag_desktop.core.cfrag.tuning import CFTuning
 from rag_desktop.core.cfrag.types import HypothesisTrace
 from rag_desktop.core.prompting import load_sections, render_section
 from rag_desktop.core.protocols import Generator
+from rag_desktop.core.settings import SynthesisPrompt
 from rag_desktop.core.types import ChatMessage, Hit
 
 TRANSFORMATIONS = ("role", "time", "entity", "category", "scope")
@@ -187,18 +188,25 @@ def synthesis_messages(
     generator: Generator,
     max_tokens: int,
     margin: int,
+    style: SynthesisPrompt = "ranked",
 ) -> tuple[tuple[ChatMessage, ...], list[str]]:
-    """Prompt to synthesise the final answer from the top hypotheses (best Ψ first, paper 002 §4)."""
+    """Prompt to synthesise the final answer from the top hypotheses (paper 002 §4).
+
+    ``style`` (``cfrag.synthesis_prompt``): "ranked" lists the candidates best Ψ first with
+    their Ψ; "evidence" lists them as given (the caller passes them in the order they were
+    written), without Ψ, and asks for the answer the evidence states for this question.
+    """
     sections = load_sections("cfrag_hypothesis", ("empty_answer", "no_rationale", "no_counterfactuals"))
+    suffix = "" if style == "ranked" else "_evidence"
     cands = []
     for letter, h in zip("ABCDEFGHIJ", ranked, strict=False):
         rationale = _CITE.sub("", h.rationale).strip() or sections["no_rationale"]
-        cands.append(render_section("cfrag_hypothesis", "candidate", letter=letter,
+        cands.append(render_section("cfrag_hypothesis", "candidate" + suffix, letter=letter,
                                     answer=h.answer or sections["empty_answer"], psi=f"{h.psi:.3f}",
                                     rationale=rationale))
     cf_block = ("\n".join(render_section("cfrag_hypothesis", "counterfactual", question=c) for c in counterfactuals)
                 or sections["no_counterfactuals"])
-    tail = render_section("cfrag_hypothesis", "synthesis_tail", candidates="\n".join(cands),
+    tail = render_section("cfrag_hypothesis", "synthesis_tail" + suffix, candidates="\n".join(cands),
                           counterfactuals=cf_block, question=query, answer_format=_HYP_INSTRUCTIONS)
     system = SYSTEM_SYNTHESIS
     budget = (generator.n_ctx - max_tokens - margin - generator.count_tokens(system + tail)

@@ -521,6 +521,11 @@ def test_generate_many_keeps_the_shared_prefix_for_the_next_call(smol: LlamaCppG
     again = smol.generate_many(reqs[2:4])  # same system prompt: its KV is still in seq 0
     assert smol.last_batch.reused_prefix_tokens >= smol.last_batch.shared_prefix_tokens > 20
     assert smol.last_batch.evaluated_tokens == smol.last_batch.prompt_tokens - 2 * smol.last_batch.shared_prefix_tokens
+    # A lone request: only what the last call left counts as cached, the rest it read itself
+    [alone] = smol.generate_many(reqs[4:])
+    stats = smol.last_batch
+    assert 20 < alone.cached_tokens == stats.reused_prefix_tokens < alone.prompt_tokens
+    assert alone.prompt_tokens - alone.cached_tokens == stats.evaluated_tokens
     fresh = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx, keep_prefix=False)
     try:
         assert [r.text for r in fresh.generate_many(reqs[2:4])] == [r.text for r in again]

@@ -886,7 +886,11 @@ class LlamaCppGenerator:
                 pending = pending[len(wave):]
                 waves += 1
                 for k, s in enumerate(wave):
-                    s.seq_id, s.pos, s.cached = k + 1, n_pre, n_pre
+                    # cached = what this request did not evaluate itself: a group's shared prefix (read
+                    # once for all of it), but for a lone request only what an earlier call left —
+                    # its "prefix" is its own prompt, evaluated for it (it used to count as cached, so
+                    # the closed-book and synthesis calls looked free in the per-step tables).
+                    s.seq_id, s.pos, s.cached = k + 1, n_pre, (n_pre if len(seqs) > 1 else reused)
                     if n_pre:
                         lc.llama_memory_seq_cp(mem, 0, s.seq_id, 0, n_pre)
                 ok = self._run_wave(ctx, wave, n_pre, n_batch, vocab, cancel, on_token, decodes)

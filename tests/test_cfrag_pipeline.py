@@ -522,6 +522,34 @@ def test_the_evidence_synthesis_lists_the_candidates_as_written_without_psi() ->
     assert [c for c in gen.calls if c[0] != "synthesis"] == [c for c in ranked_gen.calls if c[0] != "synthesis"]
 
 
+def test_the_reread_synthesis_is_the_no_division_path_when_the_hypotheses_disagree() -> None:
+    """cfrag.synthesis_prompt = "reread": on disagreement the answer comes from all the kept evidence
+    read as one path, the very request of the no-division ablation (so, through a ReplayGenerator,
+    it is replayed from that run, not decoded), with its sources and citations."""
+    reread = replace(SETTINGS, synthesis_prompt="reread")
+    for seed in range(12):
+        res, gen, _, _ = run(reread, seed=seed)
+        if res.trace.decision.kind == "synthesize":
+            break
+    else:
+        pytest.fail("no seed produced disagreeing hypotheses")
+    t = res.trace
+    assert "synthesis" not in gen.kinds()  # no synthesis prompt: a hypothesis prompt instead
+    assert gen.kinds().count("hypothesis") == len(t.hypotheses) + 1
+    inner = ScriptedGenerator()
+    memory = ReplayGenerator(inner)
+    single, _, _, _ = run(replace(SETTINGS, use_division=False), seed=seed, gen=memory)  # type: ignore[arg-type]
+    assert single.trace.decision.kind == "single"
+    before = len(inner.calls)
+    paired, _, _, _ = run(reread, seed=seed, gen=memory)  # type: ignore[arg-type]
+    [synth] = [u for u in paired.trace.generation if u.step == "synthesis"]
+    assert synth.replayed == 1  # the no-division call, replayed
+    assert len(inner.calls) - before == len(t.hypotheses)  # only the M hypotheses were new
+    assert paired.answer.text == single.answer.text == res.answer.text == t.decision.final_answer
+    assert [h.unit_id for h in paired.answer.sources] == [h.unit_id for h in single.answer.sources]
+    assert t.decision.chosen == -1 and t.decision.synthesized_from
+
+
 def test_agreeing_hypotheses_select_without_synthesis() -> None:
     for seed in range(12):
         res, gen, _, _ = run(seed=seed)

@@ -45,10 +45,10 @@ from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_score
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress
 
-# cfrag_synth_evidence: the full method with cfrag.synthesis_prompt = "evidence" (not a paper ablation:
-# a variant of the one step the paper leaves unspecified, measured paired with cfrag).
+# cfrag_synth_evidence / cfrag_synth_reread: the full method with cfrag.synthesis_prompt = "evidence" /
+# "reread" (not paper ablations: variants of the one step the paper leaves unspecified, paired with cfrag).
 QA_METHODS = ("standard", "passages", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal",
-              "cfrag_synth_evidence")
+              "cfrag_synth_evidence", "cfrag_synth_reread")
 # What ``eval-qa`` runs when no --methods is given (the CLI passes nothing then).
 DEFAULT_QA_METHODS = ("standard", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
 
@@ -89,8 +89,8 @@ def _settings_for(method: str, base: Settings) -> Settings:
         return base.replace("cfrag", use_division=False)
     if method == "cfrag_no_causal":
         return base.replace("cfrag", lam=0.0)
-    if method == "cfrag_synth_evidence":
-        return base.replace("cfrag", synthesis_prompt="evidence")
+    if method in ("cfrag_synth_evidence", "cfrag_synth_reread"):
+        return base.replace("cfrag", synthesis_prompt=method.removeprefix("cfrag_synth_"))
     return base
 
 

@@ -28,7 +28,7 @@ from rag_desktop.core.keywords import KeywordVariant
 from rag_desktop.core.types import Level
 
 UILanguage = Literal["en", "zh"]  # the languages the UI is translated into (ui/i18n.py)
-SynthesisPrompt = Literal["ranked", "evidence"]  # cfrag.synthesis_prompt
+SynthesisPrompt = Literal["ranked", "evidence", "reread"]  # cfrag.synthesis_prompt
 
 
 class SettingsError(RagError, ValueError):
@@ -234,10 +234,12 @@ class CFRagSettings:
     seed: int = field_spec(0, min=0)
     use_counterfactuals: bool = True
     use_division: bool = True
-    # How the synthesis (paper 002 §4: "synthesise the top-3", no prompt given) sees the
-    # candidates: "ranked" — best Ψ first, with Ψ; "evidence" — in the order written, without
-    # Ψ, asked for what the evidence states (Ψ of three hypotheses often differs by < 0.02, and
-    # the ranked list then reads as a verdict it is not; docs/evaluation.md §2 measures both).
+    # What the synthesis does when the hypotheses disagree (paper 002 §4: "synthesise the top-3",
+    # no prompt given). "ranked": the candidates best Ψ first, with Ψ, and their evidence;
+    # "evidence": the same in the order written, without Ψ (three hypotheses' Ψ often differ by
+    # < 0.02, and the ranked list reads as a verdict it is not); "reread": all the kept evidence
+    # read again as one path with the hypothesis prompt, without the candidates.
+    # docs/evaluation.md §2 measures the three.
     synthesis_prompt: SynthesisPrompt = "ranked"
 
 

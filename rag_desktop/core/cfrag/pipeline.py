@@ -197,24 +197,31 @@ def _read(run: CFRun, hits: Sequence[Hit]) -> list[Hit]:
     return out
 
 
-def _hypotheses(run: CFRun, st: CFState) -> CFState:
-    """Step 5b (§3): one (answer, rationale) per subset, decoded together."""
+def _hypothesis_requests(run: CFRun, st: CFState, subset_pids: Sequence[Sequence[int]],
+                         ) -> tuple[list[GenRequest], dict[int, Hit], int, str]:
+    """The requests H(q, E_j) for these subsets, the evidence as read, its budget and a note."""
     t, gen = run.tuning, run.generator
-    budget, warnings = -1, st.warnings
-    if st.subset_pids:
-        budget, note = _evidence_budget(run.query, [len(p) for p in st.subset_pids], gen, t)
-        if note:
-            warnings += (note,)
+    budget, note = -1, ""
+    if subset_pids:
+        budget, note = _evidence_budget(run.query, [len(p) for p in subset_pids], gen, t)
     # Read once for all subsets, so the hypotheses, the synthesis and the citations agree on
     # what each evidence says (a window is scored among the windows of all kept evidence).
-    ids = sorted({p for pids in st.subset_pids for p in pids})
+    ids = sorted({p for pids in subset_pids for p in pids})
     read_of = dict(zip(ids, _read(run, [st.pool[p] for p in ids]), strict=True))
     requests = []
-    for j, pids in enumerate(st.subset_pids):
+    for j, pids in enumerate(subset_pids):
         msgs, _ = hypothesis_messages(run.query, [read_of[p] for p in pids], gen, t.max_tokens_hypothesis,
                                       t.context_margin_tokens, budget=budget)
         requests.append(GenRequest(msgs, t.max_tokens_hypothesis, t.hypothesis_temperature,
                                    derive_seed(run.seed, "hypothesis", j)))
+    return requests, read_of, budget, note
+
+
+def _hypotheses(run: CFRun, st: CFState) -> CFState:
+    """Step 5b (§3): one (answer, rationale) per subset, decoded together."""
+    gen = run.generator
+    requests, read_of, budget, note = _hypothesis_requests(run, st, st.subset_pids)
+    warnings = st.warnings + ((note,) if note else ())
     usage: list[GenerationUsage] = []
     replies = generate_group(gen, "hypotheses", requests, cancel=run.cancel, usage=usage.append)
     return dataclasses.replace(
@@ -258,6 +265,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     agr = agreement([h.answer for h in hyps])
     synth_from: tuple[int, ...] = ()
     synth_raw = synth_finish = final_ans = final_rat = ""
+    synth_limit = t.max_tokens_synthesis
     chosen = -1
     sources: list[Hit] = []
     kind: DecisionKind
@@ -273,15 +281,22 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         if s.synthesis_prompt == "evidence":  # the order they were written in: no order that reads as a verdict
             top.sort(key=lambda h: h.index)
         synth_from = tuple(h.index for h in top)
-        seen_p: list[int] = []
-        for h in top:
-            seen_p += [p for p in st.subset_pids[h.subset] if p not in seen_p]
-        sources = [st.read_hits.get(p, st.pool[p]) for p in seen_p]
-        msgs, _ = synthesis_messages(run.query, top, sources, st.queries[1:], run.generator,
-                                     t.max_tokens_synthesis, t.context_margin_tokens, s.synthesis_prompt)
-        [g] = generate_group(run.generator, "synthesis", [GenRequest(
-            msgs, t.max_tokens_synthesis, t.synthesis_temperature, derive_seed(run.seed, "synthesis"))],
-            cancel=run.cancel, usage=usage.append)
+        if s.synthesis_prompt == "reread":
+            # The paths disagree: read all the kept evidence as ONE path, with the hypothesis prompt
+            # and without the candidates — exactly the call of the no-division path (cfrag_no_div:
+            # same evidence, order, budget and seed), so that ablation and this decision agree.
+            [req], read_all, _, _ = _hypothesis_requests(run, st, (st.kept_ids,))
+            sources = [read_all[p] for p in st.kept_ids]
+        else:
+            seen_p: list[int] = []
+            for h in top:
+                seen_p += [p for p in st.subset_pids[h.subset] if p not in seen_p]
+            sources = [st.read_hits.get(p, st.pool[p]) for p in seen_p]
+            msgs, _ = synthesis_messages(run.query, top, sources, st.queries[1:], run.generator,
+                                         t.max_tokens_synthesis, t.context_margin_tokens, s.synthesis_prompt)
+            req = GenRequest(msgs, t.max_tokens_synthesis, t.synthesis_temperature, derive_seed(run.seed, "synthesis"))
+        [g] = generate_group(run.generator, "synthesis", [req], cancel=run.cancel, usage=usage.append)
+        synth_limit = req.max_tokens
         synth_raw, synth_finish = g.text, g.finish_reason
         final_ans, final_rat, _how = parse_hypothesis(g.text)
         if not normalize_answer(final_ans):
@@ -297,7 +312,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         sources = [st.read_hits.get(p, st.pool[p]) for p in st.subset_pids[h.subset]]
     budget_hit = (hyps[chosen].finish_reason if chosen >= 0 else synth_finish) == "length"
     if budget_hit:
-        limit = t.max_tokens_hypothesis if chosen >= 0 else t.max_tokens_synthesis
+        limit = t.max_tokens_hypothesis if chosen >= 0 else synth_limit
         final_ans = trim_to_sentence(final_ans)
         warnings.append(f"the answer comes from a reply that used all of its {limit}-token budget, so it may "
                         "be cut short (CFTuning.max_tokens_hypothesis / max_tokens_synthesis)")

@@ -249,7 +249,9 @@ QUERY = "Who is the lead actor in The Dark Knight?"
 
 # σ as given (sigma_rule "fixed"): the scripted corpus was tuned for σ = 0.5; the median rule
 # (the product default) is exercised by test_median_sigma_rule_is_recorded_in_the_trace.
-SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4, sigma_rule="fixed")
+# synthesis_prompt "ranked": most tests here exercise the synthesis prompt of the candidates itself
+SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4, sigma_rule="fixed",
+                         synthesis_prompt="ranked")
 
 
 def make(gen: ScriptedGenerator | None = None) -> tuple[HashEmbedder, IdfOverlapScorer, CosineRetriever,

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
@@ -42,13 +42,13 @@ from rag_desktop.core.fusion import fuse
 from rag_desktop.core.generation import ReplayGenerator
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_scores, score_answer
-from rag_desktop.core.settings import Settings
+from rag_desktop.core.settings import Settings, SynthesisPrompt
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress
 
-# cfrag_synth_evidence / cfrag_synth_reread: the full method with cfrag.synthesis_prompt = "evidence" /
-# "reread" (not paper ablations: variants of the one step the paper leaves unspecified, paired with cfrag).
-QA_METHODS = ("standard", "passages", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal",
-              "cfrag_synth_evidence", "cfrag_synth_reread")
+# cfrag_synth_<style>: the full method with cfrag.synthesis_prompt = <style> (not paper ablations:
+# variants of the one step the paper leaves unspecified, paired with cfrag through the replay).
+SYNTH_METHODS = tuple(f"cfrag_synth_{style}" for style in get_args(SynthesisPrompt))
+QA_METHODS = ("standard", "passages", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal", *SYNTH_METHODS)
 # What ``eval-qa`` runs when no --methods is given (the CLI passes nothing then).
 DEFAULT_QA_METHODS = ("standard", "cfrag", "cfrag_no_cf", "cfrag_no_div", "cfrag_no_causal")
 
@@ -89,7 +89,7 @@ def _settings_for(method: str, base: Settings) -> Settings:
         return base.replace("cfrag", use_division=False)
     if method == "cfrag_no_causal":
         return base.replace("cfrag", lam=0.0)
-    if method in ("cfrag_synth_evidence", "cfrag_synth_reread"):
+    if method in SYNTH_METHODS:
         return base.replace("cfrag", synthesis_prompt=method.removeprefix("cfrag_synth_"))
     return base
 

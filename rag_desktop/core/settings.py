@@ -238,9 +238,10 @@ class CFRagSettings:
     # no prompt given). "ranked": the candidates best Ψ first, with Ψ, and their evidence;
     # "evidence": the same in the order written, without Ψ (three hypotheses' Ψ often differ by
     # < 0.02, and the ranked list reads as a verdict it is not); "reread": all the kept evidence
-    # read again as one path with the hypothesis prompt, without the candidates.
-    # docs/evaluation.md §2 measures the three.
-    synthesis_prompt: SynthesisPrompt = "ranked"
+    # read again as one path with the hypothesis prompt, without the candidates — the default:
+    # with the embedded 1.5B generator the candidates misled the synthesis (on 31 disagreeing
+    # questions of four eval-qa runs, reread right 20 times, ranked 15; docs/evaluation.md §2).
+    synthesis_prompt: SynthesisPrompt = "reread"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Ψ_j = (1 − λ)·φ_coh + λ·φ_causal with
 φ_causal(E_j) = (1/|E_j|) Σ_e [ s(q, e) − max_{q' ∈ Q_cf} s(q', e) ]; if the hypotheses
-agree, the highest Ψ; otherwise a synthesis of the top 3, kept only when grounded.
+agree, the highest Ψ; otherwise a synthesis (``cfrag.synthesis_prompt``: by default all the
+kept evidence re-read as one path; or a prompt over the top-3 candidates), kept only when grounded.
 """
 
 from __future__ import annotations

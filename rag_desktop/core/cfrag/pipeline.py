@@ -258,7 +258,13 @@ def _arbitration(run: CFRun, st: CFState) -> CFState:
 
 
 def _decision(run: CFRun, st: CFState) -> CFState:
-    """Step 7 (§4): select the highest Ψ when the hypotheses agree, else synthesise the top ones."""
+    """Step 7 (§4): select the highest Ψ when the hypotheses agree, else synthesise.
+
+    The paper says only "synthesise the top-3 candidates". ``cfrag.synthesis_prompt`` chooses how:
+    "reread" (default) answers from all the kept evidence as one path without the candidates,
+    "ranked" / "evidence" prompt with the candidates (with / without Ψ) and their evidence. Any
+    reply that is neither in the evidence nor a candidate falls back to the highest Ψ.
+    """
     s, t, hyps, order = run.settings, run.tuning, st.hypotheses, st.order
     warnings = list(st.warnings)
     usage: list[GenerationUsage] = []

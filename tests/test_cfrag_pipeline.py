@@ -268,6 +268,15 @@ def run(settings: CFRagSettings = SETTINGS, seed: int = 0, gen: ScriptedGenerato
     return res, g, retr, scorer
 
 
+def _first_synthesis(settings: CFRagSettings, why: str) -> tuple[int, CFResult, ScriptedGenerator]:
+    """The first seed in 0..11 whose run ends in a synthesis, with its result and generator."""
+    for seed in range(12):
+        res, gen, _, _ = run(settings, seed=seed)
+        if res.trace.decision.kind == "synthesize":
+            return seed, res, gen
+    pytest.fail(why)
+
+
 def _protocols_hold() -> None:
     emb, scorer, _, gen = make()
     assert isinstance(emb, Embedder)
@@ -529,12 +538,7 @@ def test_the_reread_synthesis_is_the_no_division_path_when_the_hypotheses_disagr
     read as one path, the very request of the no-division ablation (so, through a ReplayGenerator,
     it is replayed from that run, not decoded), with its sources and citations."""
     reread = replace(SETTINGS, synthesis_prompt="reread")
-    for seed in range(12):
-        res, gen, _, _ = run(reread, seed=seed)
-        if res.trace.decision.kind == "synthesize":
-            break
-    else:
-        pytest.fail("no seed produced disagreeing hypotheses")
+    seed, res, gen = _first_synthesis(reread, "no seed produced disagreeing hypotheses")
     t = res.trace
     assert "synthesis" not in gen.kinds()  # no synthesis prompt: a hypothesis prompt instead
     assert gen.kinds().count("hypothesis") == len(t.hypotheses) + 1
@@ -784,12 +788,7 @@ def test_every_generator_call_gets_its_own_seed_even_with_many_hypotheses() -> N
     """Issue 11: seeds were ad-hoc offsets (seed+10+j, seed+20, seed+100+i), so the 11th
     hypothesis reused the synthesis seed. They now come from SeedSequence(seed) children."""
     many = replace(SETTINGS, n_hypotheses=11, agreement_threshold=1.0)
-    for seed in range(12):
-        res, gen, _, _ = run(many, seed=seed)
-        if res.trace.decision.kind == "synthesize":
-            break
-    else:
-        pytest.fail("no seed produced a synthesis with 11 hypotheses")
+    seed, res, gen = _first_synthesis(many, "no seed produced a synthesis with 11 hypotheses")
     seeds = [c[2] for c in gen.calls]
     assert gen.kinds().count("hypothesis") == 11 and gen.kinds().count("synthesis") == 1
     assert len(set(seeds)) == len(seeds), sorted(seeds)

@@ -265,8 +265,14 @@ def _absorb_store(memory: ReplayGenerator, path: Path) -> int:
 
 
 def _write_store(path: Path, records: list[dict[str, Any]]) -> None:
+    _replace_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it into place: an interrupted run never leaves a
+    half-written report or store."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
 
@@ -282,9 +288,7 @@ def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, 
             for m, rows in results.items()
         },
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
-    tmp.replace(path)
+    _replace_text(path, json.dumps(out, ensure_ascii=False, indent=2))
 
 
 def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str, Any]]:

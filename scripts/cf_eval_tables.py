@@ -23,6 +23,11 @@ questions against how often the final answer did, which decision lost the differ
 that record Ψ) how many a majority rule would have answered right::
 
     .venv/bin/python scripts/cf_eval_tables.py --oracle tests/data/qa_fixture s0.json adv0.json
+
+With ``--majority DATA``, that majority rule against the ``reread`` synthesis (runs with both
+``cfrag`` and ``cfrag_no_div``), and the synthesis seconds it would save::
+
+    .venv/bin/python scripts/cf_eval_tables.py --majority tests/data/qa_fixture s0.json adv0.json
 """
 
 from __future__ import annotations
@@ -149,11 +154,11 @@ def oracle(data_dir: str, paths: list[str]) -> int:
     return 0
 
 
-def _majority_right(row: dict[str, Any], golds: list[str]) -> bool:
-    """Whether a majority rule would have answered right, read off a run (no decoding): when more
-    than half the hypotheses are one answer (token F1 ≥ 0.5 with the group's first), select that
-    group's highest-Ψ hypothesis; otherwise the run's own final answer (its synthesis) stands."""
-    from rag_desktop.core.qa_metrics import containment_match, token_f1
+def _majority(row: dict[str, Any]) -> str | None:
+    """The answer a majority rule would select, read off a run (no decoding): when more than half
+    the hypotheses are one answer (token F1 ≥ 0.5 with the group's first), that group's highest-Ψ
+    hypothesis; None when there is no majority."""
+    from rag_desktop.core.qa_metrics import token_f1
 
     hyps, psi = list(row["hypotheses"]), list(row["psi"])
     groups: list[list[int]] = []
@@ -165,9 +170,56 @@ def _majority_right(row: dict[str, Any], golds: list[str]) -> bool:
         else:
             groups.append([i])
     big = max(groups, key=len) if groups else []
-    if 2 * len(big) > len(hyps):
-        return bool(containment_match(hyps[max(big, key=lambda i: psi[i])], golds))
-    return bool(row["containment"])
+    return hyps[max(big, key=lambda i: psi[i])] if 2 * len(big) > len(hyps) else None
+
+
+def _majority_right(row: dict[str, Any], golds: list[str], fallback_right: bool | None = None) -> bool:
+    """Whether the majority rule answers right; without a majority the fallback stands (by default
+    the run's own final answer, its synthesis)."""
+    from rag_desktop.core.qa_metrics import containment_match
+
+    maj = _majority(row)
+    if maj is not None:
+        return bool(containment_match(maj, golds))
+    return bool(row["containment"]) if fallback_right is None else fallback_right
+
+
+def majority(data_dir: str, paths: list[str]) -> int:
+    """The majority rule against the ``reread`` synthesis (issue 14: would selecting a majority
+    save the synthesis call without losing answers?). Per report with ``cfrag`` and
+    ``cfrag_no_div`` rows: reread's answer is cfrag's where it selected and cfrag_no_div's where it
+    synthesised (the same request); the rule selects a majority's highest Ψ, else rereads."""
+    from rag_desktop.app.evaluation import read_jsonl
+
+    golds = {str(q["_id"]): [str(a) for a in q["answers"]] for q in read_jsonl(Path(data_dir) / "questions.jsonl")}
+    print("| setting | seed | n | synthesised | majority among them | reread right | majority rule right "
+          "| synthesis seconds saved |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p in paths:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+        pq = data["per_question"]
+        if not pq.get("cfrag") or not pq.get("cfrag_no_div"):
+            continue
+        setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
+        seed = int(data.get("seeds", {}).get("cfrag", 0))
+        one_path = {r["id"]: r for r in pq["cfrag_no_div"]}
+        rows = [r for r in pq["cfrag"] if r["id"] in golds and r["id"] in one_path]
+        n_syn = n_maj = re_ok = maj_ok = 0
+        saved = 0.0
+        for r in rows:
+            synth = str(r["decision"]).startswith("synth")
+            reread_ok = bool(one_path[r["id"]]["containment"] if synth else r["containment"])
+            if "psi" not in r:
+                r = {**r, "psi": [0.0] * len(r["hypotheses"])}  # older reports: ties, first wins
+            fires = synth and _majority(r) is not None
+            n_syn += synth
+            n_maj += fires
+            re_ok += reread_ok
+            maj_ok += _majority_right(r, golds[r["id"]], reread_ok) if synth else reread_ok
+            if fires:
+                saved += sum(float(s["seconds"]) for s in r.get("cf_steps", []) if s["step"] == "synthesis")
+        print(f"| {setting} | {seed} | {len(rows)} | {n_syn} | {n_maj} | {re_ok} | {maj_ok} | {saved:.0f} s |")
+    return 0
 
 
 def main(paths: list[str]) -> int:
@@ -178,6 +230,8 @@ def main(paths: list[str]) -> int:
         return spread(paths[1:])
     if paths[0] == "--oracle" and len(paths) > 2:
         return oracle(paths[1], paths[2:])
+    if paths[0] == "--majority" and len(paths) > 2:
+        return majority(paths[1], paths[2:])
     if paths[0] == "--steps":
         return steps(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}

@@ -1,0 +1,79 @@
+"""scripts/cf_eval_tables.py's majority rule, read off stored eval-qa reports (issue 14).
+
+The rule decides whether CF-RAG could skip its synthesis call, so the reading of a report is
+checked against hand-made rows whose right answer is obvious.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script() -> ModuleType:
+    name = "cf_eval_tables"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "cf_eval_tables.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def row(qid: str, hyps: list[str], psi: list[float], decision: str, containment: float,
+        synth_s: float = 0.0) -> dict[str, Any]:
+    return {"id": qid, "hypotheses": hyps, "psi": psi, "decision": decision, "containment": containment,
+            "cf_steps": [{"step": "synthesis", "seconds": synth_s}] if synth_s else []}
+
+
+def test_majority_selects_the_highest_psi_of_the_majority_group() -> None:
+    m = load_script()
+    # "Tomas Rehn" twice (Ψ 0.50 / 0.55) against one "Jonas Ek" with the highest Ψ of all
+    r = row("q", ["Tomas Rehn", "Actor Tomas Rehn", "Jonas Ek"], [0.50, 0.55, 0.60], "synthesize", 0.0)
+    assert m._majority(r) == "Actor Tomas Rehn"
+    assert m._majority(row("q", ["a", "b", "c"], [0.1, 0.2, 0.3], "synthesize", 0.0)) is None
+    assert m._majority_right(r, ["Tomas Rehn"]) is True
+    # no majority: the fallback stands, by default the run's own answer
+    none = row("q", ["a", "b", "c"], [0.1, 0.2, 0.3], "synthesize", 1.0)
+    assert m._majority_right(none, ["x"]) is True
+    assert m._majority_right(none, ["x"], fallback_right=False) is False
+
+
+def test_majority_table_compares_against_the_reread_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = load_script()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in (
+        {"_id": "q1", "question": "?", "answers": ["Kessby"]},
+        {"_id": "q2", "question": "?", "answers": ["1958"]},
+        {"_id": "q3", "question": "?", "answers": ["Maresford"]},
+    )) + "\n", encoding="utf-8")
+    report = {"distractors": 4, "seeds": {"cfrag": 2}, "per_question": {
+        "cfrag": [
+            # a wrong majority: the rule loses what the reread (no_div's answer) had right
+            row("q1", ["Veldhaven", "Veldhaven", "Kessby"], [0.5, 0.4, 0.3], "synthesize", 0.0, synth_s=30.0),
+            # selected by agreement: reread and the rule both keep cfrag's own answer
+            row("q2", ["1958", "1958", "1958"], [0.5, 0.5, 0.5], "select", 1.0),
+            # no majority: the rule rereads too
+            row("q3", ["A", "B", "C"], [0.1, 0.2, 0.3], "synthesize", 0.0, synth_s=25.0),
+        ],
+        "cfrag_no_div": [
+            {"id": "q1", "containment": 1.0}, {"id": "q2", "containment": 0.0}, {"id": "q3", "containment": 1.0},
+        ],
+    }}
+    path = tmp_path / "adv2.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    assert m.main(["--majority", str(data), str(path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    # setting, seed, n, synthesised, majority among them, reread right, rule right, seconds saved
+    assert last == "| distractors 4 | 2 | 3 | 2 | 1 | 3 | 2 | 30 s |"

@@ -604,15 +604,26 @@ def cf_step_table(trace: Any) -> list[dict[str, Any]]:
 
 def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Standard RAG, CF-RAG sequential ("before") and CF-RAG batched ("after") on the same
-    questions and model, interleaved per question; CF-RAG broken down per step."""
+    questions and model, interleaved per question; CF-RAG broken down per step. With
+    ``--cfrag-generator server`` the model answers through the OpenAI-compatible backend."""
+    lib = args.cache_dir / "lib_demo"
+    bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
+    if args.cfrag_generator == "server":
+        # The same GGUF behind llama-cpp-python's OpenAI-compatible server on loopback: the app's
+        # OpenAIGenerator path (its groups are sent one at a time there: serial_server).
+        with llama_server(gguf, args.n_ctx, args.threads) as (base, _log):
+            settings = bc.bench_settings().replace("models", generator_backend="openai", openai_base_url=base,
+                                                   openai_timeout_s=900.0, threads=args.threads)
+            return _cfrag_steps_run(lib, gguf, settings.replace("generation", translate=False), args)
+    settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=args.n_ctx)
+    return _cfrag_steps_run(lib, gguf, settings.replace("generation", translate=False), args)
+
+
+def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namespace) -> dict[str, Any]:
     from rag_desktop.app.service import RagService
     from rag_desktop.core.cfrag import cfrag_result
     from rag_desktop.core.types import Answer, ChatMessage
 
-    lib = args.cache_dir / "lib_demo"
-    bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
-    settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=args.n_ctx)
-    settings = settings.replace("generation", translate=False)
     svc = RagService(lib, settings)
     n_sources = settings.cfrag.evidence_per_hypothesis
     try:
@@ -624,7 +635,8 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     orig_stream = gen.stream
 
     def counting_stream(messages: Any, **kw: Any) -> Iterator[Any]:
-        std_tokens["read"] += gen.prompt_tokens(messages)
+        # An OpenAI-compatible backend has no prompt_tokens: the read count is then -1 (unknown).
+        std_tokens["read"] += gen.prompt_tokens(messages) if hasattr(gen, "prompt_tokens") else -1
         text = []
         for ev in orig_stream(messages, **kw):
             text.append(ev.text)
@@ -688,7 +700,8 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
         return {"skipped": note, "runs": out}
     svc.close()
     svc.runtime.close()
-    print(f"4. CF-RAG per step, sequential (before) vs batched (after), {gguf.name}, threads={args.threads}")
+    print(f"4. CF-RAG per step, sequential (before) vs batched (after), {gguf.name}, threads={args.threads}, "
+          f"generator {args.cfrag_generator}")
     for row in out:
         std = row["standard"]
         print(f"    question: {row['question']}")
@@ -708,7 +721,7 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     ratios = {m: statistics.median(r[m]["s"] / r["standard"]["s"] for r in out) for m in modes[1:]}
     print("    median ratio over standard RAG: " + ", ".join(f"{m} {v:.2f}x" for m, v in ratios.items())
           + " (goal <= 2.5x)\n")
-    return {"questions": questions, "runs": out, "ratios": ratios}
+    return {"questions": questions, "runs": out, "ratios": ratios, "generator": args.cfrag_generator}
 
 
 # --------------------------------------------------------------------------- 5. CF-RAG generator groups
@@ -840,6 +853,8 @@ def main() -> None:
                          "after_full (batched, evidence as before) to run; standard is required")
     ap.add_argument("--ttft-generator", default="embedded",
                     help="part ttft: embedded (1.5B), embedded-fast (0.5B) or a GGUF path")
+    ap.add_argument("--cfrag-generator", choices=["embedded", "server"], default="embedded",
+                    help="cfrag_steps: the GGUF in process, or behind llama_cpp.server on loopback")
     ap.add_argument("--cfrag-questions", default=f"{QUESTION_EN}|{QUESTION_ZH}",
                     help="'|'-separated questions of the cfrag_steps part")
     ap.add_argument("--build-threads", type=int, default=2)

@@ -553,7 +553,28 @@ def test_the_reread_synthesis_is_the_no_division_path_when_the_hypotheses_disagr
     assert len(inner.calls) - before == len(t.hypotheses)  # only the M hypotheses were new
     assert paired.answer.text == single.answer.text == res.answer.text == t.decision.final_answer
     assert [h.unit_id for h in paired.answer.sources] == [h.unit_id for h in single.answer.sources]
-    assert t.decision.chosen == -1 and t.decision.synthesized_from
+    # No candidate was shown, so none is "synthesised from"; what the call read is all kept evidence.
+    kept = [e.pool_id for e in t.kept_evidence]
+    assert t.decision.chosen == -1 and t.decision.synthesized_from == ()
+    assert t.decision.synthesis_style == "reread" and sorted(t.decision.read_ids) == sorted(kept)
+    assert len(res.answer.sources) == len(kept)
+
+
+def test_the_reread_evidence_list_puts_the_cited_passage_first_and_marks_all_read() -> None:
+    """With "reread" the answering call reads every kept passage: all are in the chosen group, and
+    the one its rationale cites as [n] comes first (the paragraph that holds the answer), not at n."""
+    _seed, res, _ = _first_synthesis(replace(SETTINGS, synthesis_prompt="reread"), "no disagreeing seed")
+    t = res.trace
+    rows = cfrag.evidence_rows(t)
+    chosen = [r for r in rows if r.group == "chosen"]
+    assert [r.evidence.pool_id for r in sorted(chosen, key=lambda r: r.slot)] == list(t.decision.read_ids)
+    [cite] = res.answer.citations
+    assert chosen[0].cited and chosen[0].slot == cite.n and not any(r.cited for r in chosen[1:])
+    assert chosen[0].evidence.hit.unit_id == cite.unit_id == res.answer.sources[cite.n - 1].unit_id
+    # the scripted rationale cites the passage that names its answer ("Bale" or "Ledger")
+    assert t.decision.final_answer.split()[-1] in chosen[0].evidence.hit.text
+    assert [r.slot for r in chosen[1:]] == sorted(r.slot for r in chosen[1:])
+    assert not any(r.group == "kept" for r in rows)  # nothing kept was left unread
 
 
 def test_agreeing_hypotheses_select_without_synthesis() -> None:
@@ -938,9 +959,14 @@ def test_evidence_rows_show_the_chosen_evidence_first_in_prompt_order() -> None:
     rows = cfrag.evidence_rows(t)
     chosen = next(h for h in t.hypotheses if h.index == t.decision.chosen)
     members = next(sub.members for sub in t.subsets if sub.index == chosen.subset)
+    assert t.decision.read_ids == tuple(members)
     groups = [r.group for r in rows]
-    assert [r.evidence.pool_id for r in rows if r.group == "chosen"] == list(members)
-    assert [r.slot for r in rows if r.group == "chosen"] == list(range(1, len(members) + 1))
+    # the passage the rationale cites first, then the rest of the chosen prompt in its order
+    [cite] = res.answer.citations
+    slots = [r.slot for r in rows if r.group == "chosen"]
+    assert slots == [cite.n] + [n for n in range(1, len(members) + 1) if n != cite.n]
+    assert [r.evidence.pool_id for r in rows if r.group == "chosen"] == [members[n - 1] for n in slots]
+    assert [r.cited for r in rows] == [True] + [False] * (len(rows) - 1)
     assert groups == sorted(groups, key=["chosen", "kept", "filtered"].index)  # the three groups in order
     kept = [r.evidence.s_q for r in rows if r.group == "kept"]
     assert kept == sorted(kept, reverse=True)

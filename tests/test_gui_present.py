@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 
@@ -11,10 +12,13 @@ from test_gui_support import make_cf_result, make_lists
 from rag_desktop.core import prompting
 from rag_desktop.core.types import Explanation, Hit, RankedList
 from rag_desktop.ui import i18n
+from rag_desktop.ui.i18n import has_tr
 from rag_desktop.ui.present import (
     cfrag_hits,
+    cfrag_row_note,
     cfrag_rows,
     citation_spans,
+    decision_key,
     format_eta,
     highlight_spans,
     rank_change,
@@ -69,6 +73,20 @@ def test_cfrag_rows_show_what_cfrag_used_first_then_kept_then_filtered() -> None
     assert rows[0].margin == pytest.approx(0.3)
     assert rows[-1].evidence.status == "duplicate"
     assert [h.rank for h in cfrag_hits(res.trace)] == [1, 2, 3, 4, 5]
+    # the rationale cites [1] (pool 0) and [3], which the two-passage prompt never had
+    assert [r.cited for r in rows] == [True, False, False, False, False]
+    assert [cfrag_row_note(res.trace, r)[0] for r in rows] == [
+        "col.cf_cited", "col.cf_used", "", "", "col.cf_filtered"]
+    reread = dataclasses.replace(res.trace.decision, kind="synthesize", chosen=-1, read_ids=(0, 1, 2, 3),
+                                 synthesis_style="reread", final_rationale="Only [4] says it.")
+    t = dataclasses.replace(res.trace, decision=reread)
+    rows = cfrag_rows(t)
+    assert [r.evidence.pool_id for r in rows] == [3, 0, 1, 2, 4]  # cited first, then prompt order
+    assert [cfrag_row_note(t, r)[0] for r in rows] == [
+        "col.cf_cited", "col.cf_read", "col.cf_read", "col.cf_read", "col.cf_filtered"]
+    assert decision_key(reread) == "trace.decision.reread"
+    assert decision_key(res.trace.decision) == "trace.decision.select"
+    assert has_tr("trace.decision.reread") and has_tr("col.cf_read") and has_tr("col.cf_cited")
 
 
 def reference_spans(text: str, terms: list[tuple[str, str]]) -> set[tuple[int, int, str]]:

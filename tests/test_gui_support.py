@@ -160,7 +160,7 @@ def make_cf_result(query: str = "Why do people fail the Wason selection task?") 
         clusters=(ClusterTrace(0, (0, 2)), ClusterTrace(1, (1, 3))),
         subsets=(SubsetTrace(0, (0.6, 0.4), (0, 2)), SubsetTrace(1, (0.3, 0.7), (1, 3))),
         hypotheses=hyps,
-        decision=DecisionTrace(0.4, "token F1", 0.6, "select", 0, (), "", "Matching bias and confirmation",
+        decision=DecisionTrace(0.4, "token F1", 0.6, "select", 0, (), (0, 2), "", "Matching bias and confirmation",
                                "Passages [1] and [3] show it."),
         timings=(),
     )

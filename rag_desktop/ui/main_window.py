@@ -62,8 +62,10 @@ from rag_desktop.ui.present import (
     WordSpan,
     causal_off_text,
     ce_label_text,
+    cfrag_row_note,
     cfrag_rows,
     crosslang_text,
+    decision_key,
     explanation_for,
     fmt,
     found_by_translation,
@@ -896,12 +898,11 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         rows = []
         for r in cfrag_rows(t):
             h = dataclasses.replace(r.evidence.hit, rank=r.rank)
-            note = (tr("col.cf_used") if r.used_by_chosen else
-                    tr("col.cf_filtered", why=tr(f"trace.status.{r.evidence.status}")) if r.group == "filtered"
-                    else "")
+            key, args = cfrag_row_note(t, r)
+            note = tr(key, **args) if key else ""
             rows.append(make_row(h, rank_change(base, h), [
                 ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)], note=note))
-        sub = tr("col.cf_sub", kind=tr(f"trace.decision.{t.decision.kind}"), n=len(t.counterfactuals),
+        sub = tr("col.cf_sub", kind=tr(decision_key(t.decision)), n=len(t.counterfactuals),
                  scorer=scorer_text(t.scorer, t.scorer_is_substitute))
         m = margin_summary(t)  # Δ is an annotation with its noise level, not the order (issue 14)
         if t.counterfactuals:

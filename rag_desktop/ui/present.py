@@ -14,7 +14,7 @@ from typing import Literal
 
 from rag_desktop.core import citations
 from rag_desktop.core.cfrag import evidence_rows
-from rag_desktop.core.cfrag.types import CFTrace, EvidenceTrace
+from rag_desktop.core.cfrag.types import CFTrace, DecisionTrace, EvidenceTrace
 from rag_desktop.core.text import HAN_RUN
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
 from rag_desktop.ui.i18n import has_tr, tr
@@ -88,8 +88,9 @@ class CFRow:
 
     rank: int
     evidence: EvidenceTrace
-    used_by_chosen: bool
+    used_by_chosen: bool  # read by the call the answer comes from (DecisionTrace.read_ids)
     group: str = "kept"  # "chosen", "kept" or "filtered" (then evidence.status says why)
+    cited: bool = False  # the answer's rationale cites it
 
     @property
     def margin(self) -> float:
@@ -101,8 +102,27 @@ def cfrag_rows(trace: CFTrace) -> list[CFRow]:
     """What CF-RAG used first — the chosen hypothesis's evidence in its prompt order — then
     the other kept evidence by s(q,e), then the filtered-out passages (marked); Δ is an
     annotation, not the order (issue 14: ordering by Δ ranked noise first)."""
-    return [CFRow(i, r.evidence, r.group == "chosen", r.group)
+    return [CFRow(i, r.evidence, r.group == "chosen", r.group, r.cited)
             for i, r in enumerate(evidence_rows(trace), start=1)]
+
+
+def decision_key(d: DecisionTrace) -> str:
+    """The i18n key that says how the CF-RAG answer was decided. A "reread" synthesis has its
+    own words: it showed the model no candidate, so "synthesised" would misstate it."""
+    return "trace.decision.reread" if d.kind == "synthesize" and d.synthesis_style == "reread" \
+        else f"trace.decision.{d.kind}"
+
+
+def cfrag_row_note(trace: CFTrace, row: CFRow) -> tuple[str, dict[str, str]]:
+    """The note on a CF-RAG row (an i18n key and its arguments): cited by the answer, read by
+    the winning hypothesis or by the answering call, filtered out (and why), or nothing."""
+    if row.cited:
+        return "col.cf_cited", {}
+    if row.used_by_chosen:
+        return ("col.cf_used" if trace.decision.chosen >= 0 else "col.cf_read"), {}
+    if row.group == "filtered":
+        return "col.cf_filtered", {"why": tr(f"trace.status.{row.evidence.status}")}
+    return "", {}
 
 
 def cfrag_hits(trace: CFTrace) -> list[Hit]:

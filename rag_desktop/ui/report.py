@@ -31,6 +31,7 @@ from rag_desktop.ui.present import (
     ce_label_text,
     cfrag_rows,
     citation_spans,
+    decision_key,
     explanation_for,
     fmt,
     rank_change,
@@ -260,7 +261,7 @@ class DecisionReport:
                      f"<td>{_bar(h.psi, '#E69F00')}</td></tr>")
         p.append("</table>")
         d = t.decision
-        line = tr("trace.decision_line", kind=tr("trace.decision." + d.kind), agr=fmt(d.agreement, 2),
+        line = tr("trace.decision_line", kind=tr(decision_key(d)), agr=fmt(d.agreement, 2),
                   measure=d.agreement_measure, thr=fmt(d.threshold, 2))
         p.append(f"<h3>{esc(tr('trace.decision'))}</h3><p>{esc(line)}"
                  f"<br>{esc(tr('trace.final', a=d.final_answer))}</p>")

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from rag_desktop.core.cfrag.types import CFTrace, CounterfactualCandidate
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
-from rag_desktop.ui.present import fmt, scorer_text
+from rag_desktop.ui.present import decision_key, fmt, scorer_text
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 10
 BAR_Q = QColor("#0072B2")
@@ -343,9 +343,13 @@ class TraceView(QScrollArea):
         for col in (3, 4, 5):
             self.hy_table.setColumnWidth(col, 110)
 
-        kind = tr(f"trace.decision.{d.kind}")
-        chosen = tr("trace.chosen", j=hyp_name(d.chosen)) if d.chosen >= 0 else \
-            tr("trace.synth_from", js=", ".join(hyp_name(j) for j in d.synthesized_from) or "—")
+        kind = tr(decision_key(d))
+        if d.chosen >= 0:
+            chosen = tr("trace.chosen", j=hyp_name(d.chosen))
+        elif d.synthesis_style == "reread":
+            chosen = tr("trace.reread_from", ps=", ".join(passage_name(p) for p in d.read_ids) or "—")
+        else:
+            chosen = tr("trace.synth_from", js=", ".join(hyp_name(j) for j in d.synthesized_from) or "—")
         self.de_label.setText("\n".join([
             tr("trace.decision_line", kind=kind, agr=fmt(d.agreement, 2), measure=d.agreement_measure,
                thr=fmt(d.threshold, 2)),

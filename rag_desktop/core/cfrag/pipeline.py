@@ -270,7 +270,8 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     usage: list[GenerationUsage] = []
     agr = agreement([h.answer for h in hyps])
     synth_from: tuple[int, ...] = ()
-    synth_raw = synth_finish = final_ans = final_rat = ""
+    read_ids: list[int] = []
+    synth_raw = synth_finish = final_ans = final_rat = style = ""
     synth_limit = t.max_tokens_synthesis
     chosen = -1
     sources: list[Hit] = []
@@ -286,18 +287,20 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         top = [hyps[j] for j in order[: t.synthesis_top]]
         if s.synthesis_prompt == "evidence":  # the order they were written in: no order that reads as a verdict
             top.sort(key=lambda h: h.index)
-        synth_from = tuple(h.index for h in top)
-        if s.synthesis_prompt == "reread":
+        style = s.synthesis_prompt
+        if style == "reread":
             # The paths disagree: read all the kept evidence as ONE path, with the hypothesis prompt
             # and without the candidates — exactly the call of the no-division path (cfrag_no_div:
             # same evidence, order, budget and seed), so that ablation and this decision agree.
+            # No candidate is shown, so none is recorded as synthesised from.
             [req], read_all, _, _ = _hypothesis_requests(run, st, (st.kept_ids,))
-            sources = [read_all[p] for p in st.kept_ids]
+            read_ids = list(st.kept_ids)
+            sources = [read_all[p] for p in read_ids]
         else:
-            seen_p: list[int] = []
+            synth_from = tuple(h.index for h in top)
             for h in top:
-                seen_p += [p for p in st.subset_pids[h.subset] if p not in seen_p]
-            sources = [st.read_hits.get(p, st.pool[p]) for p in seen_p]
+                read_ids += [p for p in st.subset_pids[h.subset] if p not in read_ids]
+            sources = [st.read_hits.get(p, st.pool[p]) for p in read_ids]
             msgs, _ = synthesis_messages(run.query, top, sources, st.queries[1:], run.generator,
                                          t.max_tokens_synthesis, t.context_margin_tokens, s.synthesis_prompt)
             req = GenRequest(msgs, t.max_tokens_synthesis, t.synthesis_temperature, derive_seed(run.seed, "synthesis"))
@@ -315,7 +318,8 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     if chosen >= 0:
         h = hyps[chosen]
         final_ans, final_rat = h.answer, h.rationale
-        sources = [st.read_hits.get(p, st.pool[p]) for p in st.subset_pids[h.subset]]
+        read_ids = list(st.subset_pids[h.subset])
+        sources = [st.read_hits.get(p, st.pool[p]) for p in read_ids]
     budget_hit = (hyps[chosen].finish_reason if chosen >= 0 else synth_finish) == "length"
     if budget_hit:
         limit = t.max_tokens_hypothesis if chosen >= 0 else synth_limit
@@ -325,7 +329,8 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     decision = DecisionTrace(
         agreement=agr, agreement_measure="mean pairwise token F1 of normalised answers",
         threshold=s.agreement_threshold, kind=kind, chosen=chosen, synthesized_from=synth_from,
-        synthesis_raw=synth_raw, final_answer=final_ans, final_rationale=final_rat, truncated=budget_hit,
+        read_ids=tuple(read_ids), synthesis_raw=synth_raw, final_answer=final_ans, final_rationale=final_rat,
+        truncated=budget_hit, synthesis_style=style,
     )
     return dataclasses.replace(st, decision=decision, sources=tuple(sources), warnings=tuple(warnings),
                                usage=st.usage + tuple(usage))

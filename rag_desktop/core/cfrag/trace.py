@@ -16,6 +16,7 @@ from rag_desktop.core.cfrag.types import (
     SpectralTrace,
     SubsetTrace,
 )
+from rag_desktop.core.citations import cited_numbers
 from rag_desktop.core.types import Answer
 
 METHOD_NAME = "cfrag"
@@ -28,31 +29,24 @@ def evidence_rows(trace: CFTrace) -> list[EvidenceRow]:
     """The evidence list of the CF-RAG column: what CF-RAG used first, Δ as an annotation.
 
     Paper 002 produces an answer, not a ranking, so the list shows what the answer rests
-    on (issue 14, item 6): first the evidence of the chosen hypothesis in its prompt order
-    (for a synthesis, the evidence of the synthesised hypotheses in the synthesis prompt's
-    order), then the other kept evidence by s(q, e), then the filtered-out passages by
-    s(q, e), marked with their status. Ordering by Δ instead ranked noise first when every
-    Δ lay within ±0.004 (the demo's travel-expense question).
+    on (issue 14, item 6): first the evidence the answering call read (``DecisionTrace.read_ids``),
+    the passages its rationale cites as [n] before the others, each in prompt order; then the
+    other kept evidence by s(q, e), then the filtered-out passages by s(q, e), marked with their
+    status. Ordering by Δ instead ranked noise first when every Δ lay within ±0.004 (the demo's
+    travel-expense question). Cited first, because with the "reread" synthesis the call reads all
+    kept evidence, and the paragraph that holds the answer belongs at the top, not at its [n].
     """
     d = trace.decision
-    subsets = {sub.index: sub for sub in trace.subsets}
-    hyps = {h.index: h for h in trace.hypotheses}
-    ids = [d.chosen] if d.chosen >= 0 else list(d.synthesized_from)
-    chosen: list[int] = []
-    for hid in ids:
-        h = hyps.get(hid)
-        sub = subsets.get(h.subset) if h is not None else None
-        for p in sub.members if sub is not None else ():
-            if p not in chosen:
-                chosen.append(p)
     by_id = {e.pool_id: e for e in trace.evidence}
+    read = [p for p in d.read_ids if p in by_id]
+    cited = {n for n in cited_numbers(f"{d.final_answer}\n{d.final_rationale}") if 1 <= n <= len(read)}
 
     def margin(e: EvidenceTrace) -> float | None:
         return None if e.max_s_cf is None else e.s_q - e.max_s_cf
 
-    rows = [EvidenceRow(by_id[p], "chosen", n, margin(by_id[p])) for n, p in enumerate(chosen, start=1)
-            if p in by_id]
-    rest = sorted((e for e in trace.evidence if e.pool_id not in chosen), key=lambda e: (-e.s_q, e.pool_id))
+    slots = sorted(range(1, len(read) + 1), key=lambda n: (n not in cited, n))
+    rows = [EvidenceRow(by_id[read[n - 1]], "chosen", n, margin(by_id[read[n - 1]]), n in cited) for n in slots]
+    rest = sorted((e for e in trace.evidence if e.pool_id not in read), key=lambda e: (-e.s_q, e.pool_id))
     rows += [EvidenceRow(e, "kept", 0, margin(e)) for e in rest if e.status == "kept"]
     rows += [EvidenceRow(e, "filtered", 0, margin(e)) for e in rest if e.status != "kept"]
     return rows

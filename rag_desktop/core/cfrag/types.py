@@ -135,11 +135,17 @@ class DecisionTrace:
     threshold: float
     kind: DecisionKind
     chosen: int  # hypothesis index, -1 when the answer was synthesised
-    synthesized_from: tuple[int, ...]
+    synthesized_from: tuple[int, ...]  # the candidates the synthesis prompt showed (none for "reread")
+    # The pool ids the call the answer comes from read, in its prompt's order (position + 1 = its
+    # [n]): the chosen hypothesis's subset, the synthesised candidates' evidence, or all kept
+    # evidence for the "reread" synthesis. One place, so the evidence list and the answer's
+    # sources cannot disagree about what was read.
+    read_ids: tuple[int, ...]
     synthesis_raw: str
     final_answer: str
     final_rationale: str
     truncated: bool = False  # the reply the answer comes from hit its token budget (see CFTrace.warnings)
+    synthesis_style: str = ""  # cfrag.synthesis_prompt when a synthesis call ran, else ""
 
 
 @dataclass(frozen=True)
@@ -173,17 +179,18 @@ class GenerationUsage:
 class EvidenceRow:
     """One line of the CF-RAG evidence list as the product shows it (see ``cfrag.evidence_rows``).
 
-    ``group``: "chosen" — given to the hypothesis the answer comes from (or to one of the
-    hypotheses synthesised from), in the order that prompt listed it (``slot`` = its [n]);
-    "kept" — other evidence that passed the filters; "filtered" — removed (``status`` says
-    why). ``margin`` is Δ = s(q, e) − max_{q'} s(q', e) (None without counterfactuals), an
-    annotation, not the order.
+    ``group``: "chosen" — read by the call the answer comes from (``DecisionTrace.read_ids``:
+    the chosen hypothesis, the synthesis, or for "reread" all kept evidence), ``slot`` = its [n]
+    in that prompt; "kept" — other evidence that passed the filters; "filtered" — removed
+    (``status`` says why). ``cited``: the answer's rationale cites it as [slot]. ``margin`` is
+    Δ = s(q, e) − max_{q'} s(q', e) (None without counterfactuals), an annotation, not the order.
     """
 
     evidence: EvidenceTrace
     group: Literal["chosen", "kept", "filtered"]
     slot: int  # [n] in the chosen prompt (1-based), 0 outside the chosen group
     margin: float | None
+    cited: bool = False
 
 
 @dataclass(frozen=True)

@@ -64,11 +64,18 @@ def test_the_window_says_what_else_the_question_was_searched_as(qtbot: Any, tmp_
     svc.cross_language = CrossLanguage(CrossStatus.NO_GENERATOR, "zh", "en")
     _ask(qtbot, win, "第三个问题？")
     assert "no local model" in win.crosslang_line.text()
+    assert win.crosslang_line.toolTip() == ""
+    # a refused translation: the line says it failed, the hover says why
+    svc.cross_language = CrossLanguage(CrossStatus.FAILED, "en", "zh", "", 4.0, 30.0,
+                                       "the reply answered the question instead of translating it")
+    _ask(qtbot, win, "What did the Wason selection task show?")
+    assert win.crosslang_line.text() == "ranked as typed only: translating the question failed"
+    assert "answered the question instead of translating it" in win.crosslang_line.toolTip()
 
     # a single-language library: no line at all
     svc.cross_language = CrossLanguage(CrossStatus.SINGLE, "en")
     _ask(qtbot, win, "Why do people fail the Wason selection task?")
-    assert win.crosslang_line.isHidden() and win.crosslang_line.text() == ""
+    assert win.crosslang_line.isHidden() and win.crosslang_line.text() == "" and win.crosslang_line.toolTip() == ""
 
 
 def test_every_status_has_words_in_both_languages() -> None:

@@ -57,6 +57,7 @@ from rag_desktop.ui.conversation_actions import ConversationActions
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.library_actions import LibraryActions
 from rag_desktop.ui.library_panel import LibraryPanel, Listing
+from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import (
     SpanKind,
     WordSpan,
@@ -656,6 +657,10 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         text = crosslang_text(cross)
         self.crosslang_line.setText(text)
         self.crosslang_line.setVisible(bool(text))
+        # A fallback's reason ("the reply answered the question instead of translating it") is the
+        # backend's English detail: on hover, so the line itself stays in the UI's language.
+        note = str(getattr(cross, "note", "") or "") if getattr(cross, "fallback", False) else ""
+        self.crosslang_line.setToolTip(plain_tooltip(note) if note else "")
 
     def _fill_columns(self, st: QueryState) -> None:
         c = st.comparison

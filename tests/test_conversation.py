@@ -18,8 +18,10 @@ from library_helpers import ingest_texts
 from rag_desktop.app.service import CONVERSATION_FILE, RagService
 from rag_desktop.cli.chat import run_chat
 from rag_desktop.core.conversation import (
+    NOTES,
     Conversation,
     Turn,
+    added_tokens,
     build_rewrite_messages,
     kept_share,
     needs_rewrite,
@@ -27,6 +29,7 @@ from rag_desktop.core.conversation import (
 )
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
+from rag_desktop.ui.i18n import has_tr
 
 FIRST = Turn("数据出境安全评估的申报需要准备哪些材料？", "数据出境安全评估的申报需要准备哪些材料？",
              "需要申报书和风险自评估报告 [1]。")
@@ -194,3 +197,18 @@ def test_a_rewrite_that_drops_the_follow_ups_words_falls_back_to_them() -> None:
     assert parse_rewrite("数据出境安全评估结论的有效期是多久？", "那有效期呢？")[1] == ""
     assert parse_rewrite("What did the drinking-age version show?", "and?")[1] == ""
     assert kept_share("ColBERT late interaction scoring", "ColBERT late interaction: how are passages scored?") >= 0.5
+
+
+def test_a_rewrite_that_brings_nothing_from_the_thread_is_not_held_for_confirmation() -> None:
+    # seen with the 1.5B on a new-topic question after a Wason turn: the words reordered only
+    assert parse_rewrite("出差住宿费报销的标准是多少？", "出差住宿费的报销标准是多少？") == \
+        ("出差住宿费的报销标准是多少？", "unchanged")
+    assert parse_rewrite("How many people choose the cards?", "how many people choose the cards") == \
+        ("how many people choose the cards", "unchanged")  # case and punctuation only
+    assert added_tokens("how many choose them", "How many choose them, the people?") == {"people"}
+    # a rewrite that resolves the follow-up from the thread is a real one, in both languages
+    assert parse_rewrite("How many people choose the A and 7 cards in the Wason task?",
+                         "how many people choose them?")[1] == ""
+    assert parse_rewrite("数据出境安全评估结论的有效期是多久？", "那有效期呢？")[1] == ""
+    for reason in NOTES:
+        assert has_tr(f"conv.note.{reason}")

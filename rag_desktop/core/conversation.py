@@ -131,6 +131,7 @@ NOTES = {
     "empty": "the model returned no rewrite",
     "not_a_question": "the model's rewrite was not a single question",
     "dropped_words": "the model's rewrite dropped the words of your question",
+    "unchanged": "the rewrite added nothing from the conversation",
 }
 
 
@@ -146,6 +147,14 @@ def kept_share(question: str, rewrite: str) -> float:
     return sum(t in r for t in q) / len(q)
 
 
+def added_tokens(question: str, rewrite: str) -> set[str]:
+    """The rewrite's content tokens that the question does not have (stopwords of either
+    language left out; CJK characters one by one): what the rewrite brought from the thread."""
+    stop = load_stopwords("en") | load_stopwords("zh")
+    q = set(answer_tokens(question))
+    return {t for t in answer_tokens(rewrite) if t not in q and t not in stop}
+
+
 def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
     """(standalone question, reason): the reply's first line without labels or quotes; the
     user's question and a reason (a key of :data:`NOTES`) when the reply is empty or not a
@@ -158,6 +167,11 @@ def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
         return question, "not_a_question"
     if kept_share(question, line) < KEEP_SHARE:
         return question, "dropped_words"
+    if line != question and not added_tokens(question, line):
+        # Seen with the 1.5B on a new-topic question: "出差住宿费的报销标准是多少？" came back as
+        # "出差住宿费报销的标准是多少？". A rewrite that brings no word of the thread resolves nothing,
+        # and showing it for confirmation only holds the person up: the typed words are asked.
+        return question, "unchanged"
     return line, ""
 
 

@@ -391,6 +391,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "conv.note.not_a_question": ("the model's rewrite was not a single question", "模型的改写不是一个问题"),
     "conv.note.dropped_words": ("the model's rewrite dropped the words of your question",
                                 "模型的改写丢掉了你问题中的词"),
+    "conv.note.unchanged": ("the rewrite added nothing from the conversation", "改写没有从对话中补充任何内容"),
     "answer.model_ready": ("{msg} is ready ({total} MB)", "{msg} 已就绪（{total} MB）"),
     "answer.reading": ("reading {n} tokens…", "正在阅读 {n} 个词元…"),
     "answer.passages": ("chose {n} of {total} passages", "从 {total} 个段落中选出 {n} 个"),

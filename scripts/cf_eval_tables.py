@@ -60,8 +60,7 @@ def spread(paths: list[str]) -> int:
     runs: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
     for p in paths:
         data = json.loads(Path(p).read_text(encoding="utf-8"))
-        setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
-        seed = int(data.get("seeds", {}).get("cfrag", 0))
+        setting, seed = _run_label(data)
         for m, rows in data["per_question"].items():
             for lang in ("all", "en", "zh"):
                 sel = [r for r in rows if lang == "all" or _lang(r) == lang]
@@ -121,22 +120,32 @@ def steps(paths: list[str]) -> int:
     return 0
 
 
+def _golds(data_dir: str) -> dict[str, list[str]]:
+    from rag_desktop.app.evaluation import read_jsonl
+
+    return {str(q["_id"]): [str(a) for a in q["answers"]] for q in read_jsonl(Path(data_dir) / "questions.jsonl")}
+
+
+def _run_label(data: dict[str, Any]) -> tuple[str, int]:
+    """(setting, CF-RAG seed) of one report."""
+    setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
+    return setting, int(data.get("seeds", {}).get("cfrag", 0))
+
+
 def oracle(data_dir: str, paths: list[str]) -> int:
     """Where a CF-RAG method's gain is lost (issue 14, item 5): per method and language, the
     questions where at least one hypothesis contains a gold answer (what arbitration could have
     picked), where the final answer does, and where a right hypothesis was there but the final
     answer is wrong — with the decision that lost it (select by Ψ, synthesis, fallback)."""
-    from rag_desktop.app.evaluation import read_jsonl
     from rag_desktop.core.qa_metrics import containment_match
 
-    golds = {str(q["_id"]): [str(a) for a in q["answers"]] for q in read_jsonl(Path(data_dir) / "questions.jsonl")}
+    golds = _golds(data_dir)
     print("| setting | seed | method | lang | n | a hypothesis holds gold | final holds gold "
           "| lost by the decision (decision: count) | right under a majority rule (Ψ within the majority) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for p in paths:
         data = json.loads(Path(p).read_text(encoding="utf-8"))
-        setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
-        seed = int(data.get("seeds", {}).get("cfrag", 0))
+        setting, seed = _run_label(data)
         for m, rows in data["per_question"].items():
             rows = [r for r in rows if "hypotheses" in r and r["id"] in golds]
             for lang in ("all", "en", "zh"):
@@ -189,9 +198,7 @@ def majority(data_dir: str, paths: list[str]) -> int:
     save the synthesis call without losing answers?). Per report with ``cfrag`` and
     ``cfrag_no_div`` rows: reread's answer is cfrag's where it selected and cfrag_no_div's where it
     synthesised (the same request); the rule selects a majority's highest Ψ, else rereads."""
-    from rag_desktop.app.evaluation import read_jsonl
-
-    golds = {str(q["_id"]): [str(a) for a in q["answers"]] for q in read_jsonl(Path(data_dir) / "questions.jsonl")}
+    golds = _golds(data_dir)
     print("| setting | seed | n | synthesised | majority among them | reread right | majority rule right "
           "| synthesis seconds saved |")
     print("|---|---|---|---|---|---|---|---|")
@@ -200,8 +207,7 @@ def majority(data_dir: str, paths: list[str]) -> int:
         pq = data["per_question"]
         if not pq.get("cfrag") or not pq.get("cfrag_no_div"):
             continue
-        setting = f"distractors {data['distractors']}" if data.get("distractors") else "clean"
-        seed = int(data.get("seeds", {}).get("cfrag", 0))
+        setting, seed = _run_label(data)
         one_path = {r["id"]: r for r in pq["cfrag_no_div"]}
         rows = [r for r in pq["cfrag"] if r["id"] in golds and r["id"] in one_path]
         n_syn = n_maj = re_ok = maj_ok = 0

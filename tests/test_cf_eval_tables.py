@@ -6,28 +6,17 @@ checked against hand-made rows whose right answer is obvious.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from script_helpers import load_script as load_script_file
 
 
 def load_script() -> ModuleType:
-    name = "cf_eval_tables"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "cf_eval_tables.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script_file("cf_eval_tables")
 
 
 def row(qid: str, hyps: list[str], psi: list[float], decision: str, containment: float,

@@ -12,16 +12,15 @@ deterministic.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from script_helpers import load_script as load_script_file
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "resources" / "demo"
@@ -73,15 +72,7 @@ def has_cjk(s: str) -> bool:
 
 
 def load_script() -> ModuleType:
-    name = "make_demo_corpus"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "make_demo_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return load_script_file("make_demo_corpus")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def evidence_rows(trace: CFTrace) -> list[EvidenceRow]:
     d = trace.decision
     by_id = {e.pool_id: e for e in trace.evidence}
     read = [p for p in d.read_ids if p in by_id]
-    cited = {n for n in cited_numbers(f"{d.final_answer}\n{d.final_rationale}") if 1 <= n <= len(read)}
+    cited = {n for n in cited_numbers(d.citing_text) if 1 <= n <= len(read)}
 
     def margin(e: EvidenceTrace) -> float | None:
         return None if e.max_s_cf is None else e.s_q - e.max_s_cf
@@ -106,6 +106,6 @@ def build_result(run: CFRun, st: CFState) -> CFResult:
         generation=st.usage, evidence_budget=st.evidence_budget,
     )
     d = st.decision
-    answer = Answer(text=d.final_answer, citations=citations_for(f"{d.final_answer}\n{d.final_rationale}", st.sources),
+    answer = Answer(text=d.final_answer, citations=citations_for(d.citing_text, st.sources),
                     sources=st.sources, method=METHOD_NAME)
     return CFResult(answer=answer, trace=trace)

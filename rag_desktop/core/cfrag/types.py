@@ -147,6 +147,13 @@ class DecisionTrace:
     truncated: bool = False  # the reply the answer comes from hit its token budget (see CFTrace.warnings)
     synthesis_style: str = ""  # cfrag.synthesis_prompt when a synthesis call ran, else ""
 
+    @property
+    def citing_text(self) -> str:
+        """Where the answer's [n] are read from: the answer and its rationale (the hypothesis
+        prompt asks the rationale to cite the deciding passage). One definition for the answer's
+        citations and the evidence list's "cited" rows."""
+        return f"{self.final_answer}\n{self.final_rationale}"
+
 
 @dataclass(frozen=True)
 class StepTiming:

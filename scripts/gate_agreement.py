@@ -45,7 +45,8 @@ def _probe_row(p: dict[str, Any], ids: dict[int, str], data: Any) -> dict[str, A
     qrel_docs = {d for q in data.qrels.values() for d, g in q.items() if g > 0}
     return {"question": p["question"], "source": p.get("source"), "agreed": p.get("agreed"),
             "top": {m: [ids.get(d, d) for d in r[:3]] for m, r in p.get("rankings", {}).items()},
-            "judged": {ids.get(d, d): (d in p["relevant"], ids.get(d, d) in qrel_docs) for d in p.get("judged", [])}}
+            "judged": {ids.get(d, d): (d in p["relevant"], ids.get(d, d) in qrel_docs) for d in p.get("judged", [])},
+            "scores": {ids.get(int(d), d): v for d, v in p.get("scores", {}).items()}}
 
 
 def _ask(svc: RagService, data: Any, mapping: dict[str, str], n: int) -> dict[str, Any]:

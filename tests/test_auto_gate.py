@@ -21,7 +21,7 @@ from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
 from rag_desktop.core.gate import calibrate
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind, Progress
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind, Hit, Progress
 from tests.library_helpers import ingest_texts
 
 TEXTS = {
@@ -548,3 +548,78 @@ def test_pairwise_judge_labels_the_preferred_document_and_a_position_bias_ties(s
     gate = svc.library.catalog.get_json("gate")
     assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0
     assert "could not tell" in auto_gate.describe(gate)
+
+
+# --------------------------------------------------------------------------- the logit judge
+
+
+class ScoringModel(ScriptedModel):
+    """A collaborator that is also a TokenScorer: log P(yes) high for the documents ScriptedModel
+    accepts, lower for the rest; ``flat`` gives every document the same scores (a judge that cannot
+    tell)."""
+
+    def __init__(self, flat: bool = False) -> None:
+        super().__init__()
+        self.flat = flat
+        self.scored: list[str] = []
+
+    def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
+                             cancel: CancelToken | None = None) -> list[float]:
+        prompt = messages[-1].content
+        self.scored.append(prompt)
+        q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
+        title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
+        yes = -0.2 if self.flat or self._accepts(q, title) else -1.5
+        return [yes if w.lower() in ("yes", "是") else -2.0 for w in words]
+
+
+LOGIT = auto_gate.AutoGateConfig(n_probes=5, pool=1)
+
+
+def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
+    class Fixed:
+        def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
+                                 cancel: CancelToken | None = None) -> list[float]:
+            assert list(words) == ["yes", "Yes", "no", "No"]
+            return [np.log(0.1), np.log(0.3), np.log(0.05), np.log(0.15)]
+
+    hit = Hit(1, 1, "doc", "T", "t.txt", 1, "body", 0.5, 1)
+    margin = auto_gate.score_document(Fixed(), "What is T?", hit, 300)  # type: ignore[arg-type]
+    assert margin == pytest.approx(np.log(0.4) - np.log(0.2))
+    assert auto_gate.best_scored({3: 1.0, 4: 0.95, 5: 0.2}, 0.1) == [3, 4]
+    assert auto_gate.best_scored({3: 1.0, 4: 0.85}, 0.1) == [3]
+    assert auto_gate.best_scored({}, 0.1) == []
+
+
+def test_logit_judge_keeps_the_best_scored_documents_and_says_so(svc: RagService) -> None:
+    assert auto_gate.AutoGateConfig().judge == "logit"  # the default
+    model = ScoringModel()
+    _run(svc, model, config=LOGIT)
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None
+    disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
+    assert disputed
+    for p in disputed:
+        # every pooled document scored once, alone; the relevant set is the best-scored ones
+        assert set(p["scores"]) == {str(d) for d in p["judged"]}
+        best = max(p["scores"].values())
+        assert p["relevant"] == [d for d in p["judged"] if p["scores"][str(d)] >= best - LOGIT.logit_tie]
+    assert not any(_is_judge(c) or _is_pair(c) for c in model.calls)  # nothing sampled to judge
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["judge"] == "logit" and gate["labels"] == auto_gate.LABELS_LOGIT
+    assert gate["model_calls"] == _probe_calls(model) + len(model.scored)
+    assert len(model.scored) == sum(len(p["judged"]) for p in disputed)
+
+
+def test_logit_judge_that_cannot_tell_ties_and_a_plain_generator_falls_back(svc: RagService) -> None:
+    decision = _run(svc, ScoringModel(flat=True), config=LOGIT)[-1]
+    assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0 and "could not tell" in auto_gate.describe(gate)
+    # A generator without likelihoods (an HTTP backend, say) gets the pairwise judge, and the record says so.
+    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
+    model = ScriptedModel()
+    _run(svc, model, config=LOGIT)
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["judge"] == "pairwise" and gate["labels"] == auto_gate.LABELS_PAIRWISE
+    assert any(_is_pair(c) for c in model.calls)

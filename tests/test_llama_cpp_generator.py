@@ -612,3 +612,52 @@ def test_qwen_generate_many_greedy_batched_equals_one_at_a_time(qwen: LlamaCppGe
     assert [r.text for r in batched[:2]] == [qwen.generate_many([r])[0].text for r in reqs[:2]]
     assert "北京" in batched[0].text
     assert [r.text for r in qwen.generate_many(reqs)] == [r.text for r in batched]
+
+
+@pytest.mark.slow
+def test_first_token_logprobs_agree_with_a_full_softmax_reference(smol: LlamaCppGenerator) -> None:
+    """The scorer's log P(first token) against the obvious reference: a second model with
+    ``logits_all=True`` evaluating the same prompt tokens, and a softmax over its last logits row."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from rag_desktop.core.protocols import TokenScorer
+
+    assert isinstance(smol, TokenScorer)
+    messages = [ChatMessage("user", "Is Paris the capital of France? Answer yes or no.")]
+    words = ["yes", "Yes", "no", "No"]
+    got = smol.first_token_logprobs(messages, words)
+    assert all(v < 0 for v in got)
+    # Reproducible, and unaffected by a stream that ran in between.
+    smol.generate(messages, max_tokens=4, temperature=0.0, seed=0)
+    assert smol.first_token_logprobs(messages, words) == got
+
+    toks, _ = smol._prompt(smol._llm, messages)
+    # The same context settings as the generator's (flash attention, batch size): the layout effects
+    # of the module doc then do not apply, and the two must agree to float precision.
+    ref = Llama(model_path=str(smollm2()), n_ctx=smol.n_ctx, n_batch=min(smol.n_batch, smol.n_ctx),
+                logits_all=True, flash_attn=True, verbose=False, n_threads=smol.threads,
+                n_threads_batch=smol.threads)
+    try:
+        ref.eval(toks)
+        row = np.array(ref.scores[len(toks) - 1], dtype=np.float64)
+        row = row - row.max()
+        logp = row - np.log(np.exp(row).sum())
+        ids = [ref.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words]
+        assert np.allclose(got, [logp[i] for i in ids], atol=1e-3)
+        # The greedy first token is the most likely of the scored words when it is one of them.
+        first = smol.generate(messages, max_tokens=1, temperature=0.0, seed=0).strip()
+        if first in words:
+            assert words[int(np.argmax(got))] == first
+    finally:
+        ref.close()
+
+
+def test_first_token_logprobs_refuses_when_cancelled_before(tmp_path: Path) -> None:
+    from rag_desktop.core.types import Cancelled
+
+    gen = LlamaCppGenerator(tmp_path / "never-loaded.gguf")
+    token = CancelToken()
+    token.set()
+    with pytest.raises(Cancelled):
+        gen.first_token_logprobs([ChatMessage("user", "x")], ["yes"], cancel=token)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import subprocess
@@ -69,7 +70,7 @@ from rag_desktop.app.calibration import (
 from rag_desktop.app.catalog import Catalog
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.protocols import Generator
+from rag_desktop.core.protocols import Generator, TokenScorer
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Keyword, Progress
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,8 @@ NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the backgrou
 LABELS = "llm-judged pool (title-worded probes)"
 LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, stuffing-signal sampled)"
 LABELS_USER = "your own questions, labelled by the documents their answers cited or you opened"
+LABELS_LOGIT = "llm yes/no likelihood compared across the pooled documents (title-worded probes, " \
+    "stuffing-signal sampled)"
 
 
 @dataclass(frozen=True)
@@ -109,9 +112,17 @@ class AutoGateConfig:
     seed: int = 0
     judge_chars: int = 300  # of the best-matching chunk shown to the judge
     headings: int = 4  # short heading-like lines of the first chunk shown beside the title
-    # "pairwise": the baseline's first document against each re-ranking's first, both orders
-    # (prefer); "pointwise": each pooled document judged alone (judge), the earlier design.
-    judge: str = "pairwise"
+    # "logit": each pooled document scored by the model's own log P(yes) − log P(no) for "does it
+    # answer?", one prompt evaluation and no sampling (score_documents; needs a generator that is a
+    # core.protocols.TokenScorer, else "pairwise" is used and the record says so); the documents
+    # within logit_tie of the best score are the relevant set. "pairwise": the baseline's first
+    # document against each re-ranking's first, both orders (prefer); "pointwise": each pooled
+    # document judged alone by a sampled yes/no (judge), the first design. docs/evaluation.md §1.2.3.
+    judge: str = "logit"
+    # Scores closer than this (in nats of the yes−no margin) are a tie: both documents count as
+    # relevant, so the probe adds Δ = 0 instead of a difference the prompt's wording could flip.
+    # Our choice; the measured margins of answering vs answer-free documents differ by 0.2–1.5.
+    logit_tie: float = 0.1
 
 
 _PROBE_PROMPT = {
@@ -144,6 +155,17 @@ _PAIR_PROMPT = {
     "zh": "问题：{q}\n\n文档1：{t1}\n{d1}\n\n文档2：{t2}\n{d2}\n\n哪一份文档给出了回答该问题的信息"
     "（而不只是出现相同的词语）？只回复1或2。\n回答：",
 }
+
+
+# Read as a likelihood, not sampled (score_documents): measured (docs/evaluation.md §1.2.3) the sampled
+# reply is "yes" for nearly every document, but the margin log P(yes) − log P(no) still orders them.
+_SCORE_PROMPT = {
+    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers "
+    "the question? Answer yes or no.",
+    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？回答“是”或“否”。",
+}
+# Every spelling of the first token a reply may start with, per language.
+_SCORE_WORDS = {"en": (("yes", "Yes"), ("no", "No")), "zh": (("是",), ("否",))}
 
 
 # --------------------------------------------------------------------------- when to calibrate
@@ -466,6 +488,32 @@ def prefer(gen: Generator, question: str, a: Hit, b: Hit, chars: int, seed: int,
     return None
 
 
+def _logsumexp(xs: Sequence[float]) -> float:
+    top = max(xs)
+    return top + math.log(sum(math.exp(x - top) for x in xs))
+
+
+def score_document(gen: TokenScorer, question: str, hit: Hit, chars: int,
+                   cancel: CancelToken | None = None) -> float:
+    """log P(yes) − log P(no) for "does this document answer the question?" (one prompt evaluation).
+
+    Each reply word's spellings are summed (logsumexp) so "Yes" and "yes" count as one answer.
+    """
+    lang = "zh" if detect_lang(question) == "zh" else "en"
+    yes, no = _SCORE_WORDS[lang]
+    prompt = _SCORE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
+    lp = gen.first_token_logprobs([ChatMessage("user", prompt)], [*yes, *no], cancel=cancel)
+    return _logsumexp(lp[: len(yes)]) - _logsumexp(lp[len(yes):])
+
+
+def best_scored(scores: dict[int, float], tie: float) -> list[int]:
+    """The documents within ``tie`` of the best score, in the given order."""
+    if not scores:
+        return []
+    top = max(scores.values())
+    return [d for d, v in scores.items() if v >= top - tie]
+
+
 CancelCheck = Callable[[], bool]
 
 
@@ -507,6 +555,8 @@ def run_auto_gate(
     _save_state(cat, st)
     t0 = time.monotonic()
     gen = generator or svc.runtime.generator()
+    # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
+    judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
 
     def check() -> None:
         if cancel is not None and cancel.is_set:
@@ -546,6 +596,7 @@ def run_auto_gate(
             relevant: list[int] = []
             judged: list[int] = []
             undecided = False
+            logits_of: dict[str, float] = {}
             if mine:
                 # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
                 # then asks which ranking puts one of those documents first.
@@ -556,7 +607,19 @@ def run_auto_gate(
                 # whatever a judge would say. Counted as such (a probe where re-ranking changes
                 # nothing is evidence too), not judged: no model call.
                 relevant = [next(iter(hits))]
-            elif cfg.judge == "pairwise":
+            elif judge_kind == "logit" and isinstance(gen, TokenScorer):
+                # Every pooled document scored alone (no position to prefer); the best-scored ones are
+                # the relevant set, so MRR@10 rewards the ranking that put one of them first.
+                scores: dict[int, float] = {}
+                for did, h in hits.items():
+                    check()
+                    st["model_calls"] = st.get("model_calls", 0) + 1
+                    scores[did] = score_document(gen, question, h, cfg.judge_chars, cancel)
+                judged = list(scores)
+                relevant = best_scored(scores, cfg.logit_tie)
+                undecided = len(relevant) == len(judged) > 1  # all within the tie: could not tell
+                logits_of = {str(d): round(v, 3) for d, v in scores.items()}
+            elif judge_kind == "pairwise":
                 # The baseline's first document against each re-ranking's first: the gate's own
                 # question. A document consistently beaten (both orders) is not relevant; the
                 # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
@@ -587,6 +650,7 @@ def run_auto_gate(
                 "agreed": len(tops) == 1 and not mine,
                 "undecided": undecided,
                 "user_labelled": bool(mine),
+                **({"scores": logits_of} if logits_of else {}),
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
@@ -604,7 +668,8 @@ def run_auto_gate(
     record = decision.to_dict()
     n_user = sum(1 for p in st["probes"] if p.get("user_labelled"))
     record.update(
-        labels=_labels_text(LABELS_PAIRWISE if cfg.judge == "pairwise" else LABELS, n_user, len(st["probes"])),
+        labels=_labels_text(_JUDGE_LABELS[judge_kind], n_user, len(st["probes"])),
+        judge=judge_kind,
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
@@ -626,6 +691,9 @@ def run_auto_gate(
         cat.set_json(AUTO_KEY, st)
     yield Progress("calibrate", len(st["plan"]), len(st["plan"]), "done")
     yield decision
+
+
+_JUDGE_LABELS = {"logit": LABELS_LOGIT, "pairwise": LABELS_PAIRWISE, "pointwise": LABELS}
 
 
 def _labels_text(method: str, n_user: int, n: int) -> str:

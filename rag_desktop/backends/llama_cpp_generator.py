@@ -77,7 +77,7 @@ from typing import Any, BinaryIO
 from rag_desktop.backends.errors import ModelUnavailable, require
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
-from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
 
 _LLAMA_LOG = logging.getLogger("llama-cpp-python")  # llama-cpp-python routes llama.cpp's log here
 
@@ -607,6 +607,60 @@ class LlamaCppGenerator:
         self._prefix_states[key] = llm.save_state()
         while len(self._prefix_states) > 4:
             self._prefix_states.popitem(last=False)
+
+    # -- scoring (core.protocols.TokenScorer) -------------------------------------------
+
+    def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
+                             cancel: CancelToken | None = None) -> list[float]:
+        """log P(first token of each word | the chat prompt), from one prompt evaluation.
+
+        The prompt is the one ``stream`` would send (same template, same /no_think switch),
+        evaluated from a cleared cache, so a score does not depend on what ran before. For
+        Qwen3 with thinking off the template makes the model open an empty ``<think></think>``
+        block first; that block is appended, so the logits read are those of the first
+        *visible* token. Raises Cancelled when ``cancel`` fires during the evaluation.
+        """
+        import numpy as np
+
+        if cancel is not None and cancel.is_set:
+            raise Cancelled()
+        self.load()
+        llm = self._llm
+        if not self._enter(llm):
+            raise ModelUnavailable(f"{self.model_path.name} was closed while scoring; try again")
+        try:
+            toks, _ = self._prompt(llm, messages)
+            if self.is_qwen3 and not self.thinking:
+                opened = self._template_opens_think()
+                toks += list(llm.tokenize(("\n\n</think>\n\n" if opened else "<think>\n\n</think>\n\n")
+                                          .encode("utf-8"), add_bos=False, special=True))
+            if len(toks) >= self._n_ctx:
+                raise ValueError(f"prompt of {len(toks)} tokens does not fit n_ctx={self._n_ctx}")
+            ids = []
+            for w in words:
+                t = llm.tokenize(w.encode("utf-8"), add_bos=False, special=False)
+                if not t:
+                    raise ValueError(f"first_token_logprobs: {w!r} has no tokens")
+                ids.append(int(t[0]))
+            llm.reset()
+            self._arm_abort(llm, cancel, on=True)
+            try:
+                llm.eval(toks)
+            except RuntimeError as exc:
+                if self._stopping(cancel) and "llama_decode" in str(exc):
+                    llm.reset()
+                    raise Cancelled() from exc
+                raise
+            finally:
+                self._arm_abort(llm, None, on=False)
+            n_vocab = int(llm.n_vocab())
+            row = np.ctypeslib.as_array(self._lc.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+            logits = row.astype(np.float64)
+            top = float(logits.max())
+            log_z = top + float(np.log(np.exp(logits - top).sum()))
+            return [float(logits[i]) - log_z for i in ids]
+        finally:
+            self._leave()
 
     # -- batched generation (generate_many) --------------------------------------------
 

@@ -157,3 +157,20 @@ class Generator(Protocol):
     ) -> list[GenResult]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class TokenScorer(Protocol):
+    """A generator that can also say how likely each of a few words is as its reply's first token.
+
+    One prompt evaluation, no sampling: ``first_token_logprobs(messages, words)[i]`` is
+    log P(first token of ``words[i]`` | the chat prompt of ``messages``), read off the
+    logits after the template's generation prompt. The automatic calibration gate's judge
+    (app.auto_gate, docs/evaluation.md §1.2.3) compares these for "yes"/"no" across
+    documents instead of reading a sampled "yes", which the embedded models say to nearly
+    anything. Optional: callers check ``isinstance(gen, TokenScorer)``.
+    """
+
+    def first_token_logprobs(
+        self, messages: Sequence[ChatMessage], words: Sequence[str], *, cancel: CancelToken | None = None
+    ) -> list[float]: ...

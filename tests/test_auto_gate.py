@@ -558,13 +558,16 @@ class ScoringModel(ScriptedModel):
     accepts, lower for the rest; ``flat`` gives every document the same scores (a judge that cannot
     tell)."""
 
-    def __init__(self, flat: bool = False) -> None:
+    def __init__(self, flat: bool = False, unsupported: bool = False) -> None:
         super().__init__()
         self.flat = flat
+        self.unsupported = unsupported
         self.scored: list[str] = []
 
     def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
                              cancel: CancelToken | None = None) -> list[float]:
+        if self.unsupported:  # a server that answers without logprobs
+            raise NotImplementedError("the server returned no token log-probabilities")
         prompt = messages[-1].content
         self.scored.append(prompt)
         q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
@@ -623,3 +626,11 @@ def test_logit_judge_that_cannot_tell_ties_and_a_plain_generator_falls_back(svc:
     gate = svc.library.catalog.get_json("gate")
     assert gate["judge"] == "pairwise" and gate["labels"] == auto_gate.LABELS_PAIRWISE
     assert any(_is_pair(c) for c in model.calls)
+    assert gate["judge_fallback"] == ""
+    # A scorer that turns out unable to score: the pairwise judge takes over, and the record says why.
+    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
+    unable = ScoringModel(unsupported=True)
+    _run(svc, unable, config=LOGIT)
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["judge"] == "pairwise" and "no token log-probabilities" in gate["judge_fallback"]
+    assert any(_is_pair(c) for c in unable.calls)

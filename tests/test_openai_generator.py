@@ -91,6 +91,13 @@ class Scripted(http.server.BaseHTTPRequestHandler):
             self._send(200, "text/event-stream", b"")
         elif mode == "early":
             self._send(200, "text/event-stream", _sse(_chunk("partial")))
+        elif mode == "logprobs":  # one token with its top alternatives, as OpenAI's API returns them
+            assert request["logprobs"] is True and request["max_tokens"] == 1 and not request["stream"]
+            top = [{"token": " Yes", "logprob": -0.2}, {"token": "No", "logprob": -1.9},
+                   {"token": "yes", "logprob": -3.0}]
+            whole = {"choices": [{"message": {"role": "assistant", "content": "Yes"}, "finish_reason": "length",
+                                  "logprobs": {"content": [{"token": "Yes", "logprob": -0.2, "top_logprobs": top}]}}]}
+            self._send(200, "application/json", json.dumps(whole).encode())
         elif mode == "whole":
             whole = {"choices": [{"message": {"role": "assistant", "content": "<think>x</think>Whole answer."},
                                   "finish_reason": "stop"}]}
@@ -197,6 +204,21 @@ def test_thinking_text_and_reasoning_field_never_reach_the_answer(fake_server: s
 def test_non_streaming_server_answer_is_accepted(fake_server: str) -> None:
     gen = OpenAIGenerator(f"{fake_server}/whole/v1")
     assert gen.generate(HELLO, max_tokens=4, temperature=0, seed=1) == "Whole answer."
+
+
+def test_first_token_logprobs_read_off_top_logprobs_or_say_they_are_missing(fake_server: str) -> None:
+    from rag_desktop.core.protocols import TokenScorer
+
+    gen = OpenAIGenerator(f"{fake_server}/logprobs/v1")
+    assert isinstance(gen, TokenScorer)
+    # Matched by text (the leading space of " Yes" ignored); "nope" is not listed: the smallest listed value.
+    assert gen.first_token_logprobs(HELLO, ["Yes", "No", "yes", "nope"]) == [-0.2, -1.9, -3.0, -3.0]
+    # A server answering without logprobs cannot score: NotImplementedError, which the gate's judge
+    # takes as "use sampled replies instead".
+    with pytest.raises(NotImplementedError, match="no token log-probabilities"):
+        OpenAIGenerator(f"{fake_server}/whole/v1").first_token_logprobs(HELLO, ["yes"])
+    with pytest.raises(GeneratorError, match="HTTP 500"):
+        OpenAIGenerator(f"{fake_server}/err/v1").first_token_logprobs(HELLO, ["yes"])
 
 
 def test_qwen3_models_get_the_no_think_switch(fake_server: str) -> None:
@@ -367,3 +389,22 @@ def test_generate_many_sends_concurrently_and_keeps_request_order(fake_server: s
     assert sorted(seen) == list(range(5)) and all(r.finish_reason == "stop" for r in out)
     with pytest.raises(GeneratorError, match="model exploded"):
         OpenAIGenerator(f"{fake_server}/err/v1").generate_many(reqs[:2])
+
+
+@pytest.mark.slow
+def test_real_server_scores_first_tokens_like_the_local_backend(real_server: str) -> None:
+    """llama-cpp-python's server (top_logprobs) against the in-process scorer on the same model:
+    the same most likely word and close values (the two contexts batch the prompt differently)."""
+    from rag_desktop.app.model_files import smollm2_path
+    from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+
+    messages = [ChatMessage("user", "Is Paris the capital of France? Answer yes or no.")]
+    words = ["Yes", "No"]
+    remote = OpenAIGenerator(real_server, model="smollm2", timeout=60).first_token_logprobs(messages, words)
+    local_gen = LlamaCppGenerator(smollm2_path(), n_ctx=512)
+    try:
+        local = local_gen.first_token_logprobs(messages, words)
+    finally:
+        local_gen.close()
+    assert max(range(2), key=lambda k: remote[k]) == max(range(2), key=lambda k: local[k])
+    assert all(abs(a - b) < 0.5 for a, b in zip(remote, local, strict=True))

@@ -565,6 +565,44 @@ def run_auto_gate(
         if now is not None and now.get("cancel"):
             raise Cancelled()
 
+    def judge_pool(kind: str, question: str, hits: dict[int, Hit],
+                   i: int) -> tuple[list[int], list[int], bool, dict[str, float]]:
+        """(judged, relevant, undecided, scores) of one disputed probe's pooled documents."""
+        if kind == "logit" and isinstance(gen, TokenScorer):
+            # Every pooled document scored alone (no position to prefer); the best-scored ones are
+            # the relevant set, so MRR@10 rewards the ranking that put one of them first.
+            scores: dict[int, float] = {}
+            for did, h in hits.items():
+                check()
+                st["model_calls"] = st.get("model_calls", 0) + 1
+                scores[did] = score_document(gen, question, h, cfg.judge_chars, cancel)
+            best = best_scored(scores, cfg.logit_tie)
+            # all within the tie: the judge could not tell
+            return list(scores), best, len(best) == len(scores) > 1, {str(d): round(v, 3) for d, v in scores.items()}
+        if kind == "pairwise":
+            # The baseline's first document against each re-ranking's first: the gate's own
+            # question. A document consistently beaten (both orders) is not relevant; the
+            # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
+            pooled = list(hits.items())
+            beaten: set[int] = set()
+            for j, (did, h) in enumerate(pooled[1:], start=1):
+                check()
+                st["model_calls"] = st.get("model_calls", 0) + 2
+                won = prefer(gen, question, pooled[0][1], h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel)
+                if won is not None:
+                    beaten.add(did if won == 0 else pooled[0][0])
+            judged = [d for d, _h in pooled]
+            # no consistent preference at all: the judge could not tell
+            return judged, [d for d in judged if d not in beaten], not beaten, {}
+        judged, relevant = [], []
+        for j, (did, h) in enumerate(hits.items()):
+            check()
+            judged.append(did)
+            st["model_calls"] = st.get("model_calls", 0) + 1
+            if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
+                relevant.append(did)
+        return judged, relevant, False, {}
+
     try:
         plan: list[int | str] = st["plan"]
         for i in range(len(st["probes"]), len(plan)):
@@ -607,40 +645,15 @@ def run_auto_gate(
                 # whatever a judge would say. Counted as such (a probe where re-ranking changes
                 # nothing is evidence too), not judged: no model call.
                 relevant = [next(iter(hits))]
-            elif judge_kind == "logit" and isinstance(gen, TokenScorer):
-                # Every pooled document scored alone (no position to prefer); the best-scored ones are
-                # the relevant set, so MRR@10 rewards the ranking that put one of them first.
-                scores: dict[int, float] = {}
-                for did, h in hits.items():
-                    check()
-                    st["model_calls"] = st.get("model_calls", 0) + 1
-                    scores[did] = score_document(gen, question, h, cfg.judge_chars, cancel)
-                judged = list(scores)
-                relevant = best_scored(scores, cfg.logit_tie)
-                undecided = len(relevant) == len(judged) > 1  # all within the tie: could not tell
-                logits_of = {str(d): round(v, 3) for d, v in scores.items()}
-            elif judge_kind == "pairwise":
-                # The baseline's first document against each re-ranking's first: the gate's own
-                # question. A document consistently beaten (both orders) is not relevant; the
-                # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
-                pooled = list(hits.items())
-                beaten: set[int] = set()
-                for j, (did, h) in enumerate(pooled[1:], start=1):
-                    check()
-                    st["model_calls"] = st.get("model_calls", 0) + 2
-                    won = prefer(gen, question, pooled[0][1], h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel)
-                    if won is not None:
-                        beaten.add(did if won == 0 else pooled[0][0])
-                judged = [d for d, _h in pooled]
-                relevant = [d for d in judged if d not in beaten]
-                undecided = not beaten  # no consistent preference at all: the judge could not tell
             else:
-                for j, (did, h) in enumerate(hits.items()):
-                    check()
-                    judged.append(did)
-                    st["model_calls"] = st.get("model_calls", 0) + 1
-                    if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
-                        relevant.append(did)
+                try:
+                    judged, relevant, undecided, logits_of = judge_pool(judge_kind, question, hits, i)
+                except NotImplementedError as exc:
+                    # The backend cannot give likelihoods after all (a server that returns no
+                    # logprobs): the pairwise judge for this probe and the rest, and the record says so.
+                    judge_kind = "pairwise"
+                    st["judge_fallback"] = str(exc)
+                    judged, relevant, undecided, logits_of = judge_pool(judge_kind, question, hits, i)
             st["probes"].append({
                 "question": question,
                 "source": source,
@@ -670,6 +683,7 @@ def run_auto_gate(
     record.update(
         labels=_labels_text(_JUDGE_LABELS[judge_kind], n_user, len(st["probes"])),
         judge=judge_kind,
+        judge_fallback=st.get("judge_fallback", ""),  # why the logit judge was not used, if it was asked for
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),

@@ -47,9 +47,10 @@ from typing import Any
 from rag_desktop.backends.http_client import EndpointError, HttpEndpoint
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink, generate_sequentially
 from rag_desktop.core.prompting import ThinkFilter
-from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
 
 NO_THINK_SWITCH = "/no_think"
+TOP_LOGPROBS = 20  # the most OpenAI's API allows
 _WATCH_INTERVAL_S = 0.05  # cancel is noticed within this (plus the socket shutdown)
 
 
@@ -367,6 +368,41 @@ class OpenAIGenerator:
             yield GenEvent(GenEventKind.TOKEN, rest)
         self.last_thinking = "".join(think.thinking)
         yield GenEvent(GenEventKind.DONE, finish_reason=finish or "stop")
+
+    def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
+                             cancel: CancelToken | None = None) -> list[float]:
+        """log P(first token of each word | the chat prompt): :class:`~rag_desktop.core.protocols.TokenScorer`.
+
+        One non-streamed request for a single token with ``logprobs`` and the OpenAI maximum of
+        ``top_logprobs`` (20), greedy. A word is matched to a listed token by its text (surrounding
+        spaces ignored); a word not among the 20 gets the smallest listed log-probability, an upper
+        bound of its own (our choice: the judge compares margins, and a word outside the top 20 is
+        unlikely either way). Raises NotImplementedError when the server returns no logprobs (some
+        servers and models do not) or when the reply opens a thinking block, whose first token says
+        nothing about the answer.
+        """
+        if cancel is not None and cancel.is_set:
+            raise Cancelled()
+        path = f"{self._prefix}/chat/completions"
+        url = self._url(path)
+        body = self._payload(messages, 1, 0.0, 0, ())
+        body.update(stream=False, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        status, reason, raw = self._http.request("POST", path, body, None)
+        if status != 200:
+            raise self._http_error(url, status, reason, raw)
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            first = data["choices"][0]["logprobs"]["content"][0]
+            top = {str(t["token"]).strip(): float(t["logprob"]) for t in first["top_logprobs"]}
+        except (UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError) as exc:
+            raise NotImplementedError(f"{url} returned no token log-probabilities ({type(exc).__name__}: {exc}); "
+                                      f"the judge falls back to sampled replies") from None
+        if not top:
+            raise NotImplementedError(f"{url} returned an empty top_logprobs list")
+        if str(first.get("token", "")).strip().startswith("<think"):
+            raise NotImplementedError(f"the model behind {url} opens a thinking block before answering")
+        floor = min(top.values())
+        return [top.get(w.strip(), floor) for w in words]
 
     @property
     def serial_server(self) -> bool:

@@ -168,7 +168,9 @@ class TokenScorer(Protocol):
     logits after the template's generation prompt. The automatic calibration gate's judge
     (app.auto_gate, docs/evaluation.md §1.2.3) compares these for "yes"/"no" across
     documents instead of reading a sampled "yes", which the embedded models say to nearly
-    anything. Optional: callers check ``isinstance(gen, TokenScorer)``.
+    anything. Optional: callers check ``isinstance(gen, TokenScorer)``; an instance that turns out
+    unable to score (a server that returns no logprobs) raises NotImplementedError, and the caller
+    falls back to sampled replies.
     """
 
     def first_token_logprobs(

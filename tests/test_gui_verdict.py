@@ -9,8 +9,11 @@ from rag_desktop.ui import i18n
 from rag_desktop.ui.columns import ResultColumn, heading_text, verdict_text
 
 
-def _gate(decision: str, n: int = 30, rel: float = 0.97) -> dict[str, object]:
-    return {"decision": decision, "n_probes": n, "reliability": rel, "labels": "llm-judged pool"}
+def _gate(decision: str, n: int = 30, rel: float = 0.97, dc: float = -0.2, dh: float = -0.05) -> dict[str, object]:
+    if decision != "neither":
+        dh = abs(dh)
+    return {"decision": decision, "n_probes": n, "reliability": rel, "labels": "llm-judged pool",
+            "delta_causal": dc, "delta_hybrid": dh}
 
 
 def test_verdict_text_in_words_and_numbers() -> None:
@@ -36,14 +39,25 @@ def test_verdict_text_in_words_and_numbers() -> None:
         # a judge that decided most disputed probes keeps the plain verdict
         decided = _gate("neither", 6, 1.0) | {"n_agreed": 1, "n_undecided": 2}
         assert verdict_text(Verdict("baseline", "gate", decided).to_json()).startswith("Re-ranking would hurt")
+        # "would hurt" only when both re-rankings lost on the probes; one that changed nothing did not help
+        flat = _gate("neither", 11, 0.52, dc=-0.22, dh=0.0)
+        assert Verdict("baseline", "gate", flat).effect == "no_gain"
+        assert verdict_text(Verdict("baseline", "gate", flat).to_json()).startswith(
+            "Re-ranking did not help on this library (11 probes, 52 % reliable): baseline order shown")
+        assert Verdict("baseline", "gate", flat).label().startswith("Re-ranking did not help on this library")
+        assert Verdict("baseline", "gate", _gate("neither")).effect == "hurts"
+        # a record without deltas (an older library) reads as before
+        old = {"decision": "neither", "n_probes": 12, "reliability": 1.0}
+        assert Verdict("baseline", "gate", old).effect == "hurts"
     with i18n.using("zh"):
+        assert verdict_text(Verdict("baseline", "gate", flat).to_json()).startswith("重排序没有改善")
         assert "自动校准无法判断" in verdict_text(Verdict("baseline", "gate", ties).to_json())
         assert verdict_text(Verdict("baseline", "gate", _gate("neither")).to_json()).startswith("重排序会降低")
         assert "尚未校准" in verdict_text(Verdict("hybrid", "not_calibrated", None).to_json())
 
 
-@pytest.mark.parametrize("key", [f"verdict.{r}" for r in ("helps", "hurts", "few", "not_calibrated", "calibrating",
-                                                           "override", "setting", "undecided")]
+@pytest.mark.parametrize("key", [f"verdict.{r}" for r in ("helps", "hurts", "no_gain", "few", "not_calibrated",
+                                                           "calibrating", "override", "setting", "undecided")]
                          + [f"verdict.name.{s}" for s in ("baseline", "causal", "hybrid")]
                          + [f"lib.calib.{s}" for s in ("running", "interrupted", "cancelled", "failed", "done")]
                          + [f"override.{s}" for s in ("auto", "baseline", "causal", "hybrid", "tip")])

@@ -43,6 +43,7 @@ from rag_desktop.core.conversation import (
 )
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.fusion import fuse
+from rag_desktop.core.gate import EPS as GATE_EPS
 from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import CFRagSettings, Settings
@@ -150,6 +151,19 @@ class Verdict:
     reason: str
     gate: dict[str, Any] | None
 
+    @property
+    def effect(self) -> str:
+        """For a gate decision that shows the baseline: "hurts" when both re-rankings lost on the
+        probes, "no_gain" when the better one changed nothing (Δ = 0: "would hurt" would overstate
+        it); "helps" when a re-ranking is shown; "" for the other reasons."""
+        if self.reason != "gate":
+            return ""
+        if self.shown != "baseline":
+            return "helps"
+        g = self.gate or {}
+        deltas = [float(g[k]) for k in ("delta_causal", "delta_hybrid") if g.get(k) is not None]
+        return "no_gain" if deltas and max(deltas) >= -GATE_EPS else "hurts"
+
     def label(self) -> str:
         g = self.gate or {}
         if self.reason == "gate":
@@ -160,6 +174,9 @@ class Verdict:
             if und is not None:
                 return (f"Baseline order shown: the automatic check could not decide (the local model could "
                         f"not tell the documents apart on {und[0]} of {und[1]} disputed probes)")
+            if self.effect == "no_gain":
+                return (f"Re-ranking did not help on this library ({n} probes, {rel:.0%} reliable): "
+                        "baseline order shown; causal scores kept for inspection")
             if self.shown == "baseline":
                 return (f"Re-ranking would hurt on this library ({n} probes, {rel:.0%} reliable): "
                         "baseline order shown; causal scores kept for inspection")
@@ -186,6 +203,7 @@ class Verdict:
             "calibrated_at": g.get("calibrated_at"),
             "delta_causal": g.get("delta_causal"),
             "delta_hybrid": g.get("delta_hybrid"),
+            "effect": self.effect,
             "text": self.label(),
         }
 

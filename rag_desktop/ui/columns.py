@@ -93,7 +93,8 @@ def verdict_text(verdict: dict[str, Any] | None) -> str:
             return tr("verdict.undecided", shown=name, u=und[0], d=und[1])
         n = int(verdict.get("n_probes") or 0)
         rel = round(100 * float(verdict.get("reliability") or 0.0))
-        text = tr("verdict.hurts" if shown == "baseline" else "verdict.helps", n=n, rel=rel, shown=name)
+        effect = str(verdict.get("effect") or ("hurts" if shown == "baseline" else "helps"))
+        text = tr(f"verdict.{effect}", n=n, rel=rel, shown=name)
         if n < MIN_PROBES_FOR_RELIABILITY:
             text += tr("verdict.few")
         return text

@@ -261,6 +261,10 @@ TABLE: dict[str, tuple[str, str]] = {
                       "shown; causal scores kept for inspection",
                       "重排序会降低本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
                       "显示基线顺序；因果分数保留供查看"),
+    "verdict.no_gain": ("Re-ranking did not help on this library ({n} probes, {rel} % reliable): baseline order "
+                        "shown; causal scores kept for inspection",
+                        "重排序没有改善本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
+                        "显示基线顺序；因果分数保留供查看"),
     "verdict.undecided": ("{shown} shown: the automatic check could not decide (the local model could not tell "
                           "the documents apart on {u} of {d} disputed probes)",
                           "显示{shown}：自动校准无法判断（在 {d} 个有分歧的探针问题中，"

@@ -144,6 +144,24 @@ def test_parse_judgement_and_clean_question() -> None:
     assert auto_gate.clean_question("问题：如何评估？") == "如何评估？"
 
 
+
+def test_a_degenerate_probe_is_replaced_by_the_title() -> None:
+    class Reply(ScriptedModel):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+        def reply(self, prompt: str) -> str:
+            return self.text
+
+    title = "数据出境安全评估工作指引"
+    assert auto_gate.write_probe(Reply("什么？"), title, [], 0) == title  # seen with the 1.5B
+    assert auto_gate.write_probe(Reply(""), title, [], 0) == title
+    assert auto_gate.write_probe(Reply("Why?"), "Checking a bicycle brake", [], 0) == "Checking a bicycle brake"
+    assert auto_gate.write_probe(Reply("如何评估数据出境的安全？"), title, [], 0) == "如何评估数据出境的安全？"
+    assert auto_gate.write_probe(Reply("How do brakes work?"), "Brakes", [], 0) == "How do brakes work?"
+
+
 def test_heading_lines_keep_short_title_like_lines() -> None:
     text = "Report 2025\n\n## Scope\nThis sentence ends with a period.\nMethods and data\n" + "x" * 80
     assert auto_gate._heading_lines(text, "Report 2025", 3) == ["## Scope", "Methods and data"]

@@ -127,10 +127,12 @@ class AutoGateConfig:
 
 _PROBE_PROMPT = {
     "en": "Here are the title and some headings of a document:\n\n{heads}\n\n"
-    "Write one short question (at most 12 words) that a person looking for what this document "
-    "covers would type into a search box, using the words of the title. Reply with the question only.",
+    "Write one short question (at most 12 words) that a person would type into a search box to learn about "
+    "this document's subject, using the words of the title. Ask about the subject itself (what, how or why), "
+    "not about the document, its author or an event it announces. Reply with the question only.",
     "zh": "下面是一份文档的标题和部分小标题：\n\n{heads}\n\n"
-    "写出一个想查找这份文档内容的人会在搜索框里输入的简短问题（不超过25个字），使用标题里的词语。只回复问题本身。",
+    "写出一个人会在搜索框里输入的简短问题（不超过25个字），问这份文档的主题本身（是什么、怎么做、为什么），"
+    "使用标题里的词语；不要问这份文档、它的作者或它通知的活动。只回复问题本身。",
 }
 # The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
 # not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
@@ -452,7 +454,15 @@ def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
     lang = "zh" if detect_lang(title + " " + " ".join(heads)) == "zh" else "en"
     lines = "\n".join([title, *heads])
     q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
-    return q or title  # a silent model: the title is what a person would type
+    # A silent or degenerate reply ("什么？", seen with the 1.5B): the title is what a person would type.
+    return q if _substantial(q) else title
+
+
+def _substantial(question: str) -> bool:
+    """At least two words, or four CJK characters: anything shorter asks nothing a ranking could answer."""
+    cjk = sum(1 for ch in question if "\u4e00" <= ch <= "\u9fff")
+    words = len([w for w in question.split() if any(c.isalnum() for c in w)])
+    return cjk >= 4 or (cjk == 0 and words >= 2)
 
 
 def judge(gen: Generator, question: str, hit: Hit, chars: int, seed: int, cancel: CancelToken | None = None) -> bool:

@@ -46,7 +46,8 @@ def _probe_row(p: dict[str, Any], ids: dict[int, str], data: Any) -> dict[str, A
     return {"question": p["question"], "source": p.get("source"), "agreed": p.get("agreed"),
             "top": {m: [ids.get(d, d) for d in r[:3]] for m, r in p.get("rankings", {}).items()},
             "judged": {ids.get(d, d): (d in p["relevant"], ids.get(d, d) in qrel_docs) for d in p.get("judged", [])},
-            "scores": {ids.get(int(d), d): v for d, v in p.get("scores", {}).items()}}
+            "scores": {ids.get(int(d), d): v for d, v in p.get("scores", {}).items()},
+            "answers": p.get("answers", [])}
 
 
 def _ask(svc: RagService, data: Any, mapping: dict[str, str], n: int) -> dict[str, Any]:

@@ -71,6 +71,14 @@ class ScriptedModel:
             t1 = prompt.split("Document 1: ", 1)[1].split("\n", 1)[0]
             t2 = prompt.split("Document 2: ", 1)[1].split("\n", 1)[0]
             return "1" if self._accepts(q, t1) or not self._accepts(q, t2) else "2"
+        if _is_answer(prompt):
+            # Answers from the answering document it is shown (ScriptedModel's rule), wherever it stands.
+            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
+            shown = re.findall(r"Document \d+: (.*)\n(.*)", prompt)
+            for title, body in shown:
+                if self._accepts(q, title):
+                    return body
+            return prompt.split("Question: ", 1)[1].split("\n", 1)[0]  # restates the question
         if _is_judge(prompt):
             q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
             title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
@@ -96,15 +104,19 @@ class ScriptedModel:
 
 
 def _probe_calls(model: ScriptedModel) -> int:
-    return sum(1 for c in model.calls if not (_is_judge(c) or _is_pair(c)))
+    return sum(1 for c in model.calls if not (_is_judge(c) or _is_pair(c) or _is_answer(c)))
+
+
+def _is_answer(prompt: str) -> bool:
+    return "Question: " in prompt and "Answer the question in one short sentence" in prompt
 
 
 def _is_judge(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument: " in prompt
+    return "Question: " in prompt and "\nDocument: " in prompt and not _is_answer(prompt)
 
 
 def _is_pair(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument 1: " in prompt
+    return "Question: " in prompt and "\nDocument 1: " in prompt and not _is_answer(prompt)
 
 
 @pytest.fixture(scope="module")
@@ -594,7 +606,7 @@ class ScoringModel(ScriptedModel):
         return [yes if w.lower() in ("yes", "是") else -2.0 for w in words]
 
 
-LOGIT = auto_gate.AutoGateConfig(n_probes=5, pool=1)
+LOGIT = auto_gate.AutoGateConfig(n_probes=5, pool=1, judge="logit")
 
 
 def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
@@ -613,7 +625,6 @@ def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
 
 
 def test_logit_judge_keeps_the_best_scored_documents_and_says_so(svc: RagService) -> None:
-    assert auto_gate.AutoGateConfig().judge == "logit"  # the default
     model = ScoringModel()
     _run(svc, model, config=LOGIT)
     st = auto_gate.load_state(svc.library.catalog)
@@ -652,3 +663,106 @@ def test_logit_judge_that_cannot_tell_ties_and_a_plain_generator_falls_back(svc:
     gate = svc.library.catalog.get_json("gate")
     assert gate["judge"] == "pairwise" and "no token log-probabilities" in gate["judge_fallback"]
     assert any(_is_pair(c) for c in unable.calls)
+
+
+# --------------------------------------------------------------------------- the answer judge
+
+
+def _support_reference(answer: str, question: str, shown: Sequence[str]) -> list[float]:
+    """support() written out plainly: the answer's content words minus the question's, and per
+    document the fraction of them its text holds."""
+    from rag_desktop.core.attribution import content_tokens
+
+    q_words = content_tokens(question)
+    own = [w for w in content_tokens(answer) if w not in q_words]
+    out = []
+    for text in shown:
+        held = [w for w in own if w in content_tokens(text)]
+        out.append(len(held) / len(own) if own else 0.0)
+    return out
+
+
+@pytest.mark.parametrize("answer, question, shown", [
+    ("Tomas Rehn plays the protagonist.", "Who plays the protagonist of The Glass Harbour?",
+     ["The Glass Harbour: Tomas Rehn plays Brandt, the protagonist.", "Many readers ask who plays the protagonist "
+      "of The Glass Harbour. This question comes up often."]),
+    ("个人信息保护影响评估的步骤包括梳理处理活动、识别风险源、形成报告。", "个人信息保护影响评估怎么做？",
+     ["实施步骤：梳理处理活动，分析合法性基础，识别风险源，制定措施，形成报告和整改计划。",
+      "某平台发布个人信息保护影响评估年度报告，强调个人信息保护影响评估的重要性。"]),
+    ("How do brakes work?", "How do brakes work?", ["Brakes work by friction.", "Bicycle brake day"]),
+    ("", "Why?", ["anything"]),
+])
+def test_support_agrees_with_the_plain_reference(answer: str, question: str, shown: list[str]) -> None:
+    got = auto_gate.support(answer, question, shown)
+    assert got == pytest.approx(_support_reference(answer, question, shown))
+
+
+def test_support_ignores_the_question_words_a_stuffed_document_repeats() -> None:
+    q = "Who plays the protagonist of The Glass Harbour?"
+    answering = "The Glass Harbour is a 2019 film. Tomas Rehn plays Brandt, the film's protagonist."
+    restating = "Many readers ask: Who plays the protagonist of the 2019 film The Glass Harbour? It comes up often."
+    shares = auto_gate.support("Tomas Rehn plays the protagonist of The Glass Harbour.", q, [answering, restating])
+    assert shares[0] == 1.0 and shares[1] == 0.0
+    # an answer that only restates the question holds no word of its own: no document is preferred
+    assert auto_gate.support(q, q, [answering, restating]) == [0.0, 0.0]
+
+
+def test_answer_support_asks_in_every_rotation_and_sums() -> None:
+    class Echo(ScriptedModel):
+        """Answers with the first shown document's body: a pure position bias."""
+
+        def reply(self, prompt: str) -> str:
+            self.prompts = [*getattr(self, "prompts", []), prompt]
+            return re.findall(r"Document \d+: .*\n(.*)", prompt)[0]
+
+    bodies = [("Tea", "steep green tea two minutes"), ("Tide", "rule of twelfths for heights"),
+              ("Bread", "feed the starter overnight")]
+    hits = [Hit(i, i, "doc", t, f"{i}.txt", 1, b, 0.5, i) for i, (t, b) in enumerate(bodies, start=1)]
+    model = Echo()
+    shares, answers = auto_gate.answer_support(model, "What is this?", hits, 400, 60, 0)
+    # each document stood first once and was copied once: the position bias cancels into a tie
+    assert shares == [1.0, 1.0, 1.0] and answers == [b for _t, b in bodies]
+    firsts = [[t for t, _b in bodies if f": {t}\n" in prompt] for prompt in model.prompts]
+    assert all(len(f) == 3 for f in firsts)
+    orders = [sorted(ts, key=prompt.index) for ts, prompt in zip(firsts, model.prompts, strict=True)]
+    assert orders == [["Tea", "Tide", "Bread"], ["Tide", "Bread", "Tea"], ["Bread", "Tea", "Tide"]]
+
+
+ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
+
+
+def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer(svc: RagService) -> None:
+    assert auto_gate.AutoGateConfig().judge == "answer"
+    model = ScriptedModel()
+    _run(svc, model, config=ANSWER)
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None
+    disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
+    assert disputed
+    for p in disputed:
+        assert len(p["answers"]) == len(p["judged"]) and set(p["scores"]) == {str(d) for d in p["judged"]}
+        best = max(p["scores"].values())
+        assert p["relevant"] == [d for d in p["judged"] if p["scores"][str(d)] >= best - ANSWER.answer_tie]
+        for d in p["relevant"]:  # a labelled document holds the answer's words, or nothing was preferred
+            doc = svc.library.catalog.document(d)
+            assert doc is not None
+            assert p["undecided"] or any(doc.title in c for c in model.calls if _is_answer(c))
+    # nothing judged by a yes/no or a pair: one answering call per pooled document (its rotations)
+    assert not any(_is_judge(c) or _is_pair(c) for c in model.calls)
+    assert sum(1 for c in model.calls if _is_answer(c)) == sum(len(p["judged"]) for p in disputed)
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["judge"] == "answer" and gate["labels"] == auto_gate.LABELS_ANSWER
+    assert gate["model_calls"] == len(model.calls)
+
+
+def test_answer_judge_whose_answers_only_restate_the_question_cannot_tell_and_says_so(svc: RagService) -> None:
+    class Restating(ScriptedModel):
+        def reply(self, prompt: str) -> str:
+            if _is_answer(prompt):  # no word of its own: no document holds more of it than another
+                return prompt.split("Question: ", 1)[1].split("\n", 1)[0]
+            return super().reply(prompt)
+
+    decision = _run(svc, Restating(), config=ANSWER)[-1]
+    assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
+    gate = svc.library.catalog.get_json("gate")
+    assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0 and "could not tell" in auto_gate.describe(gate)

@@ -68,6 +68,7 @@ from rag_desktop.app.calibration import (
     score_labels,
 )
 from rag_desktop.app.catalog import Catalog
+from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator, TokenScorer
@@ -96,6 +97,8 @@ LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, st
 LABELS_USER = "your own questions, labelled by the documents their answers cited or you opened"
 LABELS_LOGIT = "llm yes/no likelihood compared across the pooled documents (title-worded probes, " \
     "stuffing-signal sampled)"
+LABELS_ANSWER = "the local model's answer from the pooled documents; each document labelled by how much of " \
+    "that answer it holds (title-worded probes, stuffing-signal sampled)"
 
 
 @dataclass(frozen=True)
@@ -118,11 +121,24 @@ class AutoGateConfig:
     # within logit_tie of the best score are the relevant set. "pairwise": the baseline's first
     # document against each re-ranking's first, both orders (prefer); "pointwise": each pooled
     # document judged alone by a sampled yes/no (judge), the first design. docs/evaluation.md §1.2.3.
-    judge: str = "logit"
+    # "answer" (the default): the model *answers* the probe from the pooled documents, once per
+    # rotation of their order; each document's label score is the share of the answer's own words
+    # (not the question's) that it holds (answer_support). The model generates, it never judges, and
+    # the label is read off the text: measured on the sets' own queries (docs/evaluation.md §1.2.4)
+    # this is the one judge of the embedded 1.5B that puts the answering document above keyword-
+    # stuffed and question-restating ones (27 of 40 pairs, 10 ties, 3 wrong; the yes/no likelihood:
+    # 9 of 40), and it needs no likelihoods, so it works through any generator or server.
+    judge: str = "answer"
     # Scores closer than this (in nats of the yes−no margin) are a tie: both documents count as
     # relevant, so the probe adds Δ = 0 instead of a difference the prompt's wording could flip.
     # Our choice; the measured margins of answering vs answer-free documents differ by 0.2–1.5.
     logit_tie: float = 0.1
+    # The answer judge: support is summed over the rotations (0 to the pool's size); documents within
+    # answer_tie of the best are all relevant. Our choice: 0.2 is a tenth of the answer's words over
+    # two answers, less than one word of a short answer, so a document holding a word fewer still counts.
+    answer_tie: float = 0.2
+    answer_chars: int = 400  # of each pooled document shown to the answering call (3 fit in ~700 tokens)
+    answer_tokens: int = 60  # a one-sentence answer; a longer one only adds words every document repeats
 
 
 _PROBE_PROMPT = {
@@ -168,6 +184,17 @@ _SCORE_PROMPT = {
 }
 # Every spelling of the first token a reply may start with, per language.
 _SCORE_WORDS = {"en": (("yes", "Yes"), ("no", "No")), "zh": (("是",), ("否",))}
+
+# The answer judge's prompt: the same documents as the other judges, numbered, and a request for the
+# answer itself. Measured (docs/evaluation.md §1.2.4): asked *which* document answers, the 1.5B follows
+# the position (its log P("1") − log P("2") barely moves when the documents swap); asked for the answer,
+# it writes "Tomas Rehn plays the protagonist" in both orders, a fact only the answering document holds.
+_ANSWER_PROMPT = {
+    "en": "Question: {q}\n\n{docs}\n\nAnswer the question in one short sentence, with the specific facts the "
+    "documents give. Reply with the answer only.",
+    "zh": "问题：{q}\n\n{docs}\n\n用一句简短的话回答问题，写出文档给出的具体信息。只回复答案。",
+}
+_DOC_LABEL = {"en": "Document", "zh": "文档"}
 
 
 # --------------------------------------------------------------------------- when to calibrate
@@ -524,6 +551,48 @@ def best_scored(scores: dict[int, float], tie: float) -> list[int]:
     return [d for d, v in scores.items() if v >= top - tie]
 
 
+def support(answer: str, question: str, shown: Sequence[str]) -> list[float]:
+    """Per shown document, the share of the answer's own content words that it holds.
+
+    share(a, D) = |T(a) ∖ T(q) ∩ T(D)| / |T(a) ∖ T(q)|, T = ``core.attribution.content_tokens``
+    (lower-cased words, single CJK characters, digits; no stopwords). The question's words are left
+    out because every pooled document repeats them — a keyword-stuffed one most of all — so they
+    would make any document "hold" the answer. An answer with no word of its own (a restatement of
+    the question, "I don't know") gives every document 0: no document is preferred.
+    """
+    words = content_tokens(answer, frozenset(content_tokens(question)))
+    if not words:
+        return [0.0] * len(shown)
+    return [len(words & content_tokens(text)) / len(words) for text in shown]
+
+
+def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: int, max_tokens: int, seed: int,
+                   cancel: CancelToken | None = None) -> tuple[list[float], list[str]]:
+    """The answer judge: (support per document summed over the orders, the answers).
+
+    The model answers from all pooled documents at once, once per rotation of their order (2 calls for
+    two documents, 3 for three), so every document stands in every position once and a model that
+    copies whatever stands first prefers none of them (reversing three would keep the middle one in
+    the middle). Each document is scored on what the model was shown of it (title + the first
+    ``chars`` characters). Our choice of judge and
+    its limit, measured (docs/evaluation.md §1.2.4): a multi-hop question whose second hop the pool
+    holds only as a look-alike (another person of the same film) gets a composed answer that the
+    look-alike supports.
+    """
+    lang = "zh" if detect_lang(question) == "zh" else "en"
+    shown = [f"{h.title}\n{h.text[:chars]}" for h in hits]
+    totals = [0.0] * len(hits)
+    answers: list[str] = []
+    n = len(hits)
+    for order in ([(start + k) % n for k in range(n)] for start in range(n)):
+        docs = "\n\n".join(f"{_DOC_LABEL[lang]} {n}: {shown[i]}" for n, i in enumerate(order, start=1))
+        answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
+        answers.append(answer)
+        for i, share in zip(order, support(answer, question, [shown[i] for i in order]), strict=True):
+            totals[i] += share
+    return totals, answers
+
+
 CancelCheck = Callable[[], bool]
 
 
@@ -575,9 +644,23 @@ def run_auto_gate(
         if now is not None and now.get("cancel"):
             raise Cancelled()
 
+    said: list[str] = []  # the answer judge's answers for the probe being judged (kept with it)
+
     def judge_pool(kind: str, question: str, hits: dict[int, Hit],
                    i: int) -> tuple[list[int], list[int], bool, dict[str, float]]:
         """(judged, relevant, undecided, scores) of one disputed probe's pooled documents."""
+        if kind == "answer":
+            # The model answers from the pooled documents (every rotation); the documents holding most of
+            # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
+            check()
+            pooled = list(hits.items())
+            st["model_calls"] = st.get("model_calls", 0) + len(pooled)
+            shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
+                                             cfg.answer_tokens, cfg.seed + 1000 * i, cancel)
+            held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
+            best = best_scored(held, cfg.answer_tie)
+            said[:] = answers
+            return list(held), best, len(best) == len(held) > 1, {str(d): round(v, 3) for d, v in held.items()}
         if kind == "logit" and isinstance(gen, TokenScorer):
             # Every pooled document scored alone (no position to prefer); the best-scored ones are
             # the relevant set, so MRR@10 rewards the ranking that put one of them first.
@@ -645,6 +728,7 @@ def run_auto_gate(
             judged: list[int] = []
             undecided = False
             logits_of: dict[str, float] = {}
+            said.clear()
             if mine:
                 # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
                 # then asks which ranking puts one of those documents first.
@@ -674,6 +758,7 @@ def run_auto_gate(
                 "undecided": undecided,
                 "user_labelled": bool(mine),
                 **({"scores": logits_of} if logits_of else {}),
+                **({"answers": list(said)} if said else {}),
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
@@ -717,7 +802,7 @@ def run_auto_gate(
     yield decision
 
 
-_JUDGE_LABELS = {"logit": LABELS_LOGIT, "pairwise": LABELS_PAIRWISE, "pointwise": LABELS}
+_JUDGE_LABELS = {"answer": LABELS_ANSWER, "logit": LABELS_LOGIT, "pairwise": LABELS_PAIRWISE, "pointwise": LABELS}
 
 
 def _labels_text(method: str, n_user: int, n: int) -> str:

@@ -609,6 +609,16 @@ class ScoringModel(ScriptedModel):
 LOGIT = auto_gate.AutoGateConfig(n_probes=5, pool=1, judge="logit")
 
 
+def _disputed_after_run(svc: RagService, model: ScriptedModel, config: auto_gate.AutoGateConfig) -> list[dict]:
+    """Run the gate; the probes a judge labelled (the rankings disagreed, no label of the person's)."""
+    _run(svc, model, config=config)
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None
+    disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
+    assert disputed
+    return disputed
+
+
 def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
     class Fixed:
         def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
@@ -626,11 +636,7 @@ def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
 
 def test_logit_judge_keeps_the_best_scored_documents_and_says_so(svc: RagService) -> None:
     model = ScoringModel()
-    _run(svc, model, config=LOGIT)
-    st = auto_gate.load_state(svc.library.catalog)
-    assert st is not None
-    disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
-    assert disputed
+    disputed = _disputed_after_run(svc, model, LOGIT)
     for p in disputed:
         # every pooled document scored once, alone; the relevant set is the best-scored ones
         assert set(p["scores"]) == {str(d) for d in p["judged"]}
@@ -734,11 +740,7 @@ ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
 def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer(svc: RagService) -> None:
     assert auto_gate.AutoGateConfig().judge == "answer"
     model = ScriptedModel()
-    _run(svc, model, config=ANSWER)
-    st = auto_gate.load_state(svc.library.catalog)
-    assert st is not None
-    disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
-    assert disputed
+    disputed = _disputed_after_run(svc, model, ANSWER)
     for p in disputed:
         assert len(p["answers"]) == len(p["judged"]) and set(p["scores"]) == {str(d) for d in p["judged"]}
         best = max(p["scores"].values())

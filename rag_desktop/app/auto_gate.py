@@ -17,12 +17,13 @@ What this module does instead, per probe (all steps seeded, so a run is reproduc
 2. **The person's own labels where they exist** (``log_label``): for a question they asked, the
    documents its answer cited and the documents they opened are its relevant set, with no model
    asked; such questions come first in the plan, up to all of it.
-3. **Otherwise relevance judged over the pool.** The probe is ranked by baseline, causal and hybrid; the
-   union of each ranking's top ``pool`` documents (TREC-style pooling) is shown to the local
-   model, one document at a time (title + the start of its best-matching chunk), with the
-   question "does it contain the answer — not just the topic?". The documents it accepts are
-   the probe's relevant set; the sampled document is *not* assumed relevant. A probe with no
-   accepted document says nothing and is left out.
+3. **Otherwise relevance labelled over the pool.** The probe is ranked by baseline, causal and
+   hybrid; the union of each ranking's top ``pool`` documents (TREC-style pooling) is shown to the
+   local model (title + the start of its best-matching chunk), which *answers* the probe from them,
+   once per rotation of their order; the documents holding most of the answer's own words (not the
+   question's) are the probe's relevant set (``answer_support``; the default judge, docs/evaluation.md
+   §1.2.4: asked to judge instead, the embedded models follow the repeated words or the position).
+   The sampled document is *not* assumed relevant.
 4. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
    then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through
    ``app.calibration.score_labels`` — the same code the wizard and ``calibrate`` use.

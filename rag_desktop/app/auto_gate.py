@@ -575,10 +575,9 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     two documents, 3 for three), so every document stands in every position once and a model that
     copies whatever stands first prefers none of them (reversing three would keep the middle one in
     the middle). Each document is scored on what the model was shown of it (title + the first
-    ``chars`` characters). Our choice of judge and
-    its limit, measured (docs/evaluation.md §1.2.4): a multi-hop question whose second hop the pool
-    holds only as a look-alike (another person of the same film) gets a composed answer that the
-    look-alike supports.
+    ``chars`` characters). Our choice of judge and its limit, measured (docs/evaluation.md §1.2.4):
+    a multi-hop question whose second hop the pool holds only as a look-alike (another person of the
+    same film) gets a composed answer that the look-alike supports.
     """
     lang = "zh" if detect_lang(question) == "zh" else "en"
     shown = [f"{h.title}\n{h.text[:chars]}" for h in hits]
@@ -586,7 +585,7 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     answers: list[str] = []
     n = len(hits)
     for order in ([(start + k) % n for k in range(n)] for start in range(n)):
-        docs = "\n\n".join(f"{_DOC_LABEL[lang]} {n}: {shown[i]}" for n, i in enumerate(order, start=1))
+        docs = "\n\n".join(f"{_DOC_LABEL[lang]} {pos}: {shown[i]}" for pos, i in enumerate(order, start=1))
         answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
         answers.append(answer)
         for i, share in zip(order, support(answer, question, [shown[i] for i in order]), strict=True):

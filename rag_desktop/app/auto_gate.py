@@ -552,6 +552,14 @@ def best_scored(scores: dict[int, float], tie: float) -> list[int]:
     return [d for d, v in scores.items() if v >= top - tie]
 
 
+def _labelled_by_score(scores: dict[int, float], tie: float) -> tuple[list[int], list[int], bool, dict[str, Any]]:
+    """A scoring judge's labels: (judged, the best-scored within ``tie``, undecided = all of them
+    tied, {"scores": …} for the probe's record)."""
+    best = best_scored(scores, tie)
+    kept = {"scores": {str(d): round(v, 3) for d, v in scores.items()}}
+    return list(scores), best, len(best) == len(scores) > 1, kept
+
+
 def support(answer: str, question: str, shown: Sequence[str]) -> list[float]:
     """Per shown document, the share of the answer's own content words that it holds.
 
@@ -588,8 +596,8 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
         docs = "\n\n".join(f"{_DOC_LABEL[lang]} {pos}: {shown[i]}" for pos, i in enumerate(order, start=1))
         answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
         answers.append(answer)
-        for i, share in zip(order, support(answer, question, [shown[i] for i in order]), strict=True):
-            totals[i] += share
+        # a document's share does not depend on where it stood
+        totals = [t + share for t, share in zip(totals, support(answer, question, shown), strict=True)]
     return totals, answers
 
 
@@ -644,11 +652,10 @@ def run_auto_gate(
         if now is not None and now.get("cancel"):
             raise Cancelled()
 
-    said: list[str] = []  # the answer judge's answers for the probe being judged (kept with it)
-
     def judge_pool(kind: str, question: str, hits: dict[int, Hit],
-                   i: int) -> tuple[list[int], list[int], bool, dict[str, float]]:
-        """(judged, relevant, undecided, scores) of one disputed probe's pooled documents."""
+                   i: int) -> tuple[list[int], list[int], bool, dict[str, Any]]:
+        """(judged, relevant, undecided, what the probe's record keeps of the judge) of one disputed
+        probe's pooled documents."""
         if kind == "answer":
             # The model answers from the pooled documents (every rotation); the documents holding most of
             # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
@@ -658,9 +665,8 @@ def run_auto_gate(
             shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
                                              cfg.answer_tokens, cfg.seed + 1000 * i, cancel)
             held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
-            best = best_scored(held, cfg.answer_tie)
-            said[:] = answers
-            return list(held), best, len(best) == len(held) > 1, {str(d): round(v, 3) for d, v in held.items()}
+            judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
+            return judged, best, undecided, kept | {"answers": answers}
         if kind == "logit" and isinstance(gen, TokenScorer):
             # Every pooled document scored alone (no position to prefer); the best-scored ones are
             # the relevant set, so MRR@10 rewards the ranking that put one of them first.
@@ -669,9 +675,7 @@ def run_auto_gate(
                 check()
                 st["model_calls"] = st.get("model_calls", 0) + 1
                 scores[did] = score_document(gen, question, h, cfg.judge_chars, cancel)
-            best = best_scored(scores, cfg.logit_tie)
-            # all within the tie: the judge could not tell
-            return list(scores), best, len(best) == len(scores) > 1, {str(d): round(v, 3) for d, v in scores.items()}
+            return _labelled_by_score(scores, cfg.logit_tie)
         if kind == "pairwise":
             # The baseline's first document against each re-ranking's first: the gate's own
             # question. A document consistently beaten (both orders) is not relevant; the
@@ -727,8 +731,7 @@ def run_auto_gate(
             relevant: list[int] = []
             judged: list[int] = []
             undecided = False
-            logits_of: dict[str, float] = {}
-            said.clear()
+            kept: dict[str, Any] = {}  # the judge's scores (and the answer judge's answers)
             if mine:
                 # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
                 # then asks which ranking puts one of those documents first.
@@ -741,13 +744,13 @@ def run_auto_gate(
                 relevant = [next(iter(hits))]
             else:
                 try:
-                    judged, relevant, undecided, logits_of = judge_pool(judge_kind, question, hits, i)
+                    judged, relevant, undecided, kept = judge_pool(judge_kind, question, hits, i)
                 except NotImplementedError as exc:
                     # The backend cannot give likelihoods after all (a server that returns no
                     # logprobs): the pairwise judge for this probe and the rest, and the record says so.
                     judge_kind = "pairwise"
                     st["judge_fallback"] = str(exc)
-                    judged, relevant, undecided, logits_of = judge_pool(judge_kind, question, hits, i)
+                    judged, relevant, undecided, kept = judge_pool(judge_kind, question, hits, i)
             st["probes"].append({
                 "question": question,
                 "source": source,
@@ -757,8 +760,7 @@ def run_auto_gate(
                 "agreed": len(tops) == 1 and not mine,
                 "undecided": undecided,
                 "user_labelled": bool(mine),
-                **({"scores": logits_of} if logits_of else {}),
-                **({"answers": list(said)} if said else {}),
+                **kept,
             })
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)

@@ -21,7 +21,16 @@ from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
 from rag_desktop.core.gate import calibrate
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind, Hit, Progress
+from rag_desktop.core.types import (
+    Cancelled,
+    CancelToken,
+    ChatMessage,
+    GenEvent,
+    GenEventKind,
+    Hit,
+    Keyword,
+    Progress,
+)
 from tests.library_helpers import ingest_texts
 
 TEXTS = {
@@ -83,6 +92,8 @@ class ScriptedModel:
             q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
             title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
             return "yes" if self._accepts(q, title) else "no"
+        if "learn about: " in prompt:  # a topic probe: only the shared words are shown
+            return f"Question: how does {prompt.split('learn about: ', 1)[1].split(chr(10), 1)[0]} work?"
         heads = prompt.split("\n\n")[1].splitlines()
         return f"Question: how does {heads[0].lower()} work?"
 
@@ -154,6 +165,9 @@ def test_parse_judgement_and_clean_question() -> None:
     assert not auto_gate.parse_judgement("") and not auto_gate.parse_judgement("I cannot tell")
     assert auto_gate.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
     assert auto_gate.clean_question("问题：如何评估？") == "如何评估？"
+    assert auto_gate.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
+    assert auto_gate.clean_question("2) How do brakes work?") == "How do brakes work?"
+    assert auto_gate.clean_question("5G是什么？") == "5G是什么？"
 
 
 
@@ -420,9 +434,10 @@ def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagS
     st = auto_gate.load_state(cat)
     assert st is not None
     assert st["plan"][:2] == recent and all(isinstance(e, int) for e in st["plan"][2:])
-    assert [p["source"] for p in st["probes"]] == ["asked", "asked", "title", "title", "title"]
+    sources = [p["source"] for p in st["probes"]]
+    assert sources[:2] == ["asked", "asked"] and set(sources[2:]) <= {"topic", "title"}
     assert [p["question"] for p in st["probes"][:2]] == recent
-    assert _probe_calls(model) == 3  # the model writes only the title probes
+    assert _probe_calls(model) == 3  # the model writes only the document probes
     gate = cat.get_json("gate")
     assert gate["n_asked"] == 2 and gate["questions_logged"] == 3
     assert auto_gate.needs_calibration(cat) is None
@@ -768,3 +783,99 @@ def test_answer_judge_whose_answers_only_restate_the_question_cannot_tell_and_sa
     assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
     gate = svc.library.catalog.get_json("gate")
     assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0 and "could not tell" in auto_gate.describe(gate)
+
+
+# --------------------------------------------------------------------------- topic probes
+
+
+def test_topic_words_keep_the_shared_title_words_in_the_titles_order() -> None:
+    kws = [Keyword("启动", 3.0), Keyword("活动", 2.5), Keyword("评估", 2.0), Keyword("个人信息", 1.5),
+           Keyword("保护", 1.0), Keyword("影响", 0.8), Keyword("宣传周", 0.5), Keyword("怎么", 0.0)]
+    df = {"启动": 2, "活动": 3, "评估": 5, "个人信息": 4, "保护": 6, "影响": 2, "宣传周": 1, "怎么": 9}
+    title = "个人信息保护影响评估怎么做？宣传周活动启动"
+    words = auto_gate.topic_words(title, kws, df, lambda t: t, 4)
+    # 宣传周 is this document's alone (df 1), 怎么 carries no weight; the rest in the title's order
+    assert words == ["个人信息", "保护", "影响", "评估"]
+    everything = auto_gate.topic_words(title, kws, df, lambda t: t, 10)
+    assert everything == ["个人信息", "保护", "影响", "评估", "活动", "启动"]
+    assert auto_gate.topic_words(title, kws, {}, lambda t: t, 4) == []
+
+
+def test_topic_words_of_a_real_library_are_surface_words_other_documents_hold(svc: RagService) -> None:
+    cat = svc.library.catalog
+    r = svc.retriever()
+    df = auto_gate.document_frequency(auto_gate.document_term_counts(cat))
+    title = "Bicycle brake workshop: checking a bicycle brake"
+    words = auto_gate.topic_words(title, r.query_keywords(title, "doc"), df, r.tokenizer.surface_form, 4)
+    # the guide holds "checking a bicycle brake" too; "workshop" is the notice's alone; surface words, not
+    # Snowball stems ("bicycl", "check")
+    assert words == ["bicycle", "brake", "checking"]
+    assert auto_gate.topic_words("Brewing green tea", r.query_keywords("Brewing green tea", "doc"), df,
+                                 r.tokenizer.surface_form, 4) == []
+
+
+def test_probes_are_written_from_shared_words_and_fall_back_to_the_title(svc: RagService) -> None:
+    assert auto_gate.AutoGateConfig().probe_from == "topic"
+    model = ScriptedModel()
+    _run(svc, model, config=auto_gate.AutoGateConfig(n_probes=6, pool=1))
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None
+    sources = {Path(d.path).name: p["source"] for p, e in zip(st["probes"], st["plan"], strict=True)
+               for d in svc.library.catalog.documents() if d.doc_id == e}
+    # the notice and the club news share their subject with the guide and the recipe; tea and tides share nothing
+    assert sources["notice.txt"] == sources["bread_club.txt"] == "topic"
+    assert sources["tea.txt"] == sources["tide.txt"] == "title"
+    topic_prompts = [c for c in model.calls if "learn about: " in c]
+    assert len(topic_prompts) == list(sources.values()).count("topic")
+    # a topic probe never sees the title it came from: no word only that document holds
+    assert not any("workshop" in c.lower() or "club" in c.lower() or "news" in c.lower() for c in topic_prompts)
+
+
+def test_an_answer_that_lists_the_documents_supports_none_and_a_citation_label_is_dropped() -> None:
+    listing = "文档 1: 个人信息保护影响评估实施步骤\n文档 2: 数据出境安全评估申报工作指南"
+    assert auto_gate._answer_only(listing, "zh") == ""
+    assert auto_gate._answer_only("Document 1 covers X. Document 2 covers Y.", "en") == ""
+    cited = auto_gate._answer_only("According to Document 2, the pads must meet the rim.", "en")
+    assert "Document" not in cited and "pads must meet the rim" in cited
+    assert auto_gate._answer_only("文档 1 和文档 1 都说：十二分之一法则", "zh").count("文档") == 0
+
+
+@pytest.mark.parametrize(("title", "asks"), [
+    ("失眠怎么办？中医治疗失眠专科门诊开诊", "失眠怎么办？"),  # a stuffed notice headed by the question
+    ("久咳应该怎么治疗、吃什么药？中医治疗久咳的几个误区", "久咳应该怎么治疗、吃什么药？"),
+    ("临州博物馆何时首次对公众开放", "临州博物馆何时首次对公众开放"),  # no question mark, an interrogative
+    ("Who plays the protagonist of the 2019 film The Glass Harbour",
+     "Who plays the protagonist of the 2019 film The Glass Harbour"),  # a poisoned passage's title
+    ("In which city was the director born?", "In which city was the director born?"),
+    ("How to Keep a Sourdough Starter Alive", "How to Keep a Sourdough Starter Alive"),
+    ("ColBERT Late Interaction: How Relevance Is Computed", ""),  # a heading, not a question
+    ("某平台发布个人信息保护影响评估年度报告", ""),
+    ("中医治疗久咳的几个误区", ""),  # 几 is not asked about
+    ("The Glass Harbour (film)", ""),
+    ("What?", ""),  # asks nothing a ranking could answer
+])
+def test_title_question_is_the_question_a_title_asks(title: str, asks: str) -> None:
+    assert auto_gate.title_question(title) == asks
+
+
+def test_a_question_title_is_its_own_probe_with_no_model_call(tmp_path: Path) -> None:
+    texts = {**{k: TEXTS[k] for k in ("guide.txt", "notice.txt", "tea.txt")},
+             "faq.txt": "How do I check a bicycle brake?\n\nMany riders ask how to check a bicycle brake."}
+    s = ingest_texts(tmp_path, texts, Settings().replace("retrieval", default_method="gated"))
+    try:
+        r = s.retriever()
+        plan = auto_gate.make_plan(s.library.catalog, 4, 0, lambda t: r.query_keywords(t, "doc"))
+        first = s.library.catalog.document(int(plan[0]))
+        # the library's own question leads the plan, ahead of the notice's stronger stuffing signal
+        assert first is not None and Path(first.path).name == "faq.txt"
+        model = ScriptedModel()
+        _run(s, model, config=auto_gate.AutoGateConfig(n_probes=4, pool=1))
+        st = auto_gate.load_state(s.library.catalog)
+        assert st is not None
+        asked = [p for p in st["probes"] if p["source"] == "title-question"]
+        assert [p["question"] for p in asked] == ["How do I check a bicycle brake?"]
+        written = [c for c in model.calls if not _is_answer(c)]
+        assert len(written) == sum(1 for p in st["probes"] if p["source"] in ("topic", "title"))
+        assert not any("How do I check" in c for c in written)
+    finally:
+        s.close()

@@ -10,10 +10,16 @@ What this module does instead, per probe (all steps seeded, so a run is reproduc
 
 1. **Probes phrased as people ask.** First the person's own questions to this library (the
    ``question_log`` that ``RagService.compare`` keeps; the most recent, up to half the probes);
-   the rest from sampled documents: the local model sees only a document's *title and headings*
-   (never its body) and writes the short question a person would type, in those words. People
-   name a topic by its title words, and those are exactly the words a keyword-stuffed document
-   repeats, so the probe meets the stuffing where it exists.
+   the rest from sampled documents (``make_plan``: titles that ask a question and the strongest
+   stuffing signals first, then a seeded random sample), never from a body:
+   a title that asks a question is the probe verbatim (``title_question``); otherwise the local
+   model writes the short question a person would type about the *subject* the title shares with
+   other documents, shown only those shared words (``topic_words``), so the question is about a
+   subject several documents compete for, not about the one document (a notice, an
+   advertisement) that would answer a question about itself; a title sharing fewer than two
+   words is shown with its headings instead. People name a topic by its title words, and those
+   are exactly the words a keyword-stuffed document repeats, so the probe meets the stuffing
+   where it exists.
 2. **The person's own labels where they exist** (``log_label``): for a question they asked, the
    documents its answer cited and the documents they opened are its relevant set, with no model
    asked; such questions come first in the plan, up to all of it.
@@ -51,6 +57,7 @@ import logging
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -99,7 +106,7 @@ LABELS_USER = "your own questions, labelled by the documents their answers cited
 LABELS_LOGIT = "llm yes/no likelihood compared across the pooled documents (title-worded probes, " \
     "stuffing-signal sampled)"
 LABELS_ANSWER = "the local model's answer from the pooled documents; each document labelled by how much of " \
-    "that answer it holds (title-worded probes, stuffing-signal sampled)"
+    "that answer it holds (probes: the titles' own questions, else questions on the subjects titles share)"
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,18 @@ class AutoGateConfig:
     answer_tie: float = 0.2
     answer_chars: int = 400  # of each pooled document shown to the answering call (3 fit in ~700 tokens)
     answer_tokens: int = 60  # a one-sentence answer; a longer one only adds words every document repeats
+    # What a sampled document's probe is written from. "topic" (the default): only the title's words
+    # that other documents also hold (topic_words, at most topic_terms), never the title itself, so
+    # the question is about a subject several documents share and no document wrote it; a title
+    # sharing no word falls back to "title". "title": the title and headings (the earlier design).
+    # Measured (docs/evaluation.md §1.2.5): from a title the 1.5B asks about *that* document ("某平台
+    # 发布个人信息保护影响评估年度报告", "What is ColBERT Late Interaction?" from a product notice), which
+    # that document then answers: the probe never meets the regime where it competes with others.
+    probe_from: str = "topic"
+    topic_terms: int = 4
+    # Fewer shared words than this is no shared subject ("社区垃圾分类投放指引" shares only 分类, and
+    # "分类是什么？" asks nothing the library is about): the title probe instead.
+    topic_min: int = 2
 
 
 _PROBE_PROMPT = {
@@ -150,6 +169,12 @@ _PROBE_PROMPT = {
     "zh": "下面是一份文档的标题和部分小标题：\n\n{heads}\n\n"
     "写出一个人会在搜索框里输入的简短问题（不超过25个字），问这份文档的主题本身（是什么、怎么做、为什么），"
     "使用标题里的词语；不要问这份文档、它的作者或它通知的活动。只回复问题本身。",
+}
+# A subject's words only (topic_words), no title: the question cannot be about one document.
+_TOPIC_PROMPT = {
+    "en": "Write one short question (at most 12 words) that a person would type into a search box to learn "
+    "about: {words}\n\nUse these words. Reply with the question only.",
+    "zh": "写出一个人想了解“{words}”时会在搜索框里输入的简短问题（不超过25个字），使用这些词语。只回复问题本身。",
 }
 # The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
 # not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
@@ -379,6 +404,48 @@ def _heading_lines(text: str, title: str, n: int) -> list[str]:
     return out
 
 
+def document_term_counts(catalog: Catalog) -> dict[int, dict[str, int]]:
+    """Per document, its stored chunk term counts summed (no model, no encoder)."""
+    counts: dict[int, dict[str, int]] = {}
+    for _cid, did, c in catalog.iter_chunk_term_counts(by_doc=True):
+        agg = counts.setdefault(did, {})
+        for t, n in c.items():
+            agg[t] = agg.get(t, 0) + n
+    return counts
+
+
+def document_frequency(counts: dict[int, dict[str, int]]) -> dict[str, int]:
+    """How many documents hold each term."""
+    df: dict[str, int] = {}
+    for c in counts.values():
+        for t in c:
+            df[t] = df.get(t, 0) + 1
+    return df
+
+
+def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str],
+                n: int) -> list[str]:
+    """The title's keywords that at least one *other* document holds (df ≥ 2), as the words people
+    write (``surface``: a stem such as "seri" is a key, not a word), the first n in the title's order.
+
+    These are the words a person names a shared subject by, and the words any document that
+    competes for that subject repeats; the title's own words that no other document holds
+    (a notice's date, a company's name) would only lead back to the one document. The title's
+    order, not the keyword weight: the first shared words of "个人信息保护影响评估怎么做？宣传周活动
+    启动" are the subject (个人信息 保护 影响 评估); by weight the rarer 启动 and 活动 came first.
+    """
+    low = title.casefold()
+    words: list[tuple[int, str]] = []
+    for k in title_keywords:
+        if k.weight <= 0 or df.get(k.term, 0) < 2:
+            continue
+        w = surface(k.term)
+        at = low.find(w.casefold())
+        if w not in (x for _i, x in words):
+            words.append((at if at >= 0 else len(low), w))
+    return [w for _i, w in sorted(words)[:n]]
+
+
 def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]]) -> dict[int, float]:
     """The stuffing signal per document: the share of its own text made of its title's words.
 
@@ -388,11 +455,7 @@ def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyw
     injected passage that restates the question — and such a document's title is what a person
     would ask; a document that answers spends its words on the answer. No model, no encoder.
     """
-    counts: dict[int, dict[str, int]] = {}
-    for _cid, did, c in catalog.iter_chunk_term_counts(by_doc=True):
-        agg = counts.setdefault(did, {})
-        for t, n in c.items():
-            agg[t] = agg.get(t, 0) + n
+    counts = document_term_counts(catalog)
     scores: dict[int, float] = {}
     for d in catalog.documents():
         c = counts.get(d.doc_id, {})
@@ -442,8 +505,12 @@ def make_plan(catalog: Catalog, n: int, seed: int,
     picked: list[int] = []
     if title_terms is not None and k > 0:
         sc = stuffing_scores(catalog, title_terms)
-        by_signal = sorted(docs, key=lambda d: -sc.get(d.doc_id, 0.0))  # stable: hash order on ties
-        picked = [d.doc_id for d in by_signal[: (k + 1) // 2] if sc.get(d.doc_id, 0.0) > 0]
+        # Titles that ask a question first: it is the library's own record of a question people ask
+        # (an FAQ entry, a stuffed "失眠怎么办？…" notice, a poisoned passage opening with its target
+        # question), taken verbatim as the probe (title_question); then the strongest signal.
+        asks = {d.doc_id for d in docs if title_question(d.title)}
+        by_signal = sorted(docs, key=lambda d: (d.doc_id not in asks, -sc.get(d.doc_id, 0.0)))  # stable on ties
+        picked = [d.doc_id for d in by_signal[: (k + 1) // 2] if d.doc_id in asks or sc.get(d.doc_id, 0.0) > 0]
     rest = [d for d in docs if d.doc_id not in picked]
     rng = random.Random(seed)
     picked += [d.doc_id for d in rng.sample(rest, k=k - len(picked))]
@@ -466,6 +533,7 @@ def clean_question(text: str) -> str:
         for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
             if s.startswith(prefix):
                 s = s[len(prefix):].strip()
+        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # "1. 失眠怎么办？": the 1.5B numbers a single question
         if s:
             return s
     return ""
@@ -484,6 +552,50 @@ def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
     q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
     # A silent or degenerate reply ("什么？", seen with the 1.5B): the title is what a person would type.
     return q if _substantial(q) else title
+
+
+# Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out:
+# "几个误区", "谁" inside names).
+_EN_ASK = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how", "is", "are", "was",
+                     "were", "do", "does", "did", "can", "could", "should", "will", "would"])
+_EN_ASK_AFTER = frozenset(["in", "of", "at", "for", "from", "by", "on", "to"])  # "In which city …"
+_ZH_ASK = ("如何", "怎么", "怎样", "为什么", "为何", "什么", "哪", "是否", "吗", "多少", "何时")
+
+
+def title_question(title: str) -> str:
+    """The question a title asks, verbatim, or "".
+
+    A title that is a question, or opens with one, is the question people type: an FAQ entry, a
+    keyword-stuffed notice headed "失眠怎么办？中医治疗失眠专科门诊开诊", a poisoned passage that
+    opens with the question it targets. Taken as it is, with no model call, it cannot be garbled
+    (measured, docs/evaluation.md §1.2.5: from its shared words the 1.5B rewrote "In which city was
+    the director of The Glass Harbour born?" as "What is the role of a city director in the harbour?").
+    A clause ending in a question mark counts; a whole title without one counts when it opens (en) or
+    holds (zh) an interrogative ("Who plays …", "临州博物馆何时首次对公众开放"). A heading's clause
+    after a colon ("ColBERT Late Interaction: How Relevance Is Computed") is not a question.
+    """
+    for clause in re.split(r"(?<=[?？])", title):
+        c = clause.strip()
+        if c.endswith(("?", "？")) and _substantial(c):
+            return c
+    c = title.strip()
+    if not _substantial(c):
+        return ""
+    if detect_lang(c) == "zh":
+        return c if any(w in c for w in _ZH_ASK) else ""
+    words = c.casefold().split()
+    asks = words[0] in _EN_ASK or (len(words) > 1 and words[0] in _EN_ASK_AFTER and words[1] in _EN_ASK)
+    return c if asks else ""
+
+
+def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed: int,
+                      cancel: CancelToken | None = None) -> str:
+    """The question a person would ask about the subject ``words`` name; ``fallback`` (the title)
+    if the reply asks nothing."""
+    lang = "zh" if detect_lang(" ".join(words)) == "zh" else "en"
+    shown = " ".join(words)
+    q = clean_question(_complete(gen, _TOPIC_PROMPT[lang].format(words=shown), 32, seed, cancel))
+    return q if _substantial(q) else fallback
 
 
 def _substantial(question: str) -> bool:
@@ -575,6 +687,21 @@ def support(answer: str, question: str, shown: Sequence[str]) -> list[float]:
     return [len(words & content_tokens(text)) / len(words) for text in shown]
 
 
+def _answer_only(answer: str, lang: str) -> str:
+    """The answer without the prompt's document labels; "" when it names two or more documents.
+
+    Seen with the 1.5B (docs/evaluation.md §1.2.5): instead of answering, it lists the documents
+    ("文档 1: 个人信息保护影响评估实施步骤 / 文档 2: 数据出境安全评估申报工作指南") or summarises each
+    in turn. Such a reply holds every document's own words, so it would prefer whichever has the
+    longest title; it answers nothing, so it prefers no document. One label ("according to
+    Document 2, …") is a citation: the label goes, the answer stays.
+    """
+    pattern = re.compile(rf"{_DOC_LABEL[lang]}\s*(\d+)", re.IGNORECASE)
+    if len(set(pattern.findall(answer))) >= 2:
+        return ""
+    return pattern.sub(" ", answer)
+
+
 def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: int, max_tokens: int, seed: int,
                    cancel: CancelToken | None = None) -> tuple[list[float], list[str]]:
     """The answer judge: (support per document summed over the orders, the answers).
@@ -597,7 +724,8 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
         answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
         answers.append(answer)
         # a document's share does not depend on where it stood
-        totals = [t + share for t, share in zip(totals, support(answer, question, shown), strict=True)]
+        totals = [t + share for t, share in zip(totals, support(_answer_only(answer, lang), question, shown),
+                                                strict=True)]
     return totals, answers
 
 
@@ -644,6 +772,14 @@ def run_auto_gate(
     gen = generator or svc.runtime.generator()
     # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
     judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
+
+    df_memo: list[dict[str, int]] = []
+
+    def doc_frequency() -> dict[str, int]:
+        # once per run, and only when a document probe is written (a plan of asked questions needs none)
+        if not df_memo:
+            df_memo.append(document_frequency(document_term_counts(cat)))
+        return df_memo[0]
 
     def check() -> None:
         if cancel is not None and cancel.is_set:
@@ -716,10 +852,20 @@ def run_auto_gate(
                     st["probes"].append({"question": "", "rankings": {}, "relevant": [], "doc": entry})
                     _save_state(cat, st)
                     continue
-                chunks = cat.chunks_of(doc.doc_id)
-                heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
-                question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
-                st["model_calls"] = st.get("model_calls", 0) + 1
+                asks = title_question(doc.title) if cfg.probe_from == "topic" else ""
+                words = (topic_words(doc.title, r.query_keywords(doc.title, "doc"), doc_frequency(),
+                                     r.tokenizer.surface_form, cfg.topic_terms)
+                         if cfg.probe_from == "topic" and not asks else [])
+                if asks:  # the title's own question, verbatim: no model call
+                    question, source = asks, "title-question"
+                elif len(words) >= cfg.topic_min:
+                    question, source = write_topic_probe(gen, words, doc.title, cfg.seed + i, cancel), "topic"
+                    st["model_calls"] = st.get("model_calls", 0) + 1
+                else:
+                    chunks = cat.chunks_of(doc.doc_id)
+                    heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
+                    question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
+                    st["model_calls"] = st.get("model_calls", 0) + 1
             ctx = r.context(question, "doc")
             ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
                       "hybrid": r.rerank(ctx, "hybrid")[0]}

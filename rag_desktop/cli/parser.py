@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="(the old automatic gate) the local model writes one question per passage; "
                         "that passage is its answer")
     p.add_argument("--auto", action="store_true",
-                   help="the automatic gate: title-worded probes, answered by the local model from the pooled "
+                   help="the automatic gate: probes from titles (a title's own question, else one on the subject it "
+                        "shares with other documents), answered by the local model from the pooled "
                         "rankings, the documents holding the answer labelled relevant; resumes an interrupted run "
                         "(what runs in the background after ingest)")
     p.add_argument("--cancel", action="store_true", help="ask a running automatic calibration of this library to stop")

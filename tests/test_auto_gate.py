@@ -19,18 +19,10 @@ from rag_desktop.app.calibration import TOP, score_labels
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.core import metrics
+from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import calibrate
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import (
-    Cancelled,
-    CancelToken,
-    ChatMessage,
-    GenEvent,
-    GenEventKind,
-    Hit,
-    Keyword,
-    Progress,
-)
+from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind, Hit, Keyword, Progress
 from tests.library_helpers import ingest_texts
 
 TEXTS = {
@@ -879,3 +871,43 @@ def test_a_question_title_is_its_own_probe_with_no_model_call(tmp_path: Path) ->
         assert not any("How do I check" in c for c in written)
     finally:
         s.close()
+
+
+def test_on_topic_is_the_share_of_the_question_words_a_document_holds() -> None:
+    q = "What did the Wason selection task show?"
+    shown = ["Seminar: Revisiting the Wason Selection Task", "A note on late-interaction retrieval",
+             "The Wason selection task did show that few people turn the right cards"]
+    got = auto_gate.on_topic(q, shown)
+    words = content_tokens(q)
+    assert got == [len(words & content_tokens(s)) / len(words) for s in shown]
+    assert got[1] == 0.0 and got[2] == 1.0 and 0 < got[0] < 1
+    assert auto_gate.on_topic("What is it?", shown) == [1.0, 1.0, 1.0]  # no content word: no weighing
+
+
+def test_an_unrelated_document_the_model_borrows_words_from_is_not_labelled() -> None:
+    """Seen on the real demo folder: shown a stuffed notice and an unrelated note, the 1.5B answered with
+    the note's words. Neither answers, so neither may be preferred; the answering chapter still wins."""
+    notice = Hit(1, 1, "doc", "Seminar: Revisiting the Wason Selection Task", "n.txt", 1,
+                 "Our seminar revisits the Wason selection task; the Wason selection task seminar is Friday.", 0.9, 1)
+    note = Hit(2, 2, "doc", "A note on late-interaction retrieval", "l.txt", 1,
+               "Neural retrievers fall into two families: bi-encoders and cross-encoders.", 0.5, 2)
+    chapter = Hit(3, 3, "doc", "Chapter 7. Reasoning with conditionals", "c.txt", 1,
+                  "In the Wason selection task few people turn the 7 card: most look for confirmation.", 0.6, 3)
+
+    class Borrowing(ScriptedModel):
+        def __init__(self, answer: str) -> None:
+            super().__init__()
+            self.answer = answer
+
+        def reply(self, prompt: str) -> str:
+            return self.answer
+
+    q = "What did the Wason selection task show?"
+    confabulated = Borrowing("The Wason selection task showed that neural retrievers fall into two families.")
+    shares, _ = auto_gate.answer_support(confabulated, q, [notice, note], 400, 60, 0)
+    assert auto_gate.support("The Wason selection task showed that neural retrievers fall into two families.", q,
+                             [f"{note.title}\n{note.text}"])[0] > 0.8  # unweighted, the note would be labelled
+    assert shares == [0.0, 0.0]
+    answering = Borrowing("Few people turn the 7 card; most look for confirmation.")
+    shares, _ = auto_gate.answer_support(answering, q, [notice, note, chapter], 400, 60, 0)
+    assert shares[2] > 0 and shares[0] == shares[1] == 0.0

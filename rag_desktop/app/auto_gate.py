@@ -131,7 +131,9 @@ class AutoGateConfig:
     # document judged alone by a sampled yes/no (judge), the first design. docs/evaluation.md §1.2.3.
     # "answer" (the default): the model *answers* the probe from the pooled documents, once per
     # rotation of their order; each document's label score is the share of the answer's own words
-    # (not the question's) that it holds (answer_support). The model generates, it never judges, and
+    # (not the question's) that it holds, weighed by the share of the question's words it holds
+    # (answer_support, on_topic: an unrelated document the model borrowed words from is not
+    # relevant, docs/evaluation.md §1.2.5). The model generates, it never judges, and
     # the label is read off the text: measured on the sets' own queries (docs/evaluation.md §1.2.4)
     # this is the one judge of the embedded 1.5B that puts the answering document above keyword-
     # stuffed and question-restating ones (27 of 40 pairs, 10 ties, 3 wrong; the yes/no likelihood:
@@ -141,7 +143,7 @@ class AutoGateConfig:
     # relevant, so the probe adds Δ = 0 instead of a difference the prompt's wording could flip.
     # Our choice; the measured margins of answering vs answer-free documents differ by 0.2–1.5.
     logit_tie: float = 0.1
-    # The answer judge: support is summed over the rotations (0 to the pool's size); documents within
+    # The answer judge: support × on_topic is summed over the rotations (0 to the pool's size); documents within
     # answer_tie of the best are all relevant. Our choice: 0.2 is a tenth of the answer's words over
     # two answers, less than one word of a short answer, so a document holding a word fewer still counts.
     answer_tie: float = 0.2
@@ -687,6 +689,25 @@ def support(answer: str, question: str, shown: Sequence[str]) -> list[float]:
     return [len(words & content_tokens(text)) / len(words) for text in shown]
 
 
+def on_topic(question: str, shown: Sequence[str]) -> list[float]:
+    """Per shown document, the share of the question's content words it holds (1.0 for a question
+    with none): whether the document is about what was asked at all.
+
+    on(q, D) = |T(q) ∩ T(D)| / |T(q)|, the same token sets as ``support``. The answer judge weighs
+    each document's support by it (``answer_support``): relevance needs both the answer's words and the
+    question's subject. Measured on the real demo folder (docs/evaluation.md §1.2.5): shown the
+    stuffed seminar notice and an unrelated note on retrieval for "What did the Wason selection task
+    show?", the 1.5B answered "The Wason selection task showed that neural retrievers can be
+    categorized into two families…" — words only the unrelated note holds, so support alone labelled
+    it. A stuffed document holds the question's words and not the answer's, an unrelated one the
+    reverse; the product gives both ≈ 0.
+    """
+    words = content_tokens(question)
+    if not words:
+        return [1.0] * len(shown)
+    return [len(words & content_tokens(text)) / len(words) for text in shown]
+
+
 def _answer_only(answer: str, lang: str) -> str:
     """The answer without the prompt's document labels; "" when it names two or more documents.
 
@@ -704,7 +725,7 @@ def _answer_only(answer: str, lang: str) -> str:
 
 def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: int, max_tokens: int, seed: int,
                    cancel: CancelToken | None = None) -> tuple[list[float], list[str]]:
-    """The answer judge: (support per document summed over the orders, the answers).
+    """The answer judge: (support × on_topic per document, summed over the orders; the answers).
 
     The model answers from all pooled documents at once, once per rotation of their order (2 calls for
     two documents, 3 for three), so every document stands in every position once and a model that
@@ -719,13 +740,14 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     totals = [0.0] * len(hits)
     answers: list[str] = []
     n = len(hits)
+    topical = on_topic(question, shown)
     for order in ([(start + k) % n for k in range(n)] for start in range(n)):
         docs = "\n\n".join(f"{_DOC_LABEL[lang]} {pos}: {shown[i]}" for pos, i in enumerate(order, start=1))
         answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
         answers.append(answer)
         # a document's share does not depend on where it stood
-        totals = [t + share for t, share in zip(totals, support(_answer_only(answer, lang), question, shown),
-                                                strict=True)]
+        shares = support(_answer_only(answer, lang), question, shown)
+        totals = [t + share * on for t, share, on in zip(totals, shares, topical, strict=True)]
     return totals, answers
 
 

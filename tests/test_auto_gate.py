@@ -163,15 +163,18 @@ def test_parse_judgement_and_clean_question() -> None:
 
 
 
+class Reply(ScriptedModel):
+    """The local model as a collaborator that gives the same reply to every prompt."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def reply(self, prompt: str) -> str:
+        return self.text
+
+
 def test_a_degenerate_probe_is_replaced_by_the_title() -> None:
-    class Reply(ScriptedModel):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-        def reply(self, prompt: str) -> str:
-            return self.text
-
     title = "数据出境安全评估工作指引"
     assert auto_gate.write_probe(Reply("什么？"), title, [], 0) == title  # seen with the 1.5B
     assert auto_gate.write_probe(Reply(""), title, [], 0) == title
@@ -894,20 +897,12 @@ def test_an_unrelated_document_the_model_borrows_words_from_is_not_labelled() ->
     chapter = Hit(3, 3, "doc", "Chapter 7. Reasoning with conditionals", "c.txt", 1,
                   "In the Wason selection task few people turn the 7 card: most look for confirmation.", 0.6, 3)
 
-    class Borrowing(ScriptedModel):
-        def __init__(self, answer: str) -> None:
-            super().__init__()
-            self.answer = answer
-
-        def reply(self, prompt: str) -> str:
-            return self.answer
-
     q = "What did the Wason selection task show?"
-    confabulated = Borrowing("The Wason selection task showed that neural retrievers fall into two families.")
+    confabulated = Reply("The Wason selection task showed that neural retrievers fall into two families.")
     shares, _ = auto_gate.answer_support(confabulated, q, [notice, note], 400, 60, 0)
     assert auto_gate.support("The Wason selection task showed that neural retrievers fall into two families.", q,
                              [f"{note.title}\n{note.text}"])[0] > 0.8  # unweighted, the note would be labelled
     assert shares == [0.0, 0.0]
-    answering = Borrowing("Few people turn the 7 card; most look for confirmation.")
+    answering = Reply("Few people turn the 7 card; most look for confirmation.")
     shares, _ = auto_gate.answer_support(answering, q, [notice, note, chapter], 400, 60, 0)
     assert shares[2] > 0 and shares[0] == shares[1] == 0.0

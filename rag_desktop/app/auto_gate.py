@@ -52,6 +52,7 @@ resolve anyway; twenty new questions would replace most of the question half of 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -594,8 +595,8 @@ def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed:
                       cancel: CancelToken | None = None) -> str:
     """The question a person would ask about the subject ``words`` name; ``fallback`` (the title)
     if the reply asks nothing."""
-    lang = "zh" if detect_lang(" ".join(words)) == "zh" else "en"
     shown = " ".join(words)
+    lang = "zh" if detect_lang(shown) == "zh" else "en"
     q = clean_question(_complete(gen, _TOPIC_PROMPT[lang].format(words=shown), 32, seed, cancel))
     return q if _substantial(q) else fallback
 
@@ -684,9 +685,7 @@ def support(answer: str, question: str, shown: Sequence[str]) -> list[float]:
     the question, "I don't know") gives every document 0: no document is preferred.
     """
     words = content_tokens(answer, frozenset(content_tokens(question)))
-    if not words:
-        return [0.0] * len(shown)
-    return [len(words & content_tokens(text)) / len(words) for text in shown]
+    return _held(words, shown) if words else [0.0] * len(shown)
 
 
 def on_topic(question: str, shown: Sequence[str]) -> list[float]:
@@ -703,8 +702,11 @@ def on_topic(question: str, shown: Sequence[str]) -> list[float]:
     reverse; the product gives both ≈ 0.
     """
     words = content_tokens(question)
-    if not words:
-        return [1.0] * len(shown)
+    return _held(words, shown) if words else [1.0] * len(shown)
+
+
+def _held(words: set[str], shown: Sequence[str]) -> list[float]:
+    """Per shown text, the share of ``words`` (non-empty) its content tokens hold."""
     return [len(words & content_tokens(text)) / len(words) for text in shown]
 
 
@@ -795,13 +797,10 @@ def run_auto_gate(
     # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
     judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
 
-    df_memo: list[dict[str, int]] = []
-
+    @functools.cache
     def doc_frequency() -> dict[str, int]:
         # once per run, and only when a document probe is written (a plan of asked questions needs none)
-        if not df_memo:
-            df_memo.append(document_frequency(document_term_counts(cat)))
-        return df_memo[0]
+        return document_frequency(document_term_counts(cat))
 
     def check() -> None:
         if cancel is not None and cancel.is_set:
@@ -874,19 +873,21 @@ def run_auto_gate(
                     st["probes"].append({"question": "", "rankings": {}, "relevant": [], "doc": entry})
                     _save_state(cat, st)
                     continue
-                asks = title_question(doc.title) if cfg.probe_from == "topic" else ""
-                words = (topic_words(doc.title, r.query_keywords(doc.title, "doc"), doc_frequency(),
-                                     r.tokenizer.surface_form, cfg.topic_terms)
-                         if cfg.probe_from == "topic" and not asks else [])
+                asks, words = "", []
+                if cfg.probe_from == "topic":
+                    asks = title_question(doc.title)
+                    if not asks:
+                        words = topic_words(doc.title, r.query_keywords(doc.title, "doc"), doc_frequency(),
+                                            r.tokenizer.surface_form, cfg.topic_terms)
                 if asks:  # the title's own question, verbatim: no model call
                     question, source = asks, "title-question"
                 elif len(words) >= cfg.topic_min:
                     question, source = write_topic_probe(gen, words, doc.title, cfg.seed + i, cancel), "topic"
-                    st["model_calls"] = st.get("model_calls", 0) + 1
                 else:
                     chunks = cat.chunks_of(doc.doc_id)
                     heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
                     question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
+                if source != "title-question":
                     st["model_calls"] = st.get("model_calls", 0) + 1
             ctx = r.context(question, "doc")
             ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],

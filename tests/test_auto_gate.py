@@ -835,6 +835,60 @@ def test_an_answer_that_lists_the_documents_supports_none_and_a_citation_label_i
     assert auto_gate._answer_only("文档 1 和文档 1 都说：十二分之一法则", "zh").count("文档") == 0
 
 
+PRESS = ("青岚市召开数据出境安全评估工作推进会",
+         "青岚市召开数据出境安全评估工作推进会\n\n# 青岚市召开数据出境安全评估工作推进会\n\n> 青岚市网络安全和信息化"
+         "委员会办公室 2025年3月\n\n会议强调，数据出境安全评估工作要抓紧抓实。")
+GUIDE = ("数据出境安全评估工作指引",
+         "一、适用范围\n数据处理者向境外提供重要数据的，应当先开展自评估，再通过省级网信部门申报。")
+
+
+def test_an_answer_that_copies_a_document_from_its_title_on_supports_none() -> None:
+    # seen with the 1.5B on the real demo folder: the first shown document read back, title, heading and by-line
+    echo = "文档 1: 青岚市召开数据出境安全评估工作推进会\n青岚市召开数据出境安全评估工作推进会\n\n# 青岚市召开数据出境"
+    assert auto_gate.copies(echo, *PRESS)
+    assert auto_gate._answer_only(echo, "zh", [GUIDE, PRESS]) == ""
+    # a title named as the subject, then the answer's own words: not a copy
+    assert not auto_gate.copies("青岚市召开数据出境安全评估工作推进会，强调评估要抓紧。", *PRESS)
+    # a sentence quoted from the body is an extractive answer, not a copy
+    quoted = "数据处理者向境外提供重要数据的，应当先开展自评估，再通过省级网信部门申报。"
+    assert not auto_gate.copies(quoted, *GUIDE)
+    assert auto_gate._answer_only(quoted, "zh", [GUIDE, PRESS]) == quoted
+    assert not auto_gate.copies("Tea\nsteep it", "Tea", "steep it two minutes")  # too short a title to tell
+    # the whole judge: the reply that copies whichever document stood first prefers none of them
+    hits = [Hit(i, i, "doc", t, f"{i}.txt", 1, b, 0.5, i) for i, (t, b) in enumerate((PRESS, GUIDE), start=1)]
+
+    class Copier(ScriptedModel):
+        def reply(self, prompt: str) -> str:
+            return prompt.split("文档 1: ", 1)[1][:80]
+
+    shares, answers = auto_gate.answer_support(Copier(), "如何评估数据出境安全？", hits, 400, 60, 0)
+    assert shares == [0.0, 0.0] and len(answers) == 2
+
+
+def test_a_probe_asked_twice_in_a_run_counts_once(svc: RagService) -> None:
+    class SameQuestion(ScriptedModel):
+        """Writes the same question from every title: two subjects sharing words do this with the 1.5B."""
+
+        def reply(self, prompt: str) -> str:
+            if _is_answer(prompt) or _is_judge(prompt) or _is_pair(prompt):
+                return super().reply(prompt)
+            return "How do I check a bicycle brake?"
+
+    model = SameQuestion()
+    out = _run(svc, model, config=auto_gate.AutoGateConfig(n_probes=4, pool=1))
+    decision = out[-1]
+    st = auto_gate.load_state(svc.library.catalog)
+    assert st is not None and isinstance(decision, auto_gate.GateDecision)
+    written = [p for p in st["probes"] if p["source"] != "title-question"]
+    assert len(written) == 4 and [p.get("duplicate", False) for p in written] == [False, True, True, True]
+    assert all(not p["rankings"] and not p["judged"] for p in written[1:])  # neither ranked nor judged
+    assert decision.n_probes == 1  # the question weighs once in the gate
+    stored = svc.library.catalog.get_json(auto_gate.GATE_KEY)
+    assert stored["n_duplicate"] == 3 and stored["n_unlabelled"] == 0
+    # only the first was answered by the model: 4 probe-writing calls, answering calls for one probe at most
+    assert _probe_calls(model) == 4 and len(model.calls) - 4 <= 3
+
+
 @pytest.mark.parametrize(("title", "asks"), [
     ("失眠怎么办？中医治疗失眠专科门诊开诊", "失眠怎么办？"),  # a stuffed notice headed by the question
     ("久咳应该怎么治疗、吃什么药？中医治疗久咳的几个误区", "久咳应该怎么治疗、吃什么药？"),

@@ -173,11 +173,17 @@ _PROBE_PROMPT = {
     "写出一个人会在搜索框里输入的简短问题（不超过25个字），问这份文档的主题本身（是什么、怎么做、为什么），"
     "使用标题里的词语；不要问这份文档、它的作者或它通知的活动。只回复问题本身。",
 }
-# A subject's words only (topic_words), no title: the question cannot be about one document.
+# A subject's words only (topic_words), no title: the question cannot be about one document. It asks how,
+# why or what was found, not "what is X" (docs/evaluation.md §1.2.6): a document named X answers "what is X"
+# by its name alone — the baseline's own title match, right by construction — so such a probe cannot tell
+# the regimes apart; a procedure, a mechanism or a finding is what an answering document holds and a
+# document that only repeats X does not.
 _TOPIC_PROMPT = {
     "en": "Write one short question (at most 12 words) that a person would type into a search box to learn "
-    "about: {words}\n\nUse these words. Reply with the question only.",
-    "zh": "写出一个人想了解“{words}”时会在搜索框里输入的简短问题（不超过25个字），使用这些词语。只回复问题本身。",
+    "about: {words}\n\nAsk how it works, how it is done, why, or what it found; do not ask what it is. "
+    "Use these words. Reply with the question only.",
+    "zh": "写出一个人想了解“{words}”时会在搜索框里输入的简短问题（不超过25个字）：问怎么做、如何起作用、为什么或"
+    "有什么结论，不要问“是什么”；使用这些词语。只回复问题本身。",
 }
 # The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
 # not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
@@ -601,6 +607,11 @@ def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed:
     return q if _substantial(q) else fallback
 
 
+def _same_question(question: str) -> str:
+    """The key two probes share when they ask the same thing: case and spacing aside."""
+    return " ".join(question.casefold().split())
+
+
 def _substantial(question: str) -> bool:
     """At least two words, or four CJK characters: anything shorter asks nothing a ranking could answer."""
     cjk = sum(1 for ch in question if "\u4e00" <= ch <= "\u9fff")
@@ -710,19 +721,43 @@ def _held(words: set[str], shown: Sequence[str]) -> list[float]:
     return [len(words & content_tokens(text)) / len(words) for text in shown]
 
 
-def _answer_only(answer: str, lang: str) -> str:
-    """The answer without the prompt's document labels; "" when it names two or more documents.
+def _answer_only(answer: str, lang: str, shown: Sequence[tuple[str, str]] = ()) -> str:
+    """The answer without the prompt's document labels; "" when it names two or more documents, or
+    when it copies one of the ``shown`` documents (title, shown text) from its title on.
 
     Seen with the 1.5B (docs/evaluation.md §1.2.5): instead of answering, it lists the documents
     ("文档 1: 个人信息保护影响评估实施步骤 / 文档 2: 数据出境安全评估申报工作指南") or summarises each
     in turn. Such a reply holds every document's own words, so it would prefer whichever has the
     longest title; it answers nothing, so it prefers no document. One label ("according to
     Document 2, …") is a citation: the label goes, the answer stays.
+
+    A copy (§1.2.6): asked "如何评估数据出口安全？", the 1.5B replied with the first document's title, its
+    heading and its by-line verbatim — the prompt echoed, which holds that document's words and so
+    "supports" whichever stood first (here the stuffed press release). ``copies`` tells it from an
+    answer that quotes a document's sentences, which is what an extractive answer does.
     """
     pattern = re.compile(rf"{_DOC_LABEL[lang]}\s*(\d+)", re.IGNORECASE)
-    if len(set(pattern.findall(answer))) >= 2:
+    if len(set(pattern.findall(answer))) >= 2 or any(copies(answer, title, text) for title, text in shown):
         return ""
     return pattern.sub(" ", answer)
+
+
+ECHO_CHARS = 12  # of the document's own text after its title, whitespace removed (about 3 English words)
+
+
+def copies(answer: str, title: str, text: str) -> bool:
+    """Whether ``answer`` reproduces the document from its title on: the title and the next
+    ``ECHO_CHARS`` characters of the document's text as they stand (whitespace ignored).
+
+    Our choice of test: an answer may name a title as its subject ("大模型预训练数据清洗流程包括…") and
+    may quote any sentence of the body; only a copy of the title *followed by the document's own next
+    words* is the prompt read back. A title of under 4 characters is too short to tell.
+    """
+    squash = re.compile(r"\s+")
+    head = squash.sub("", title)
+    if len(head) < 4:
+        return False
+    return squash.sub("", f"{title}\n{text}")[: len(head) + ECHO_CHARS] in squash.sub("", answer)
 
 
 def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: int, max_tokens: int, seed: int,
@@ -738,7 +773,8 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     same film) gets a composed answer that the look-alike supports.
     """
     lang = "zh" if detect_lang(question) == "zh" else "en"
-    shown = [f"{h.title}\n{h.text[:chars]}" for h in hits]
+    pairs = [(h.title, h.text[:chars]) for h in hits]
+    shown = [f"{title}\n{text}" for title, text in pairs]
     totals = [0.0] * len(hits)
     answers: list[str] = []
     n = len(hits)
@@ -748,7 +784,7 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
         answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
         answers.append(answer)
         # a document's share does not depend on where it stood
-        shares = support(_answer_only(answer, lang), question, shown)
+        shares = support(_answer_only(answer, lang, pairs), question, shown)
         totals = [t + share * on for t, share, on in zip(totals, shares, topical, strict=True)]
     return totals, answers
 
@@ -889,6 +925,13 @@ def run_auto_gate(
                     question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
                 if source != "title-question":
                     st["model_calls"] = st.get("model_calls", 0) + 1
+            if _same_question(question) in {_same_question(p["question"]) for p in st["probes"]}:
+                # Asked already in this run (two titles sharing the same words give the same subject probe;
+                # a person's question that a title also asks): counted once, so no question weighs double.
+                st["probes"].append({"question": question, "source": source, "duplicate": True,
+                                     "rankings": {}, "relevant": [], "judged": []})
+                _save_state(cat, st)
+                continue
             ctx = r.context(question, "doc")
             ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
                       "hybrid": r.rerank(ctx, "hybrid")[0]}
@@ -959,7 +1002,8 @@ def run_auto_gate(
         # not tell, not that re-ranking hurts (describe() says so).
         n_undecided=sum(1 for p in st["probes"] if p.get("undecided")),
         model_calls=st.get("model_calls", 0),
-        n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"]),
+        n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"] and not p.get("duplicate")),
+        n_duplicate=sum(1 for p in st["probes"] if p.get("duplicate")),
         n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
         questions_logged=_question_log(cat)[0],
         n_user_labelled=n_user,

@@ -608,8 +608,8 @@ def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed:
 
 
 def _same_question(question: str) -> str:
-    """The key two probes share when they ask the same thing: case and spacing aside."""
-    return " ".join(question.casefold().split())
+    """The key two probes share when they ask the same thing: as the question log keeps them, case aside."""
+    return _as_logged(question).casefold()
 
 
 def _substantial(question: str) -> bool:
@@ -753,11 +753,10 @@ def copies(answer: str, title: str, text: str) -> bool:
     may quote any sentence of the body; only a copy of the title *followed by the document's own next
     words* is the prompt read back. A title of under 4 characters is too short to tell.
     """
-    squash = re.compile(r"\s+")
-    head = squash.sub("", title)
+    head = "".join(title.split())
     if len(head) < 4:
         return False
-    return squash.sub("", f"{title}\n{text}")[: len(head) + ECHO_CHARS] in squash.sub("", answer)
+    return (head + "".join(text.split()))[: len(head) + ECHO_CHARS] in "".join(answer.split())
 
 
 def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: int, max_tokens: int, seed: int,

@@ -559,6 +559,14 @@ def test_stuffing_signal_ranks_the_documents_that_repeat_their_title(svc: RagSer
     names = [Path(d.path).name for e in plan for d in cat.documents() if d.doc_id == e]
     assert set(names[:2]) == {"notice.txt", "bread_club.txt"} and len(set(names)) == 4
     assert plan == auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))  # stable
+    # The run hands the plan the term counts it shares with its subject probes: the same plan, one sum.
+    calls: list[int] = []
+
+    def counts() -> dict[int, dict[str, int]]:
+        calls.append(1)
+        return auto_gate.document_term_counts(cat)
+
+    assert auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"), counts) == plan and calls == [1]
 
 
 def test_parse_choice() -> None:

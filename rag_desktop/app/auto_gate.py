@@ -455,7 +455,8 @@ def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int
     return [w for _i, w in sorted(words)[:n]]
 
 
-def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]]) -> dict[int, float]:
+def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]],
+                    counts: dict[int, dict[str, int]] | None = None) -> dict[int, float]:
     """The stuffing signal per document: the share of its own text made of its title's words.
 
     s(D) = Σ_{t ∈ kw(title)} (n_t(D) − 1)⁺ / Σ_t n_t(D), n_t = the stored chunk term counts; the
@@ -463,8 +464,9 @@ def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyw
     body that repeats the topic's words — a notice that names the topic again and again, an
     injected passage that restates the question — and such a document's title is what a person
     would ask; a document that answers spends its words on the answer. No model, no encoder.
+    ``counts``: ``document_term_counts(catalog)`` when the caller has it already (a run needs it twice).
     """
-    counts = document_term_counts(catalog)
+    counts = document_term_counts(catalog) if counts is None else counts
     scores: dict[int, float] = {}
     for d in catalog.documents():
         c = counts.get(d.doc_id, {})
@@ -475,7 +477,8 @@ def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyw
 
 
 def make_plan(catalog: Catalog, n: int, seed: int,
-              title_terms: Callable[[str], Sequence[Keyword]] | None = None) -> list[int | str]:
+              title_terms: Callable[[str], Sequence[Keyword]] | None = None,
+              counts: Callable[[], dict[int, dict[str, int]]] | None = None) -> list[int | str]:
     """The probes: the person's most recent questions (str, up to half), then documents (doc id)
     whose titles the model turns into questions, one per distinct title. When at least half the
     plan's questions carry the person's labels, the plan is those questions only.
@@ -486,7 +489,8 @@ def make_plan(catalog: Catalog, n: int, seed: int,
     those places if the library has them. The other half is a seeded random sample of the rest,
     so a library without stuffing is represented as it is (and its high-signal documents are
     then ordinary ones: titles whose words other documents mention). Without ``title_terms``
-    all are random. Stable: ties and the sample follow the content hash.
+    all are random. Stable: ties and the sample follow the content hash. ``counts``: where to get
+    ``document_term_counts`` (the run shares one with its subject probes; read only if needed).
     """
     recent = _question_log(catalog)[1]
     # Questions the person labelled (an answer cited, a document opened: log_label) first, up to all
@@ -513,7 +517,7 @@ def make_plan(catalog: Catalog, n: int, seed: int,
     k = min(n - len(asked), len(docs))
     picked: list[int] = []
     if title_terms is not None and k > 0:
-        sc = stuffing_scores(catalog, title_terms)
+        sc = stuffing_scores(catalog, title_terms, counts() if counts is not None else None)
         # Titles that ask a question first: it is the library's own record of a question people ask
         # (an FAQ entry, a stuffed "失眠怎么办？…" notice, a poisoned passage opening with its target
         # question), taken verbatim as the probe (title_question); then the strongest signal.
@@ -808,6 +812,18 @@ def run_auto_gate(
     cat: Catalog = svc.library.catalog
     r = svc.retriever()
     fp = fingerprint(cat)
+
+    @functools.cache
+    def term_counts() -> dict[int, dict[str, int]]:
+        # once per run (a sum over every stored chunk), shared by the plan's stuffing signal and the
+        # subject probes' document frequency, and only read when one of them needs it
+        return document_term_counts(cat)
+
+    @functools.cache
+    def doc_frequency() -> dict[str, int]:
+        # only when a document probe is written (a plan of asked questions needs none)
+        return document_frequency(term_counts())
+
     st = load_state(cat)
     resumable = (
         st is not None
@@ -820,7 +836,7 @@ def run_auto_gate(
             "version": STATE_VERSION,
             "fingerprint": fp,
             "config": dict(cfg.__dict__),
-            "plan": make_plan(cat, cfg.n_probes, cfg.seed, lambda t: r.query_keywords(t, "doc")),
+            "plan": make_plan(cat, cfg.n_probes, cfg.seed, lambda t: r.query_keywords(t, "doc"), term_counts),
             "probes": [],
             "started": clock(),
         }
@@ -832,10 +848,6 @@ def run_auto_gate(
     # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
     judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
 
-    @functools.cache
-    def doc_frequency() -> dict[str, int]:
-        # once per run, and only when a document probe is written (a plan of asked questions needs none)
-        return document_frequency(document_term_counts(cat))
 
     def check() -> None:
         if cancel is not None and cancel.is_set:

@@ -173,6 +173,29 @@ def test_a_translation_that_adds_a_figure_is_not_used(svc: RagService, gen: Tran
 
     assert invented_numbers("第五十条规定了什么？", "What does Article 50 say?") == []
     assert invented_numbers("What happened in Q3 2025?", "2025年第三季度发生了什么？") == []
+    # a lone 一 is a word (the 1.5B: "…如何得分一个段落？", "一般"); after 第 or in a numeral it is a number
+    assert invented_numbers("How does ColBERT score a passage?", "ColBERT的延迟交互如何得分一个段落？") == []
+    assert invented_numbers("Within how many working days is it reviewed?", "一般需要多少个工作日完成审查？") == []
+    assert invented_numbers("What does the article say?", "第一条规定了什么？") == ["1"]
+    assert invented_numbers("How long is it valid?", "有效期是十一个月吗？") == ["11"]
+
+
+def test_a_translation_that_keeps_an_english_name_is_used(svc: RagService, gen: Translator) -> None:
+    """The 1.5B's translation of the demo's headline question keeps the task's English name, so the
+    reply holds more Latin letters than Han characters; what it wrote anew is Chinese."""
+    q = "What did the Wason selection task show?"
+    TRANSLATIONS[q] = "Wason selection task展示了什么？"
+    try:
+        cross = svc.compare(q).cross_language
+    finally:
+        del TRANSLATIONS[q]
+    assert cross is not None and cross.status == CrossStatus.FUSED
+    assert cross.translated == "Wason selection task展示了什么？"
+    from rag_desktop.app.crosslang import clean_translation, written_anew
+
+    assert written_anew("Wason selection task展示了什么？", q).strip() == "展示了什么？"
+    assert clean_translation(q, "en", "zh", q) == ""  # the question echoed: nothing written anew
+    assert clean_translation("Who plays the lead in 澜川往事?", "zh", "en", "《澜川往事》的男主角由谁扮演？") != ""
 
 
 def test_a_reply_that_answers_instead_of_translating_is_not_used(svc: RagService, gen: Translator) -> None:

@@ -126,6 +126,9 @@ def test_clean_translation_takes_one_line_without_source_terms() -> None:
         "ColBERT 的后期交互如何打分？"
     assert clean_translation("Translation: \"Why (the cards)?\"", "zh", "en") == "Why (the cards)?"
     assert clean_translation("   ", "zh", "en") == ""
+    # A title mark that opens the question is the title's, not a quote (seen: "玻璃小屋》的主角是谁？").
+    assert clean_translation("《玻璃港》的主角是谁？", "en", "zh") == "《玻璃港》的主角是谁？"
+    assert clean_translation("“《玻璃港》的导演出生在哪个城市？”", "en", "zh") == "《玻璃港》的导演出生在哪个城市？"
     assert clean_translation("仍然是中文的回答", "zh", "en") == ""  # not in the target language: unusable
 
 

@@ -4,7 +4,8 @@
         [--probes 24] [--old] --json /tmp/gate_agreement.json
 
 Per BEIR-format set: ingest the corpus into a fresh library (the real pipeline, as ``eval`` does);
-the *labelled* decision is ``eval``'s gate (the set's queries and qrels as probes, MRR@10);
+the *labelled* decision is ``eval``'s gate (the set's queries and qrels as probes, MRR@10), and
+``labelled_top_grade`` the same with only each query's highest-grade documents relevant;
 the *automatic* decision is ``app.auto_gate.run_auto_gate`` with the local model (wall time
 measured); with ``--old`` also the passage-written ``calibrate --auto-label`` gate for contrast.
 Results are written after every set, so an interrupted run keeps what it measured.
@@ -98,6 +99,8 @@ def main() -> int:
                 list(svc.ingest([Path(tmp) / "corpus"]))
                 runs, _ = rank_all(svc, data, ["baseline", "causal", "hybrid"], 20, "doc", mapping)
                 labelled = gate_on_queries(runs, data)
+                # the stricter reference: only each query's highest-grade (answer-bearing) documents relevant
+                labelled_top = gate_on_queries(runs, data, top_grade_only=True)
                 asked = _ask(svc, data, mapping, args.ask) if args.ask else None
                 t0 = time.monotonic()
                 auto = [ev for ev in auto_gate.run_auto_gate(svc, config=auto_gate.AutoGateConfig(n_probes=args.probes))
@@ -107,6 +110,7 @@ def main() -> int:
                 ids = {d.doc_id: mapping.get(str(Path(d.path).resolve()), "?") for d in svc.library.catalog.documents()}
                 row: dict[str, Any] = {
                     "labelled": None if labelled is None else _row(labelled),
+                    "labelled_top_grade": None if labelled_top is None else _row(labelled_top),
                     "auto": _row(auto) | {"seconds": round(auto_s, 1),
                                           "n_judged": sum(len(p.get("judged", [])) for p in st.get("probes", [])),
                                           "n_unlabelled": sum(1 for p in st.get("probes", []) if not p["relevant"]),

@@ -164,3 +164,24 @@ def test_input_validation() -> None:
 def test_single_probe_is_fully_reliable() -> None:
     g = calibrate([0.5], [0.7], [0.6])
     assert g.decision == "causal" and g.reliability == 1.0
+
+
+def test_the_labelled_gate_can_count_only_the_answer_bearing_documents() -> None:
+    """eval's gate over graded qrels: every grade > 0 relevant (the default), or only a query's top grade."""
+    from rag_desktop.app.evaluation import BeirData, gate_on_queries
+
+    # q1: the hybrid puts a near-relevant page (grade 1) first and the answer (grade 2) 3rd, the
+    # baseline the answer 1st; q2: the hybrid lifts the answer from 2nd to 1st.
+    qrels: dict[str, dict[str, float]] = {"q1": {"ans1": 2, "near1": 1}, "q2": {"ans2": 2}}
+    data = BeirData(corpus={}, queries={"q1": "", "q2": ""}, qrels=qrels, stuffing={})
+    runs = {
+        "baseline": {"q1": ["ans1", "x", "near1"], "q2": ["x", "ans2"]},
+        "causal": {"q1": ["x", "y", "z"], "q2": ["x", "y"]},
+        "hybrid": {"q1": ["near1", "x", "ans1"], "q2": ["ans2", "x"]},
+    }
+    any_grade = gate_on_queries(runs, data)
+    top_only = gate_on_queries(runs, data, top_grade_only=True)
+    assert any_grade is not None and top_only is not None
+    # any grade: q1 is a tie (1 vs 1), q2 +0.5 → Δ hybrid +0.25; top grade: q1 1/3 − 1, q2 +0.5 → −1/12
+    assert any_grade.delta_hybrid == pytest.approx(0.25) and any_grade.decision == "hybrid"
+    assert top_only.delta_hybrid == pytest.approx((1 / 3 - 1 + 0.5) / 2) and top_only.decision == "neither"

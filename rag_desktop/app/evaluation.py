@@ -282,15 +282,29 @@ def rank_all(
     return runs, notes
 
 
-def gate_on_queries(runs: dict[str, dict[str, list[str]]], data: BeirData) -> GateDecision | None:
-    """The calibration gate (§4.6) with these queries as the labelled probes (needs all three orders)."""
+def gate_on_queries(runs: dict[str, dict[str, list[str]]], data: BeirData,
+                    top_grade_only: bool = False) -> GateDecision | None:
+    """The calibration gate (§4.6) with these queries as the labelled probes (needs all three orders).
+
+    ``top_grade_only``: a query's relevant documents are those of its highest grade only (the
+    answer-bearing target of a graded set such as the diagnostic one), not every grade > 0 — the
+    stricter reference the automatic gate's answer judge corresponds to (docs/evaluation.md §1.2.7).
+    """
     if not {"baseline", "causal", "hybrid"} <= set(runs):
         return None
     qids = sorted(runs["baseline"])
     if len(qids) < 2:
         return None
+
+    def relevant(q: str) -> dict[str, float]:
+        rel = data.qrels.get(q, {})
+        if not (top_grade_only and rel):
+            return rel
+        top = max(rel.values())
+        return {d: s for d, s in rel.items() if s == top}
+
     per = {
-        m: [metrics.reciprocal_rank_at_k(runs[m][q], data.qrels.get(q, {}), 10) for q in qids]
+        m: [metrics.reciprocal_rank_at_k(runs[m][q], relevant(q), 10) for q in qids]
         for m in ("baseline", "causal", "hybrid")
     }
     return calibrate(per["baseline"], per["causal"], per["hybrid"], metric="MRR@10", seed=0)

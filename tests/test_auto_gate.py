@@ -86,6 +86,8 @@ class ScriptedModel:
             return "yes" if self._accepts(q, title) else "no"
         if "learn about: " in prompt:  # a topic probe: only the shared words are shown
             return f"Question: how does {prompt.split('learn about: ', 1)[1].split(chr(10), 1)[0]} work?"
+        if "想了解“" in prompt:  # the Chinese topic probe
+            return f"{_zh_topic(prompt)}怎么办？"
         heads = prompt.split("\n\n")[1].splitlines()
         return f"Question: how does {heads[0].lower()} work?"
 
@@ -104,6 +106,11 @@ class ScriptedModel:
             self.on_call(len(self.calls))
         yield GenEvent(GenEventKind.TOKEN, self.reply(messages[-1].content))
         yield GenEvent(GenEventKind.DONE, finish_reason="stop")
+
+
+def _zh_topic(prompt: str) -> str:
+    """The words a Chinese topic prompt shows."""
+    return prompt.split("想了解“", 1)[1].split("”", 1)[0]
 
 
 def _probe_calls(model: ScriptedModel) -> int:
@@ -913,6 +920,58 @@ def test_a_probe_asked_twice_in_a_run_counts_once(svc: RagService) -> None:
 ])
 def test_title_question_is_the_question_a_title_asks(title: str, asks: str) -> None:
     assert auto_gate.title_question(title) == asks
+
+
+def test_numbers_and_place_words_name_no_subject() -> None:
+    for word in ("946", "第一千", "九条", "第六章", "Article", "page", "scan", "Untitled"):
+        assert not auto_gate.is_subject_word(word), word
+    for word in ("民法典", "用人单位", "brake", "tidal", "2025年"):
+        assert auto_gate.is_subject_word(word), word
+
+
+def test_keyword_topic_takes_the_shared_subject_words_strongest_first() -> None:
+    kd = [Keyword("出租人", 3.0), Keyword("第一千", 2.5), Keyword("维修", 2.0), Keyword("青岚", 1.8),
+          Keyword("租赁物", 1.5), Keyword("义务", 1.0), Keyword("应当", 0.0)]
+    df = {"出租人": 4, "第一千": 900, "维修": 2, "青岚": 1, "租赁物": 3, "义务": 7, "应当": 50}
+    # 第一千 is a number, 青岚 this document's alone, 应当 carries no weight
+    assert auto_gate.keyword_topic(kd, df, lambda t: t, 3) == ["出租人", "维修", "租赁物"]
+    assert auto_gate.keyword_topic(kd, {}, lambda t: t, 3) == []
+
+
+def test_a_probe_that_reads_the_prompt_back_is_not_a_question() -> None:
+    # seen with the 1.5B shown the title "第946条" and nothing else
+    assert auto_gate.write_probe(Reply("如何在搜索框里输入简短问题"), "第946条", [], 0) == "第946条"
+    assert auto_gate.write_topic_probe(Reply("What would a person type into a search box?"), ["tidal", "barrier"],
+                                       "Tidal barrier", 0) == "Tidal barrier"
+
+
+ARTICLES = {
+    "a12.txt": "第12条\n用人单位解除劳动合同，应当向劳动者支付经济补偿。经济补偿按劳动者在本单位工作的年限支付。",
+    "a13.txt": "第13条\n劳动者提前三十日以书面形式通知用人单位，可以解除劳动合同。用人单位不得扣押劳动者的证件。",
+    "a14.txt": "第14条\n承租人应当按照约定的方法使用租赁物。承租人未经出租人同意转租的，出租人可以解除合同。",
+    "a15.txt": "第15条\n出租人应当履行租赁物的维修义务。承租人在租赁物需要维修时可以要求出租人在合理期限内维修。",
+}
+
+
+def test_a_title_that_names_no_subject_is_asked_about_its_bodys_shared_keywords(tmp_path: Path) -> None:
+    """Statute articles titled by their number: the probe is written from the words the article's
+    keyword set shares with other articles, never from "第12条"."""
+    s = ingest_texts(tmp_path, ARTICLES, Settings().replace("retrieval", default_method="gated"))
+    try:
+        assert sorted(d.title for d in s.library.catalog.documents()) == ["第12条", "第13条", "第14条", "第15条"]
+        model = ScriptedModel()
+        _run(s, model, config=auto_gate.AutoGateConfig(n_probes=4, pool=1))
+        st = auto_gate.load_state(s.library.catalog)
+        assert st is not None
+        written = [p for p in st["probes"] if p["source"] != "title-question"]
+        assert written and all(p["source"] == "keywords" for p in written)
+        shown = [_zh_topic(c) for c in model.calls if "想了解“" in c]
+        assert len(shown) == len(written)
+        # the body's words that other articles hold (用人单位, 劳动者, 出租人, 承租人, 租赁物 …), no number
+        assert all(not re.search(r"第|\d", w) for w in shown)
+        assert any(w in " ".join(shown) for w in ("用人单位", "劳动者", "出租人", "承租人", "租赁物"))
+    finally:
+        s.close()
 
 
 def test_a_question_title_is_its_own_probe_with_no_model_call(tmp_path: Path) -> None:

@@ -432,6 +432,22 @@ def document_frequency(counts: dict[int, dict[str, int]]) -> dict[str, int]:
     return df
 
 
+# Words that name a place in a document or a file, not what it is about: a title made of these and of numbers
+# ("第946条", "Article 12", "scan_001", "Untitled") names no subject. Seen on a library of statute articles
+# titled by number alone: shown "第946条", the 1.5B wrote "如何在搜索框里输入简短问题" (the prompt read back) for 8
+# of 12 probes, and the gate decided on the 4 left.
+_PLACE_WORDS = frozenset({"article", "section", "chapter", "part", "page", "clause", "appendix", "annex", "untitled",
+                          "document", "doc", "file", "scan", "image", "copy", "draft", "version", "new"})
+_NUMERAL_CHARS = frozenset("0123456789第条款章节项编卷页零〇一二两三四五六七八九十百千万")
+
+
+def is_subject_word(word: str) -> bool:
+    """False for a number (46, 第一千, 九条) or a place word (Article, page, scan): such a word names where
+    a text stands, not what it is about."""
+    w = word.casefold().strip()
+    return bool(w) and w not in _PLACE_WORDS and not all(ch in _NUMERAL_CHARS for ch in w)
+
+
 def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str],
                 n: int) -> list[str]:
     """The title's keywords that at least one *other* document holds (df ≥ 2), as the words people
@@ -449,10 +465,34 @@ def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int
         if k.weight <= 0 or df.get(k.term, 0) < 2:
             continue
         w = surface(k.term)
+        if not is_subject_word(w):  # 第一千 is shared by a thousand articles and is no subject
+            continue
         at = low.find(w.casefold())
         if w not in (x for _i, x in words):
             words.append((at if at >= 0 else len(low), w))
     return [w for _i, w in sorted(words)[:n]]
+
+
+def keyword_topic(doc_keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str],
+                  n: int) -> list[str]:
+    """The subject of a document whose title names none, from its own keyword set K_d (stored at
+    ingest, strongest first): the first n subject words that another document also holds (df ≥ 2),
+    as the words people write.
+
+    The same idea as ``topic_words`` — a subject several documents compete for, in words no one
+    document wrote as a question — read off the body's keywords because the title has none
+    ("第946条"). Not a question written from the passage: the model is shown the words only.
+    """
+    out: list[str] = []
+    for k in doc_keywords:
+        if k.weight <= 0 or df.get(k.term, 0) < 2:
+            continue
+        w = surface(k.term)
+        if is_subject_word(w) and w not in out:
+            out.append(w)
+        if len(out) >= n:
+            break
+    return out
 
 
 def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]],
@@ -564,7 +604,17 @@ def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
     lines = "\n".join([title, *heads])
     q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
     # A silent or degenerate reply ("什么？", seen with the 1.5B): the title is what a person would type.
-    return q if _substantial(q) else title
+    return q if _substantial(q) and not _reads_prompt(q) else title
+
+
+# The instruction's own words: a "question" holding them is the prompt read back ("如何在搜索框里输入简短问题",
+# the 1.5B shown a title with nothing to ask about), not a question about the library.
+_PROMPT_WORDS = ("search box", "搜索框")
+
+
+def _reads_prompt(question: str) -> bool:
+    low = question.casefold()
+    return any(w in low for w in _PROMPT_WORDS)
 
 
 # Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out:
@@ -608,7 +658,7 @@ def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed:
     shown = " ".join(words)
     lang = "zh" if detect_lang(shown) == "zh" else "en"
     q = clean_question(_complete(gen, _TOPIC_PROMPT[lang].format(words=shown), 32, seed, cancel))
-    return q if _substantial(q) else fallback
+    return q if _substantial(q) and not _reads_prompt(q) else fallback
 
 
 def _same_question(question: str) -> str:
@@ -920,16 +970,24 @@ def run_auto_gate(
                     st["probes"].append({"question": "", "rankings": {}, "relevant": [], "doc": entry})
                     _save_state(cat, st)
                     continue
-                asks, words = "", []
+                asks, words, topic_source = "", [], "topic"
                 if cfg.probe_from == "topic":
                     asks = title_question(doc.title)
                     if not asks:
-                        words = topic_words(doc.title, r.query_keywords(doc.title, "doc"), doc_frequency(),
-                                            r.tokenizer.surface_form, cfg.topic_terms)
+                        surface = r.tokenizer.surface_form
+                        title_kw = r.query_keywords(doc.title, "doc")
+                        words = topic_words(doc.title, title_kw, doc_frequency(), surface, cfg.topic_terms)
+                        named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
+                        if len(words) < cfg.topic_min and named < cfg.topic_min:
+                            # The title names no subject ("第946条", "scan_001"): its body's shared keywords do.
+                            # A title that names one of its own ("社区垃圾分类投放指引") keeps the title probe.
+                            kd = cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
+                            words, topic_source = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms), \
+                                "keywords"
                 if asks:  # the title's own question, verbatim: no model call
                     question, source = asks, "title-question"
                 elif len(words) >= cfg.topic_min:
-                    question, source = write_topic_probe(gen, words, doc.title, cfg.seed + i, cancel), "topic"
+                    question, source = write_topic_probe(gen, words, doc.title, cfg.seed + i, cancel), topic_source
                 else:
                     chunks = cat.chunks_of(doc.doc_id)
                     heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)

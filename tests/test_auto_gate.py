@@ -943,6 +943,9 @@ def test_a_probe_that_reads_the_prompt_back_is_not_a_question() -> None:
     assert auto_gate.write_probe(Reply("如何在搜索框里输入简短问题"), "第946条", [], 0) == "第946条"
     assert auto_gate.write_topic_probe(Reply("What would a person type into a search box?"), ["tidal", "barrier"],
                                        "Tidal barrier", 0) == "Tidal barrier"
+    # a piece of the instruction itself (the zh topic prompt asks "怎么做、如何起作用、为什么")
+    assert auto_gate.write_topic_probe(Reply("如何起作用？"), ["解除", "合同"], "第12条", 0) == "第12条"
+    assert auto_gate.write_topic_probe(Reply("如何解除合同？"), ["解除", "合同"], "第12条", 0) == "如何解除合同？"
 
 
 ARTICLES = {

@@ -604,7 +604,7 @@ def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
     lines = "\n".join([title, *heads])
     q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
     # A silent or degenerate reply ("什么？", seen with the 1.5B): the title is what a person would type.
-    return q if _substantial(q) and not _reads_prompt(q) else title
+    return q if _substantial(q) and not _reads_prompt(q, _PROBE_PROMPT[lang]) else title
 
 
 # The instruction's own words: a "question" holding them is the prompt read back ("如何在搜索框里输入简短问题",
@@ -612,9 +612,12 @@ def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
 _PROMPT_WORDS = ("search box", "搜索框")
 
 
-def _reads_prompt(question: str) -> bool:
+def _reads_prompt(question: str, template: str) -> bool:
+    """Whether ``question`` is the instruction read back: it names the search box, or it is a piece of
+    the prompt's own wording ("如何起作用", from "问怎么做、如何起作用、为什么…")."""
     low = question.casefold()
-    return any(w in low for w in _PROMPT_WORDS)
+    core = question.strip().rstrip("?？").strip()
+    return any(w in low for w in _PROMPT_WORDS) or (bool(core) and core.casefold() in template.casefold())
 
 
 # Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out:
@@ -658,7 +661,7 @@ def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed:
     shown = " ".join(words)
     lang = "zh" if detect_lang(shown) == "zh" else "en"
     q = clean_question(_complete(gen, _TOPIC_PROMPT[lang].format(words=shown), 32, seed, cancel))
-    return q if _substantial(q) and not _reads_prompt(q) else fallback
+    return q if _substantial(q) and not _reads_prompt(q, _TOPIC_PROMPT[lang]) else fallback
 
 
 def _same_question(question: str) -> str:

@@ -72,8 +72,8 @@ class ScriptedModel:
             t1 = prompt.split("Document 1: ", 1)[1].split("\n", 1)[0]
             t2 = prompt.split("Document 2: ", 1)[1].split("\n", 1)[0]
             return "1" if self._accepts(q, t1) or not self._accepts(q, t2) else "2"
-        if _is_answer(prompt):
-            # Answers from the answering document it is shown (ScriptedModel's rule), wherever it stands.
+        if _is_answer(prompt) or _is_quote(prompt):
+            # Answers (or quotes) from the answering document it is shown (ScriptedModel's rule), wherever it stands.
             q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
             shown = re.findall(r"Document \d+: (.*)\n(.*)", prompt)
             for title, body in shown:
@@ -114,19 +114,23 @@ def _zh_topic(prompt: str) -> str:
 
 
 def _probe_calls(model: ScriptedModel) -> int:
-    return sum(1 for c in model.calls if not (_is_judge(c) or _is_pair(c) or _is_answer(c)))
+    return sum(1 for c in model.calls if not (_is_judge(c) or _is_pair(c) or _is_answer(c) or _is_quote(c)))
 
 
 def _is_answer(prompt: str) -> bool:
     return "Question: " in prompt and "Answer the question in one short sentence" in prompt
 
 
+def _is_quote(prompt: str) -> bool:
+    return "Question: " in prompt and "Copy the one sentence from the documents above" in prompt
+
+
 def _is_judge(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument: " in prompt and not _is_answer(prompt)
+    return "Question: " in prompt and "\nDocument: " in prompt and not (_is_answer(prompt) or _is_quote(prompt))
 
 
 def _is_pair(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument 1: " in prompt and not _is_answer(prompt)
+    return "Question: " in prompt and "\nDocument 1: " in prompt and not (_is_answer(prompt) or _is_quote(prompt))
 
 
 @pytest.fixture(scope="module")
@@ -762,12 +766,40 @@ def test_answer_support_asks_in_every_rotation_and_sums() -> None:
 ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
 
 
+def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() -> None:
+    """Seen with the 1.5B on the demo sources: asked "如何评估数据出口安全？" it restated the question from
+    both documents; asked for the documents' sentence that answers, it quoted the guideline."""
+    press = Hit(1, 1, "doc", "青岚市召开数据出境安全评估工作推进会", "p.txt", 1,
+                "4月17日，青岚市数据出境安全评估工作推进会在市行政中心召开，部署下一阶段重点任务。", 0.9, 1)
+    guide = Hit(2, 2, "doc", "数据出境安全评估工作指引", "g.txt", 1,
+                "组织应当先开展自查，准备申报材料，提交主管部门审查，取得结论后持续履行义务。", 0.8, 2)
+    q = "如何评估数据出口安全？"
+
+    class RestatesThenQuotes(ScriptedModel):
+        def reply(self, prompt: str) -> str:
+            if "摘录一句" in prompt:
+                return "组织应当先开展自查，准备申报材料，提交主管部门审查。"
+            return q
+
+    model = RestatesThenQuotes()
+    shares, answers = auto_gate.answer_support(model, q, [press, guide], 400, 60, 0, quote=True)
+    assert answers[:2] == [q, q] and len(answers) == 4 and len(model.calls) == 4
+    assert shares[1] > shares[0] + auto_gate.AutoGateConfig().answer_tie  # the quoted sentence is the guideline's
+    # without the fallback, or when an answer already said something, no quote is asked
+    assert auto_gate.answer_support(RestatesThenQuotes(), q, [press, guide], 400, 60, 0)[0] == [0.0, 0.0]
+    said = Reply("先开展自查，再准备申报材料。")
+    shares, answers = auto_gate.answer_support(said, q, [press, guide], 400, 60, 0, quote=True)
+    assert len(answers) == 2 and shares[1] > shares[0]
+
+
 def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer(svc: RagService) -> None:
     assert auto_gate.AutoGateConfig().judge == "answer"
     model = ScriptedModel()
     disputed = _disputed_after_run(svc, model, ANSWER)
     for p in disputed:
-        assert len(p["answers"]) == len(p["judged"]) and set(p["scores"]) == {str(d) for d in p["judged"]}
+        # one answer per rotation, and as many quotes after them when the answers said nothing
+        assert len(p["answers"]) in (len(p["judged"]), 2 * len(p["judged"]))
+        assert set(p["scores"]) == {str(d) for d in p["judged"]}
         best = max(p["scores"].values())
         assert p["relevant"] == [d for d in p["judged"] if p["scores"][str(d)] >= best - ANSWER.answer_tie]
         for d in p["relevant"]:  # a labelled document holds the answer's words, or nothing was preferred
@@ -785,7 +817,7 @@ def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer
 def test_answer_judge_whose_answers_only_restate_the_question_cannot_tell_and_says_so(svc: RagService) -> None:
     class Restating(ScriptedModel):
         def reply(self, prompt: str) -> str:
-            if _is_answer(prompt):  # no word of its own: no document holds more of it than another
+            if _is_answer(prompt) or _is_quote(prompt):  # no word of its own: no document holds more of it
                 return prompt.split("Question: ", 1)[1].split("\n", 1)[0]
             return super().reply(prompt)
 
@@ -993,7 +1025,7 @@ def test_a_question_title_is_its_own_probe_with_no_model_call(tmp_path: Path) ->
         assert st is not None
         asked = [p for p in st["probes"] if p["source"] == "title-question"]
         assert [p["question"] for p in asked] == ["How do I check a bicycle brake?"]
-        written = [c for c in model.calls if not _is_answer(c)]
+        written = [c for c in model.calls if not (_is_answer(c) or _is_quote(c))]
         assert len(written) == sum(1 for p in st["probes"] if p["source"] in ("topic", "title"))
         assert not any("How do I check" in c for c in written)
     finally:

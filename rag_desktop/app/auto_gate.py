@@ -150,6 +150,12 @@ class AutoGateConfig:
     answer_tie: float = 0.2
     answer_chars: int = 400  # of each pooled document shown to the answering call (3 fit in ~700 tokens)
     answer_tokens: int = 60  # a one-sentence answer; a longer one only adds words every document repeats
+    # When no answer holds a word of its own that any document holds (the model restated the question,
+    # listed or copied the documents: §1.2.6–1.2.7), ask once more, in every rotation, for the one sentence of
+    # the documents that best answers it (_QUOTE_PROMPT), and label by that. An extractive choice is what a
+    # small model still makes when it will not write an answer; it only runs where the probe would otherwise
+    # be a tie, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
+    answer_quote: bool = True
     # What a sampled document's probe is written from. "topic" (the default): only the title's words
     # that other documents also hold (topic_words, at most topic_terms), never the title itself, so
     # the question is about a subject several documents share and no document wrote it; a title
@@ -228,6 +234,12 @@ _ANSWER_PROMPT = {
     "en": "Question: {q}\n\n{docs}\n\nAnswer the question in one short sentence, with the specific facts the "
     "documents give. Reply with the answer only.",
     "zh": "问题：{q}\n\n{docs}\n\n用一句简短的话回答问题，写出文档给出的具体信息。只回复答案。",
+}
+# The answer judge's second question, asked only when the answers said nothing (AutoGateConfig.answer_quote).
+_QUOTE_PROMPT = {
+    "en": "Question: {q}\n\n{docs}\n\nCopy the one sentence from the documents above that best answers the "
+    "question. Reply with that sentence only.",
+    "zh": "问题：{q}\n\n{docs}\n\n从上面的文档中摘录一句最能回答问题的原文。只回复这句原文。",
 }
 _DOC_LABEL = {"en": "Document", "zh": "文档"}
 
@@ -817,7 +829,7 @@ def copies(answer: str, title: str, text: str) -> bool:
 
 
 def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: int, max_tokens: int, seed: int,
-                   cancel: CancelToken | None = None) -> tuple[list[float], list[str]]:
+                   cancel: CancelToken | None = None, quote: bool = False) -> tuple[list[float], list[str]]:
     """The answer judge: (support × on_topic per document, summed over the orders; the answers).
 
     The model answers from all pooled documents at once, once per rotation of their order (2 calls for
@@ -827,21 +839,33 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     ``chars`` characters). Our choice of judge and its limit, measured (docs/evaluation.md §1.2.4):
     a multi-hop question whose second hop the pool holds only as a look-alike (another person of the
     same film) gets a composed answer that the look-alike supports.
+
+    ``quote``: when every document's total is 0 — no answer said anything a document holds — the same
+    rotations are asked for the documents' one sentence that best answers (``_QUOTE_PROMPT``) and
+    scored the same way; those replies follow the answers in the returned list.
     """
     lang = "zh" if detect_lang(question) == "zh" else "en"
     pairs = [(h.title, h.text[:chars]) for h in hits]
     shown = [f"{title}\n{text}" for title, text in pairs]
-    totals = [0.0] * len(hits)
-    answers: list[str] = []
     n = len(hits)
     topical = on_topic(question, shown)
-    for order in ([(start + k) % n for k in range(n)] for start in range(n)):
-        docs = "\n\n".join(f"{_DOC_LABEL[lang]} {pos}: {shown[i]}" for pos, i in enumerate(order, start=1))
-        answer = _complete(gen, _ANSWER_PROMPT[lang].format(q=question, docs=docs), max_tokens, seed, cancel)
-        answers.append(answer)
-        # a document's share does not depend on where it stood
-        shares = support(_answer_only(answer, lang, pairs), question, shown)
-        totals = [t + share * on for t, share, on in zip(totals, shares, topical, strict=True)]
+
+    def rotations(template: str) -> tuple[list[float], list[str]]:
+        totals = [0.0] * n
+        replies: list[str] = []
+        for order in ([(start + k) % n for k in range(n)] for start in range(n)):
+            docs = "\n\n".join(f"{_DOC_LABEL[lang]} {pos}: {shown[i]}" for pos, i in enumerate(order, start=1))
+            reply = _complete(gen, template.format(q=question, docs=docs), max_tokens, seed, cancel)
+            replies.append(reply)
+            # a document's share does not depend on where it stood
+            shares = support(_answer_only(reply, lang, pairs), question, shown)
+            totals = [t + share * on for t, share, on in zip(totals, shares, topical, strict=True)]
+        return totals, replies
+
+    totals, answers = rotations(_ANSWER_PROMPT[lang])
+    if quote and not any(totals):
+        totals, quoted = rotations(_QUOTE_PROMPT[lang])
+        answers += quoted
     return totals, answers
 
 
@@ -918,9 +942,9 @@ def run_auto_gate(
             # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
             check()
             pooled = list(hits.items())
-            st["model_calls"] = st.get("model_calls", 0) + len(pooled)
             shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
-                                             cfg.answer_tokens, cfg.seed + 1000 * i, cancel)
+                                             cfg.answer_tokens, cfg.seed + 1000 * i, cancel, cfg.answer_quote)
+            st["model_calls"] = st.get("model_calls", 0) + len(answers)  # a call per rotation, quotes included
             held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
             judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
             return judged, best, undecided, kept | {"answers": answers}

@@ -17,7 +17,7 @@ from library_helpers import ingest_texts
 from test_gui_support import ScriptedGenerator
 
 from rag_desktop.app.crosslang import CrossStatus
-from rag_desktop.app.service import RagService
+from rag_desktop.app.service import Comparison, RagService
 from rag_desktop.core.fusion import rrf_order
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import ChatMessage
@@ -157,15 +157,20 @@ def test_a_slow_translation_times_out_and_is_not_cached(svc: RagService, gen: Tr
     assert not svc._question_translations  # the next question tries again
 
 
+def _compare_translated_as(svc: RagService, q: str, translation: str) -> Comparison:
+    """``svc.compare(q)`` with the scripted translator replying ``translation`` for ``q``."""
+    TRANSLATIONS[q] = translation
+    try:
+        return svc.compare(q)
+    finally:
+        del TRANSLATIONS[q]
+
+
 def test_a_translation_that_adds_a_figure_is_not_used(svc: RagService, gen: Translator) -> None:
     """Seen with the 0.5B model: "出差住宿费的报销标准是多少？" → "… fees is 1000 yuan." — a made-up
     answer inside the question would be searched for and shown on the "also searched as" line."""
     q = "企业所得税多久汇算清缴？"
-    TRANSLATIONS[q] = "Corporate income tax is settled within 5 months, how long?"
-    try:
-        cross = svc.compare(q).cross_language
-    finally:
-        del TRANSLATIONS[q]
+    cross = _compare_translated_as(svc, q, "Corporate income tax is settled within 5 months, how long?").cross_language
     assert cross is not None and cross.status == CrossStatus.FAILED and not cross.fused
     assert "added a number the question does not have (5)" in cross.describe()
     # numerals are read as digits: 第五十条 and "Article 50" agree
@@ -184,11 +189,7 @@ def test_a_translation_that_keeps_an_english_name_is_used(svc: RagService, gen: 
     """The 1.5B's translation of the demo's headline question keeps the task's English name, so the
     reply holds more Latin letters than Han characters; what it wrote anew is Chinese."""
     q = "What did the Wason selection task show?"
-    TRANSLATIONS[q] = "Wason selection task展示了什么？"
-    try:
-        cross = svc.compare(q).cross_language
-    finally:
-        del TRANSLATIONS[q]
+    cross = _compare_translated_as(svc, q, "Wason selection task展示了什么？").cross_language
     assert cross is not None and cross.status == CrossStatus.FUSED
     assert cross.translated == "Wason selection task展示了什么？"
     from rag_desktop.app.crosslang import clean_translation, written_anew
@@ -202,11 +203,7 @@ def test_a_reply_that_answers_instead_of_translating_is_not_used(svc: RagService
     """Seen with the 1.5B in the demo walkthrough: an English question came back as a Chinese
     statement about its topic, whose words pulled unrelated Chinese documents into the columns."""
     q = "What did the Wason selection task show?"
-    TRANSLATIONS[q] = "Wason selection task展示了选择任务的复杂性。"
-    try:
-        comp = svc.compare(q)
-    finally:
-        del TRANSLATIONS[q]
+    comp = _compare_translated_as(svc, q, "Wason selection task展示了选择任务的复杂性。")
     cross = comp.cross_language
     assert cross is not None and cross.status == CrossStatus.FAILED and not cross.fused
     assert "answered the question instead of translating it" in cross.describe()

@@ -28,7 +28,9 @@ What this module does instead, per probe (all steps seeded, so a run is reproduc
    local model (title + the start of its best-matching chunk), which *answers* the probe from them,
    once per rotation of their order; the documents holding most of the answer's own words (not the
    question's) are the probe's relevant set (``answer_support``; the default judge, docs/evaluation.md
-   §1.2.4: asked to judge instead, the embedded models follow the repeated words or the position).
+   §1.2.4: asked to judge instead, the embedded models follow the repeated words or the position). When
+   no answer said anything a document holds, the model is asked for the documents' one sentence that
+   best answers, and that labels the probe (``answer_quote``, §1.2.7).
    The sampled document is *not* assumed relevant.
 4. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
    then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through

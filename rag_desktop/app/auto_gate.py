@@ -55,6 +55,7 @@ resolve anyway; twenty new questions would replace most of the question half of 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import math
@@ -474,17 +475,22 @@ def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int
     启动" are the subject (个人信息 保护 影响 评估); by weight the rarer 启动 and 活动 came first.
     """
     low = title.casefold()
-    words: list[tuple[int, str]] = []
-    for k in title_keywords:
+    words = [(at if (at := low.find(w.casefold())) >= 0 else len(low), w)
+             for w in _shared_subjects(title_keywords, df, surface)]
+    return [w for _i, w in sorted(words)[:n]]
+
+
+def _shared_subjects(keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str]) -> Iterator[str]:
+    """The weighted ``keywords`` that another document also holds (df ≥ 2) and that are subject words
+    (第一千 is shared by a thousand articles and is no subject), as surface words, each once, in order."""
+    seen: set[str] = set()
+    for k in keywords:
         if k.weight <= 0 or df.get(k.term, 0) < 2:
             continue
         w = surface(k.term)
-        if not is_subject_word(w):  # 第一千 is shared by a thousand articles and is no subject
-            continue
-        at = low.find(w.casefold())
-        if w not in (x for _i, x in words):
-            words.append((at if at >= 0 else len(low), w))
-    return [w for _i, w in sorted(words)[:n]]
+        if is_subject_word(w) and w not in seen:
+            seen.add(w)
+            yield w
 
 
 def keyword_topic(doc_keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str],
@@ -497,16 +503,7 @@ def keyword_topic(doc_keywords: Sequence[Keyword], df: dict[str, int], surface: 
     document wrote as a question — read off the body's keywords because the title has none
     ("第946条"). Not a question written from the passage: the model is shown the words only.
     """
-    out: list[str] = []
-    for k in doc_keywords:
-        if k.weight <= 0 or df.get(k.term, 0) < 2:
-            continue
-        w = surface(k.term)
-        if is_subject_word(w) and w not in out:
-            out.append(w)
-        if len(out) >= n:
-            break
-    return out
+    return list(itertools.islice(_shared_subjects(doc_keywords, df, surface), n))
 
 
 def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]],
@@ -927,7 +924,6 @@ def run_auto_gate(
     # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
     judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
 
-
     def check() -> None:
         if cancel is not None and cancel.is_set:
             raise Cancelled()
@@ -1011,8 +1007,8 @@ def run_auto_gate(
                             # The title names no subject ("第946条", "scan_001"): its body's shared keywords do.
                             # A title that names one of its own ("社区垃圾分类投放指引") keeps the title probe.
                             kd = cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
-                            words, topic_source = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms), \
-                                "keywords"
+                            words = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms)
+                            topic_source = "keywords"
                 if asks:  # the title's own question, verbatim: no model call
                     question, source = asks, "title-question"
                 elif len(words) >= cfg.topic_min:

@@ -364,7 +364,14 @@ def test_ingest_hook_starts_background_only_when_asked(svc: RagService, tmp_path
     assert isinstance(last, IngestReport) and calls == []
     (extra / "b.txt").write_text("Pruning roses\n\nCut above an outward bud in late winter.", encoding="utf-8")
     list(svc.ingest([extra], calibrate_after=True))
-    assert calls == [False]
+    assert calls == []  # the model-judged gate runs after an ingest only when asked for in the settings
+    svc.update_settings(svc.settings.replace("retrieval", auto_calibrate=True))
+    try:
+        (extra / "c.txt").write_text("Tying a reef knot\n\nRight over left, left over right.", encoding="utf-8")
+        list(svc.ingest([extra], calibrate_after=True))
+        assert calls == [False]
+    finally:
+        svc.update_settings(svc.settings.replace("retrieval", auto_calibrate=False))
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -381,11 +388,14 @@ def test_verdict_until_and_after_calibration(svc: RagService) -> None:
     gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
     cat.set_json("gate", gate)
     c = svc.compare(q)
-    assert c.verdict["shown"] == "baseline" and c.verdict["decision"] == "neither"
+    # the gate decides what the answers read; the column still shows its own re-ranked order
+    assert c.verdict["shown"] == "hybrid" and c.verdict["answer"] == "baseline" and c.answer_ranking == "baseline"
+    assert c.verdict["decision"] == "neither"
     assert c.verdict["n_probes"] == 12 and c.verdict["reliability"] == 1.0
     assert c.verdict["text"].startswith("Re-ranking would hurt on this library (12 probes, 100% reliable)")
-    assert c.causal.method == "gated_off"
-    assert [h.unit_id for h in c.causal.hits] == [h.unit_id for h in c.baseline.hits]
+    assert c.causal.method == "hybrid"
+    assert [h.unit_id for h in c.causal.hits] == [h.unit_id for h in svc.retriever().rerank(
+        svc.context(q), "hybrid")[0].hits]
     assert any(e.split is not None for e in c.causal.explanations)  # the chips stay inspectable
     # The person overrides it for one question.
     o = svc.compare(q, ranking="causal")
@@ -393,7 +403,7 @@ def test_verdict_until_and_after_calibration(svc: RagService) -> None:
     with pytest.raises(ValueError, match="unknown ranking"):
         svc.compare(q, ranking="cfrag")
     js = c.to_json()
-    assert js["verdict"]["shown"] == "baseline"
+    assert js["verdict"]["shown"] == "hybrid" and js["answer_ranking"] == "baseline"
 
 
 def test_progress_of_an_idle_library(svc: RagService) -> None:

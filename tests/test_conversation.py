@@ -26,7 +26,9 @@ from rag_desktop.core.conversation import (
     kept_share,
     needs_rewrite,
     parse_rewrite,
+    stands_alone,
 )
+from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
 from rag_desktop.ui.i18n import has_tr
@@ -108,6 +110,51 @@ def test_conversation_round_trip_and_markdown() -> None:
     assert "*Asked as:* 数据出境安全评估结论的有效期是多久？" in md
     assert "2年 [1]" in md
     assert not needs_rewrite(Conversation()) and needs_rewrite(conv)
+    assert needs_rewrite(conv, "那有效期呢？") and not needs_rewrite(conv, "报销标准是多少？")
+
+
+def _lines(name: str) -> list[str]:
+    path = Path(__file__).parent / "data" / "standalone" / name
+    return [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and ln[0] != "#"]
+
+
+def _fixture_questions() -> list[str]:
+    import json
+
+    out: list[str] = []
+    for path in sorted((Path(__file__).parent / "data").glob("*/*.jsonl")):
+        if path.name in ("queries.jsonl", "questions.jsonl"):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                q = row.get("text") or row.get("question")
+                if q and q not in out:
+                    out.append(q)
+    return out
+
+
+def test_complete_questions_are_never_rewritten() -> None:
+    complete = _lines("complete.txt") + _fixture_questions()
+    assert len(complete) >= 50 and {"什么是RAG？", "报销标准是多少？"} <= set(complete)
+    zh = [q for q in complete if detect_lang(q) == "zh"]
+    assert len(zh) >= 20 and len(complete) - len(zh) >= 20  # both languages
+    conv = Conversation().add(FIRST)
+    assert [q for q in complete if not stands_alone(q) or needs_rewrite(conv, q)] == []
+
+
+def test_follow_ups_are_rewritten() -> None:
+    follow = _lines("followups.txt")
+    assert len(follow) >= 20
+    conv = Conversation().add(FIRST)
+    assert [q for q in follow if stands_alone(q) or not needs_rewrite(conv, q)] == []
+    # no previous question: nothing to lean on, so nothing is rewritten either
+    assert not any(needs_rewrite(Conversation(), q) for q in follow)
+
+
+def test_a_pronoun_after_a_named_thing_points_inside_the_question() -> None:
+    assert stands_alone("What is RAG and how does it work?")
+    assert stands_alone("数据出境安全评估是什么，它的有效期多久？")
+    assert not stands_alone("How does it work?")
+    assert not stands_alone("它的有效期多久？")
 
 
 # --------------------------------------------------------------------------- service

@@ -52,7 +52,8 @@ class Translator(ScriptedGenerator):
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
-    return ingest_texts(tmp_path_factory.mktemp("xl"), DOCS, Settings().replace("retrieval", level="chunk"))
+    return ingest_texts(tmp_path_factory.mktemp("xl"), DOCS,
+                        Settings().replace("retrieval", level="chunk", cross_language=True))
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ def gen(svc: RagService) -> Translator:
     g = Translator()
     svc.runtime._generator = g
     svc._question_translations.clear()
-    svc.settings = Settings().replace("retrieval", level="chunk").validate()
+    svc.settings = Settings().replace("retrieval", level="chunk", cross_language=True).validate()
     return g
 
 
@@ -85,23 +86,30 @@ def test_a_chinese_question_is_also_searched_in_english_and_fused(svc: RagServic
     # the parenthesised Chinese term of the translate prompt is dropped: the typed question has it
     assert cross.translated == "Why do people choose the wrong cards in the Wason selection task?"
     assert gen.calls.count("translation") == 1
-    # each column is the RRF of the two phrasings' rankings (the reference: the retriever's own lists)
+    # the Baseline column is the typed question's plain similarity order, never fused
     r = svc.retriever()
     typed, other = r.context(QUESTION_ZH), r.context(cross.translated)
-    expected = rrf_order([[h.unit_id for h in typed.baseline.hits], [h.unit_id for h in other.baseline.hits]])
-    assert [h.unit_id for h in comp.baseline.hits] == expected[: svc.settings.retrieval.k]
-    assert _paths(comp.baseline)[0] == "wason_en.txt"
-    # the Why card's numbers still line up: new rank = the column's rank, baseline rank = the fused baseline's
+    assert [h.unit_id for h in comp.baseline.hits] == [h.unit_id for h in typed.baseline.hits]
+    sims = [h.s_sim for h in comp.baseline.hits]
+    assert sims == sorted(sims, reverse=True)
+    assert cross.translated_found.get("baseline", ()) == ()
+    # the re-ranked column is the RRF of the two phrasings' re-rankings (the retriever's own lists)
+    t_ranked, o_ranked = r.rerank(typed, comp.causal_variant)[0], r.rerank(other, comp.causal_variant)[0]
+    expected = rrf_order([[h.unit_id for h in t_ranked.hits], [h.unit_id for h in o_ranked.hits]])
+    assert [h.unit_id for h in comp.causal.hits] == expected[: svc.settings.retrieval.k]
+    # the translation lifts the English answer in the fused column above its typed-only place
+    assert _paths(comp.causal).index("wason_en.txt") <= _paths(t_ranked).index("wason_en.txt")
+    # the Why card's numbers still line up: new rank = the column's rank, baseline rank = the Baseline column's
     base_rank = {h.unit_id: h.rank for h in comp.baseline.hits}
     by_uid = {e.unit_id: e for e in comp.causal.explanations}
     for h in comp.causal.hits:
         e = by_uid[h.unit_id]
-        assert e.new_rank == h.rank and e.baseline_rank == base_rank[h.unit_id]
+        assert e.new_rank == h.rank and e.baseline_rank == base_rank.get(h.unit_id, e.baseline_rank)
     # "found by the translated question": the hits it ranked strictly better than the typed one did
-    t_rank = {h.unit_id: h.rank for h in typed.baseline.hits}
-    o_rank = {h.unit_id: h.rank for h in other.baseline.hits}
-    assert set(cross.translated_found["baseline"]) == {
-        h.unit_id for h in comp.baseline.hits if o_rank.get(h.unit_id, 10**6) < t_rank.get(h.unit_id, 10**6)}
+    t_rank = {h.unit_id: h.rank for h in t_ranked.hits}
+    o_rank = {h.unit_id: h.rank for h in o_ranked.hits}
+    assert set(cross.translated_found["causal"]) == {
+        h.unit_id for h in comp.causal.hits if o_rank.get(h.unit_id, 10**6) < t_rank.get(h.unit_id, 10**6)}
     # compare --json carries the translation and whether fusion ran
     data = json.loads(json.dumps(comp.to_json(), ensure_ascii=False))
     assert data["cross_language"]["translated"] == cross.translated
@@ -118,7 +126,7 @@ def test_the_translation_is_cached_per_question(svc: RagService, gen: Translator
 def test_an_english_question_is_also_searched_in_chinese(svc: RagService, gen: Translator) -> None:
     comp = svc.compare("How does Chinese medicine treat a chronic cough?")
     assert comp.cross_language is not None and comp.cross_language.translated == "中医如何治疗久咳？"
-    assert _paths(comp.baseline)[0] == "cough_zh.txt"
+    assert _paths(comp.causal)[0] == "cough_zh.txt"
 
 
 def _typed_only(svc: RagService, q: str) -> list[int]:
@@ -246,7 +254,7 @@ def test_cfrag_retrieves_for_both_phrasings_of_the_question(svc: RagService, gen
 
 def test_a_single_language_library_is_never_translated(tmp_path: Path) -> None:
     one = ingest_texts(tmp_path, {k: v for k, v in DOCS.items() if k.endswith("_en.txt")},
-                       Settings().replace("retrieval", level="chunk"))
+                       Settings().replace("retrieval", level="chunk", cross_language=True))
     try:
         g = Translator()
         one.runtime._generator = g

@@ -153,7 +153,7 @@ def test_typed_probes_labelled_with_clicks_show_delta_and_reliability_and_apply(
     assert load_settings(sfile).retrieval.default_method == "gated"
     assert win.settings.retrieval.default_method == "gated"
     assert svc.settings.retrieval.default_method == "gated"
-    assert svc.causal_variant() == {"causal": "causal", "hybrid": "hybrid", "neither": "baseline"}[d.decision]
+    assert svc.verdict().answer == {"causal": "causal", "hybrid": "hybrid", "neither": "baseline"}[d.decision]
     assert win.error_bar.shown == []
     # opened again, the wizard says what is stored
     again = open_wizard(qtbot, win)

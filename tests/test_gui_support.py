@@ -389,13 +389,15 @@ class FakeService:
         yield from ()
 
     def compare(self, query: str, level: str | None = None, k: int | None = None,
-                ranking: str | None = None) -> Any:
+                ranking: str | None = None, *, translate: bool = True) -> Any:
         self.last_ranking = ranking
         if self.compare_error is not None:
             raise self.compare_error
         comp = make_comparison(query)
         if self.causal_as_baseline:
-            comp = dataclasses.replace(comp, causal=dataclasses.replace(comp.baseline, method="gated_off"))
+            # a person chose the baseline order for the question: both columns read the same sources
+            comp = dataclasses.replace(comp, causal=dataclasses.replace(comp.baseline, method="baseline"),
+                                       answer_ranking="baseline")
         return comp if self.cross_language is None else dataclasses.replace(comp, cross_language=self.cross_language)
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,

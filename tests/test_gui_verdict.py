@@ -16,44 +16,54 @@ def _gate(decision: str, n: int = 30, rel: float = 0.97, dc: float = -0.2, dh: f
             "delta_causal": dc, "delta_hybrid": dh}
 
 
+def _neither(gate: dict[str, object]) -> Verdict:
+    """The gate said neither re-ranking helps: the column shows the hybrid, the answers the baseline."""
+    return Verdict("hybrid", "gate", gate, "baseline")
+
+
 def test_verdict_text_in_words_and_numbers() -> None:
     with i18n.using("en"):
-        helps = verdict_text(Verdict("hybrid", "gate", _gate("hybrid")).to_json())
-        assert helps == "Re-ranking helps on this library (30 probes, 97 % reliable): hybrid rerank shown"
-        hurts = verdict_text(Verdict("baseline", "gate", _gate("neither", 16, 1.0)).to_json())
+        helps = verdict_text(Verdict("hybrid", "gate", _gate("hybrid"), "hybrid").to_json())
+        assert helps == ("Re-ranking helps on this library (30 probes, 97 % reliable): hybrid rerank shown and used "
+                         "for the answers")
+        hurts = verdict_text(_neither(_gate("neither", 16, 1.0)).to_json())
         assert hurts.startswith("Re-ranking would hurt on this library (16 probes, 100 % reliable)")
-        assert "causal scores kept for inspection" in hurts
-        few = verdict_text(Verdict("causal", "gate", _gate("causal", 4, 1.0)).to_json())
+        # the column still shows its own re-ranking: the gate decides what the answers read
+        assert "answers read the baseline order; hybrid rerank shown for inspection" in hurts
+        few = verdict_text(Verdict("causal", "gate", _gate("causal", 4, 1.0), "causal").to_json())
         assert few.endswith("too few probes to call it reliable")
-        not_yet = verdict_text(Verdict("hybrid", "not_calibrated", None).to_json())
-        assert not_yet == "hybrid rerank shown: not calibrated yet"
-        assert "calibrating" in verdict_text(Verdict("hybrid", "calibrating", None).to_json())
-        assert verdict_text(Verdict("causal", "override", None).to_json()) == "causal rerank chosen for this question"
+        not_yet = verdict_text(Verdict("hybrid", "not_calibrated", None, "hybrid").to_json())
+        assert not_yet == "hybrid rerank shown and used for the answers: not calibrated yet"
+        assert "calibrating" in verdict_text(Verdict("hybrid", "calibrating", None, "hybrid").to_json())
+        assert verdict_text(Verdict("causal", "override", None, "causal").to_json()) == (
+            "causal rerank chosen for this question")
+        chosen = verdict_text(Verdict("hybrid", "setting", None, "baseline").to_json())
+        assert chosen == "hybrid rerank shown, answers read the baseline order (Settings → Retrieval)"
         assert verdict_text(None) == ""
         # ties from a judge that could not tell the documents apart are not "100 % reliable"
         ties = _gate("neither", 6, 1.0) | {"n_agreed": 1, "n_undecided": 5}
-        undecided = verdict_text(Verdict("baseline", "gate", ties).to_json())
-        assert undecided == ("baseline order shown: the automatic check could not decide (the local model could not "
+        undecided = verdict_text(_neither(ties).to_json())
+        assert undecided == ("hybrid rerank shown: the automatic check could not decide (the local model could not "
                              "tell the documents apart on 5 of 5 disputed probes)")
-        assert Verdict("baseline", "gate", ties).label().startswith("Baseline order shown: the automatic check")
+        assert _neither(ties).label().startswith("Answers read the baseline order: the automatic check")
         # a judge that decided most disputed probes keeps the plain verdict
         decided = _gate("neither", 6, 1.0) | {"n_agreed": 1, "n_undecided": 2}
-        assert verdict_text(Verdict("baseline", "gate", decided).to_json()).startswith("Re-ranking would hurt")
+        assert verdict_text(_neither(decided).to_json()).startswith("Re-ranking would hurt")
         # "would hurt" only when both re-rankings lost on the probes; one that changed nothing did not help
         flat = _gate("neither", 11, 0.52, dc=-0.22, dh=0.0)
-        assert Verdict("baseline", "gate", flat).effect == "no_gain"
-        assert verdict_text(Verdict("baseline", "gate", flat).to_json()).startswith(
-            "Re-ranking did not help on this library (11 probes, 52 % reliable): baseline order shown")
-        assert Verdict("baseline", "gate", flat).label().startswith("Re-ranking did not help on this library")
-        assert Verdict("baseline", "gate", _gate("neither")).effect == "hurts"
+        assert _neither(flat).effect == "no_gain"
+        assert verdict_text(_neither(flat).to_json()).startswith(
+            "Re-ranking did not help on this library (11 probes, 52 % reliable): answers read the baseline order")
+        assert _neither(flat).label().startswith("Re-ranking did not help on this library")
+        assert _neither(_gate("neither")).effect == "hurts"
         # a record without deltas (an older library) reads as before
         old = {"decision": "neither", "n_probes": 12, "reliability": 1.0}
-        assert Verdict("baseline", "gate", old).effect == "hurts"
+        assert _neither(old).effect == "hurts"
     with i18n.using("zh"):
-        assert verdict_text(Verdict("baseline", "gate", flat).to_json()).startswith("重排序没有改善")
-        assert "自动校准无法判断" in verdict_text(Verdict("baseline", "gate", ties).to_json())
-        assert verdict_text(Verdict("baseline", "gate", _gate("neither")).to_json()).startswith("重排序会降低")
-        assert "尚未校准" in verdict_text(Verdict("hybrid", "not_calibrated", None).to_json())
+        assert verdict_text(_neither(flat).to_json()).startswith("重排序没有改善")
+        assert "自动校准无法判断" in verdict_text(_neither(ties).to_json())
+        assert verdict_text(_neither(_gate("neither")).to_json()).startswith("重排序会降低")
+        assert "尚未校准" in verdict_text(Verdict("hybrid", "not_calibrated", None, "hybrid").to_json())
 
 
 @pytest.mark.parametrize("key", [f"verdict.{r}" for r in ("helps", "hurts", "no_gain", "few", "not_calibrated",
@@ -68,7 +78,7 @@ def test_keys_built_at_run_time_exist(key: str) -> None:
 def test_column_heading_follows_the_verdict_and_the_language(qtbot) -> None:  # type: ignore[no-untyped-def]
     col = ResultColumn("causal", "col.causal")
     qtbot.addWidget(col)
-    v = Verdict("baseline", "gate", _gate("neither")).to_json()
+    v = _neither(_gate("neither")).to_json()
     with i18n.using("en"):
         col.set_verdict(v)
         assert col.header.text() == heading_text("col.causal", v)

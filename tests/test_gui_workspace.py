@@ -55,8 +55,10 @@ class WordService(FakeService):
         return self.tok.word_spans(text)
 
     def compare(self, query: str, level: str | None = None, k: int | None = None,
-                ranking: str | None = None) -> Any:
-        return self.comparison if self.comparison is not None else super().compare(query, level, k, ranking)
+                ranking: str | None = None, *, translate: bool = True) -> Any:
+        if self.comparison is not None:
+            return self.comparison
+        return super().compare(query, level, k, ranking, translate=translate)
 
 
 @pytest.fixture()

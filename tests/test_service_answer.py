@@ -69,18 +69,23 @@ def test_an_answer_labels_its_question_with_the_documents_it_cites(svc: RagServi
 
 
 def test_foreign_chunks_are_translated_once_and_cached(svc: RagService) -> None:
-    gen = svc.runtime._generator
-    assert isinstance(gen, ScriptedGenerator)
-    hits = [h for h in svc.compare("中医如何治疗久咳？").baseline.hits if "wason" in h.path]
-    assert hits, "the English document should be among the candidates"
-    before = len(gen.calls)
-    first = svc.translate_sources(hits[:1], "zh")
-    assert first[0].text.startswith("TRANSLATED:")
-    assert len(gen.calls) == before + 1
-    again = svc.translate_sources(hits[:1], "zh")
-    assert again[0].text == first[0].text and len(gen.calls) == before + 1  # cached in the library
-    same_lang = [h for h in svc.compare("中医如何治疗久咳？").baseline.hits if "cough" in h.path]
-    assert svc.translate_sources(same_lang[:1], "zh")[0].text == same_lang[0].text
+    before_settings = svc.settings
+    svc.settings = svc.settings.replace("generation", translate=True)  # off by default: on request
+    try:
+        gen = svc.runtime._generator
+        assert isinstance(gen, ScriptedGenerator)
+        hits = [h for h in svc.compare("中医如何治疗久咳？").baseline.hits if "wason" in h.path]
+        assert hits, "the English document should be among the candidates"
+        before = len(gen.calls)
+        first = svc.translate_sources(hits[:1], "zh")
+        assert first[0].text.startswith("TRANSLATED:")
+        assert len(gen.calls) == before + 1
+        again = svc.translate_sources(hits[:1], "zh")
+        assert again[0].text == first[0].text and len(gen.calls) == before + 1  # cached in the library
+        same_lang = [h for h in svc.compare("中医如何治疗久咳？").baseline.hits if "cough" in h.path]
+        assert svc.translate_sources(same_lang[:1], "zh")[0].text == same_lang[0].text
+    finally:
+        svc.settings = before_settings
 
 
 def test_calibration_with_typed_probes_is_stored(svc: RagService, tmp_path: Path) -> None:

@@ -67,7 +67,8 @@ CONVERSATION_FILE = "conversation.json"  # the library's follow-up thread (issue
 
 
 class CausalOffCode(StrEnum):
-    """Why the causal column shows the baseline order instead of a re-ranking."""
+    """Why the answers read the baseline order instead of a re-ranking (the causal column still
+    shows its re-ranked order: it is what a person came to inspect)."""
 
     CHOSEN = "chosen"  # the user chose it: retrieval.default_method = "baseline"
     GATE = "gate"  # the calibration gate decided that neither re-ranking helps this library
@@ -87,7 +88,7 @@ class CausalOff:
 
 
 def causal_off_reason(default_method: str, gate: dict[str, Any] | None) -> CausalOff | None:
-    """The reason the causal column is the baseline order, or None when it shows a re-ranking."""
+    """The reason the answers read the baseline order, or None when they read a re-ranking."""
     if default_method == "baseline":
         return CausalOff(CausalOffCode.CHOSEN)
     if default_method != "gated":
@@ -122,9 +123,12 @@ class Comparison:
     timings: dict[str, float] = field(default_factory=dict)
     cfrag: CFResult | None = None
     verdict: dict[str, Any] = field(default_factory=dict)  # Verdict.to_json(): what the column shows, and why
-    # Set when the causal column shows the baseline order: chosen, or the gate's decision
-    # (derived from the verdict; the UI words it in its own language).
+    # Set when the answers read the baseline order: chosen, or the gate's decision (derived from
+    # the verdict; the UI words it in its own language). The causal column shows its re-ranking.
     causal_off: CausalOff | None = None
+    # Which ranking feeds the answer and CF-RAG by default: "baseline", "causal" or "hybrid" (the
+    # gate's decision; docs/architecture.md, "The question's path").
+    answer_ranking: str = "hybrid"
     # The question's other-language search (issue 12, item 5): the translation, whether the
     # columns fuse two rankings, or why the question was ranked as typed only.
     cross_language: CrossLanguage | None = None
@@ -140,7 +144,9 @@ OVERRIDES = ("baseline", "causal", "hybrid")  # what a person may ask the causal
 
 @dataclass(frozen=True)
 class Verdict:
-    """Which ranking the causal column shows (``shown``: baseline, causal or hybrid) and why.
+    """Which ranking the causal column shows (``shown``: causal or hybrid; baseline only when a
+    person overrides it for one question), which one feeds the answers (``answer``), and why.
+    The gate decides ``answer``, never whether the column can be inspected.
 
     ``reason``: ``"gate"`` (the stored calibration decided), ``"not_calibrated"`` (gated, no
     decision yet: the hybrid is shown), ``"calibrating"`` (same, a calibration is running),
@@ -150,6 +156,7 @@ class Verdict:
     shown: str
     reason: str
     gate: dict[str, Any] | None
+    answer: str = ""
 
     @property
     def effect(self) -> str:
@@ -158,7 +165,7 @@ class Verdict:
         it); "helps" when a re-ranking is shown; "" for the other reasons."""
         if self.reason != "gate":
             return ""
-        if self.shown != "baseline":
+        if self.answer != "baseline":
             return "helps"
         g = self.gate or {}
         deltas = [float(g[k]) for k in ("delta_causal", "delta_hybrid") if g.get(k) is not None]
@@ -172,20 +179,22 @@ class Verdict:
             n, rel = int(g.get("n_probes", 0)), float(g.get("reliability", 0.0))
             und = auto_gate.undecided_probes(g)
             if und is not None:
-                return (f"Baseline order shown: the automatic check could not decide (the local model could "
-                        f"not tell the documents apart on {und[0]} of {und[1]} disputed probes)")
+                return (f"Answers read the baseline order: the automatic check could not decide (the local "
+                        f"model could not tell the documents apart on {und[0]} of {und[1]} disputed probes)")
             if self.effect == "no_gain":
                 return (f"Re-ranking did not help on this library ({n} probes, {rel:.0%} reliable): "
-                        "baseline order shown; causal scores kept for inspection")
-            if self.shown == "baseline":
+                        f"answers read the baseline order; {self.shown} shown for inspection")
+            if self.answer == "baseline":
                 return (f"Re-ranking would hurt on this library ({n} probes, {rel:.0%} reliable): "
-                        "baseline order shown; causal scores kept for inspection")
-            return f"Re-ranking helps on this library ({n} probes, {rel:.0%} reliable): {self.shown} shown"
+                        f"answers read the baseline order; {self.shown} shown for inspection")
+            return (f"Re-ranking helps on this library ({n} probes, {rel:.0%} reliable): "
+                    f"{self.shown} shown and used for the answers")
         if self.reason in ("not_calibrated", "calibrating"):
-            return "Hybrid shown: not calibrated yet" + (" (calibrating…)" if self.reason == "calibrating" else "")
+            return ("Hybrid shown and used for the answers: not calibrated yet"
+                    + (" (calibrating…)" if self.reason == "calibrating" else ""))
         if self.reason == "override":
             return f"{self.shown} chosen for this question"
-        return f"{self.shown} (retrieval.default_method)"
+        return f"{self.shown} shown, answers read the {self.answer} order (retrieval.default_method)"
 
     def to_json(self) -> dict[str, Any]:
         from rag_desktop.app import auto_gate
@@ -193,6 +202,7 @@ class Verdict:
         g = self.gate or {}
         return {
             "shown": self.shown,
+            "answer": self.answer,
             "reason": self.reason,
             "decision": g.get("decision"),
             "reliability": g.get("reliability"),
@@ -286,8 +296,9 @@ class RagService:
         """Start the background calibration if the library needs one (app.auto_gate); its pid or None."""
         from rag_desktop.app import auto_gate
 
-        if self.settings.retrieval.default_method != "gated" and not force:
-            return None  # the column does not follow the gate: no need to spend the CPU
+        r = self.settings.retrieval
+        if not force and (r.default_method != "gated" or not r.auto_calibrate):
+            return None  # not asked for, or the answers do not follow the gate: no need to spend the CPU
         try:
             return auto_gate.start_background(self.library.folder, self.library.catalog, force=force)
         except OSError as exc:  # never let the calibration break an ingest
@@ -324,21 +335,29 @@ class RagService:
         if override is not None:
             if override not in OVERRIDES:
                 raise UserInputError(f"unknown ranking {override!r}; choose from {', '.join(OVERRIDES)}")
-            return Verdict(override, "override", gate)
-        if m != "gated":
-            return Verdict(m, "setting", gate)
+            return Verdict(override, "override", gate, override)
+        if m != "gated":  # "baseline": the answers read it, the column still shows the hybrid
+            return Verdict("hybrid" if m == "baseline" else m, "setting", gate, m)
         if not gate:
             from rag_desktop.app import auto_gate
 
             running = auto_gate.progress(self.library.catalog)["status"] == "running"
-            return Verdict("hybrid", "calibrating" if running else "not_calibrated", None)
+            return Verdict("hybrid", "calibrating" if running else "not_calibrated", None, "hybrid")
         decision = gate.get("decision", "neither")
-        return Verdict({"causal": "causal", "hybrid": "hybrid"}.get(decision, "baseline"), "gate", gate)
+        return Verdict("causal" if decision == "causal" else "hybrid", "gate", gate,
+                       {"causal": "causal", "hybrid": "hybrid"}.get(decision, "baseline"))
 
     def compare(
-        self, query: str, level: str | None = None, k: int | None = None, ranking: str | None = None
+        self, query: str, level: str | None = None, k: int | None = None, ranking: str | None = None,
+        *, translate: bool = True,
     ) -> Comparison:
-        """``ranking`` (baseline, causal, hybrid) overrides the setting and the gate for this question."""
+        """``ranking`` (baseline, causal, hybrid) overrides the setting and the gate for this question.
+
+        ``translate`` False ranks the question as typed, with no model call (the window draws its
+        columns from that at once and asks again with the translation afterwards, when
+        ``retrieval.cross_language`` is on; docs/architecture.md, "The question's path"). The
+        Baseline column is always the typed question's plain similarity order: a fused ranking is
+        no similarity order, so fusion reaches the other columns and the answers only."""
         query = query.strip()
         if not query:
             raise UserInputError("the question is empty")
@@ -348,28 +367,22 @@ class RagService:
         auto_gate.log_question(self.library.catalog, query)  # future probes of the calibration gate
         r = self.retriever()
         t0 = time.perf_counter()
-        ctxs, cross = self.query_contexts(query, level, k)
+        ctxs, cross = self.query_contexts(query, level, k, translate=translate)
         ctx = ctxs[0]
         t1 = time.perf_counter()
         variant = verdict.shown
         off: CausalOff | None = None
-        if variant == "baseline":  # the verdict says why: the gate's decision, or a choice
+        if verdict.answer == "baseline":  # why the answers read the baseline order
             off = (causal_off_reason("gated", verdict.gate) if verdict.reason == "gate"
                    else CausalOff(CausalOffCode.CHOSEN))
-        gated = off is not None and off.code == CausalOffCode.GATE
         causal_lists: list[RankedList] = []
         diag: CausalDiagnostics | None = None
         for c in ctxs:
             ranked, d = r.rerank(c, "hybrid" if variant == "baseline" else variant)
             diag = diag or d  # the question as typed: its diagnostics head the column
-            if variant == "baseline":  # chosen, or the gate said neither re-ranking helps: the baseline order
-                ranked = dataclasses.replace(
-                    c.baseline,
-                    method="gated_off" if gated else "baseline",
-                    explanations=ranked.explanations,
-                    # English for the CLI; the UI words ``causal_off`` / ``verdict`` in its own language.
-                    label=verdict.label(),
-                )
+            if variant == "baseline":  # a person chose the baseline order for this question
+                ranked = dataclasses.replace(c.baseline, method="baseline", explanations=ranked.explanations,
+                                             label=verdict.label())
             causal_lists.append(ranked)
         assert diag is not None
         t2 = time.perf_counter()
@@ -377,7 +390,7 @@ class RagService:
                     if self.runtime.has_cross_encoder() else [])
         t3 = time.perf_counter()
         kk = k or self.settings.retrieval.k
-        base_f = fuse([c.baseline for c in ctxs], kk)
+        base_f = fuse([c.baseline for c in ctxs[:1]], kk)  # plain similarity order, never fused
         base_ranks = {h.unit_id: h.rank for h in base_f.ranked.hits}
         causal_f = fuse(causal_lists, kk, baseline_ranks=base_ranks)
         ce_f = fuse(ce_lists, kk) if ce_lists else None
@@ -405,6 +418,7 @@ class RagService:
             verdict=verdict.to_json(),
             causal_off=off,
             cross_language=cross,
+            answer_ranking=verdict.answer,
         )
 
     # ------------------------------------------------------------------ questions across languages
@@ -442,11 +456,14 @@ class RagService:
         return out
 
     def query_contexts(self, query: str, level: str | None = None, k: int | None = None,
-                       cancel: CancelToken | None = None) -> tuple[list[QueryContext], CrossLanguage]:
-        """The question's QueryContext, then its translation's when it is searched across languages."""
+                       cancel: CancelToken | None = None, *, translate: bool = True,
+                       ) -> tuple[list[QueryContext], CrossLanguage]:
+        """The question's QueryContext, then its translation's when it is searched across languages
+        (``translate`` False: the question as typed only, no model call)."""
         r = self.retriever()
         ctxs = [r.context(query, level, k)]  # type: ignore[arg-type]
-        cross = self.cross_language(query, cancel)
+        cross = (self.cross_language(query, cancel) if translate
+                 else CrossLanguage(CrossStatus.OFF, detect_lang(query)))
         if cross.fused:
             ctxs.append(r.context(cross.translated, level, k))  # type: ignore[arg-type]
         return ctxs, cross
@@ -611,7 +628,7 @@ class RagService:
         q = question.strip()
         if not q:
             raise UserInputError("the question is empty")
-        if not needs_rewrite(conversation):
+        if not needs_rewrite(conversation, q):
             return Rewrite(q, q, False)
         limit = self.settings.generation.rewrite_timeout_s if timeout_s is None else timeout_s
         t0 = time.perf_counter()

@@ -81,7 +81,7 @@ class LibraryService(Protocol):
     def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]: ...
 
     def compare(self, query: str, level: str | None = None, k: int | None = None,
-                ranking: str | None = None) -> Any:
+                ranking: str | None = None, *, translate: bool = True) -> Any:
         """An app.service.Comparison (Any: the UI reads it by attribute, tests pass canned ones)."""
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,

@@ -22,7 +22,7 @@ from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import load_template
-from rag_desktop.core.text import answer_tokens
+from rag_desktop.core.text import answer_tokens, is_han
 from rag_desktop.core.types import ChatMessage
 
 HISTORY_TURNS = 3  # the last turns the rewrite sees (older ones rarely hold the referent)
@@ -96,9 +96,78 @@ class Rewrite:
     reason: str = ""  # "", "timeout", "failed", "empty", "not_a_question", "dropped_words": for the UI
 
 
-def needs_rewrite(conversation: Conversation) -> bool:
-    """A follow-up needs rewriting only when there is a previous question."""
-    return bool(conversation.turns)
+# What makes a question lean on the conversation (docs/architecture.md, "The question's path"):
+# a word that points back (它, 该条, this rule, they), an opening that continues the last turn
+# (那…, 还有…, "and …", "what about …"), an elliptic "…呢？", or too few words of its own to
+# name a subject. A complete question ("什么是RAG？", "报销标准是多少？") is asked as typed: a
+# rewrite of it can only replace its subject with the last turn's (seen: "报销标准是多少？"
+# became "…是哪些省市？"). Chosen where no source says: a pronoun that follows a named thing
+# in the same question (an acronym, a capitalised word, ≥ 2 words of its own, ≥ 4 Han
+# characters of its own) points inside the question ("What is RAG and how does it work?").
+_ZH_POINTER = re.compile(
+    r"它们?|(?<![极尤与])其(?![他它余实次中])|(?<![应活])该(?=[\u4e00-\u9fff])|上述|前者|后者|"
+    r"(?<![因如从彼])此(?=[项条类种外时处])|[这那](?:个|些|种|项|条|份|里|样|本|篇|部|次|位|款|章|节)|"
+    r"(?<![其吉])他们?|她们?")
+_ZH_OPENING = re.compile(r"^(?:那么?|还有|另外|此外|然后|同样|那如果|那要是)")
+_ZH_FILLER = set("的了吗呢吧啊呀么是有在和与及或都也还就要会能可")
+_EN_POINTER = re.compile(r"\b(?:it|its|they|them|their|theirs|these|those|he|she|him|his|hers|former|latter)\b"
+                         r"|\b(?:this|that)\s*\?|\b(?:this|that)\s+(?!is\b|was\b|are\b)[a-z]+\b"
+                         r"|\b(?:is|does|do|did|was|about|of|in|for|to|with|from|on)\s+that\b"
+                         r"|\bthe\s+(?:same|above|previous|last)\b",
+                         re.IGNORECASE)
+_EN_OPENING = re.compile(r"^(?:and|also|but|so|then|what about|how about|same for|and what about)\b", re.IGNORECASE)
+_EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'_-]*|\d[\w.-]*")
+
+
+def _en_own_words(text: str) -> list[str]:
+    """The words of ``text`` that name something: not stopwords, not question filler."""
+    stop = load_stopwords("en") | load_stopwords("query_en")
+    return [w for w in _EN_WORD.findall(text) if w.lower() not in stop]
+
+
+def _named_before(text: str) -> bool:
+    """Whether ``text`` (a question up to a pronoun) already names a thing the pronoun can point
+    at: a Latin acronym or identifier, a capitalised word past the first, two words of its own,
+    or four Han characters that are not question filler."""
+    words = _EN_WORD.findall(text)
+    if any((w.isupper() and len(w) > 1) or any(c.isdigit() for c in w) for w in words):
+        return True
+    if any(w[:1].isupper() for w in words[1:]) or any(any(c.isupper() for c in w[1:]) for w in words):
+        return True
+    han = _han_own(text)
+    if words and any(is_han(c) for c in text):  # a Latin word in a Chinese question names something
+        return True
+    return len(_en_own_words(text)) >= 2 or len(han) >= 4
+
+
+def _han_own(text: str) -> list[str]:
+    """The Han characters of ``text`` outside question filler (什么, 如何, 的, 吗…)."""
+    filler = "|".join(sorted(load_stopwords("query_zh"), key=len, reverse=True))
+    return [c for c in re.sub(filler, "", text) if is_han(c) and c not in _ZH_FILLER]
+
+
+def stands_alone(question: str) -> bool:
+    """Whether ``question`` can be retrieved and answered without the conversation before it."""
+    q = question.strip()
+    if _ZH_OPENING.match(q) or _EN_OPENING.match(q):
+        return False
+    for m in (*_ZH_POINTER.finditer(q), *_EN_POINTER.finditer(q)):
+        if not _named_before(q[: m.start()]):
+            return False
+    body = q.rstrip("?？!！。. ")
+    han = _han_own(body)
+    if body.endswith("呢") and len(han) <= 6:  # "期限呢？", "英文版呢？": the rest of the question is elided
+        return False
+    own = _en_own_words(body)
+    return len(own) + len(han) // 2 >= 1
+
+
+def needs_rewrite(conversation: Conversation, question: str = "") -> bool:
+    """A question is rewritten only when there is a previous question and it cannot stand alone
+    (:func:`stands_alone`). With no ``question``, whether a rewrite is possible at all."""
+    if not conversation.turns:
+        return False
+    return not question.strip() or not stands_alone(question)
 
 
 def build_rewrite_messages(conversation: Conversation, question: str) -> tuple[ChatMessage, ...]:
@@ -181,4 +250,4 @@ def history_for_export(turns: Sequence[Turn]) -> list[str]:
 
 
 __all__ = ["NOTES", "Conversation", "Rewrite", "Turn", "build_rewrite_messages", "history_for_export", "needs_rewrite",
-           "parse_rewrite"]
+           "parse_rewrite", "stands_alone"]

@@ -183,11 +183,18 @@ class RetrievalSettings:
     # "gated": the causal column follows the library's calibration gate (app.auto_gate calibrates
     # it in the background after an ingest); the hybrid, labelled "not calibrated yet", until then.
     default_method: Literal["hybrid", "causal", "gated", "baseline"] = "gated"
-    # Questions across languages (issue 12, item 5): when the library also holds documents in the
-    # other of zh/en, the local model translates the question and every column fuses the rankings of
-    # both phrasings (reciprocal rank fusion, core.fusion). A translation slower than the limit is
-    # dropped and the question is ranked as typed, with a note.
-    cross_language: bool = True
+    # Run the model-judged calibration (app.auto_gate) in the background after an ingest. Off by
+    # default: it asks the generator ~40 questions beside the person's own (minutes of a core on
+    # 2 cores), and its labels, read from the pooled top documents, side with the baseline order
+    # on libraries it was not tuned on (docs/evaluation.md, "The gate"). `calibrate --auto` runs it.
+    auto_calibrate: bool = False
+    # Questions across languages: when the library also holds documents in the other of zh/en, the
+    # local model translates the question after the columns are drawn, and the re-ranked columns and
+    # the answers fuse the rankings of both phrasings (reciprocal rank fusion, core.fusion); the
+    # Baseline column stays the typed question's similarity order. Off by default: it costs a model
+    # call per question and lowers same-language MRR in a mixed library (docs/evaluation.md, "Model
+    # calls on the question's path"). A translation slower than the limit is dropped, with a note.
+    cross_language: bool = False
     cross_language_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 
 
@@ -251,7 +258,10 @@ class GenerationSettings:
     answer_reserve: int = 512
     thinking: bool = False
     seed: int = 42
-    translate: bool = True
+    # Translate answer sources into the question's language before the model reads them. Off by
+    # default: the model reads passages in their own language (a call per passage before the first
+    # token; docs/evaluation.md, "Model calls on the question's path").
+    translate: bool = False
     # Answer passages (issue 12): the model reads paragraph-sized windows of the top chunks
     # (at most this many), not whole 4,096-character chunks.
     passages: bool = True

@@ -93,13 +93,15 @@ def verdict_text(verdict: dict[str, Any] | None) -> str:
             return tr("verdict.undecided", shown=name, u=und[0], d=und[1])
         n = int(verdict.get("n_probes") or 0)
         rel = round(100 * float(verdict.get("reliability") or 0.0))
-        effect = str(verdict.get("effect") or ("hurts" if shown == "baseline" else "helps"))
+        effect = str(verdict.get("effect") or ("hurts" if verdict.get("answer") == "baseline" else "helps"))
         text = tr(f"verdict.{effect}", n=n, rel=rel, shown=name)
         if n < MIN_PROBES_FOR_RELIABILITY:
             text += tr("verdict.few")
         return text
     if reason in ("not_calibrated", "calibrating", "override", "setting"):
-        return tr(f"verdict.{reason}", shown=name)
+        answer = str(verdict.get("answer") or shown)
+        return tr(f"verdict.{reason}", shown=name,
+                  answer=tr(f"verdict.name.{answer}") if has_tr(f"verdict.name.{answer}") else answer)
     return ""
 
 

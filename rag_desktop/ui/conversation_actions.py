@@ -59,7 +59,7 @@ class ConversationActions(WindowPart):
 
         svc = self.service
         conv = self.conversation_panel.conversation
-        if not needs_rewrite(conv) or not self.auto_answer.isChecked():
+        if not needs_rewrite(conv, q) or not self.auto_answer.isChecked():
             return False
         self.conversation_panel.show_rewriting(q)
         self.statusBar().showMessage(tr("conv.rewriting"), 0)

@@ -255,26 +255,29 @@ TABLE: dict[str, tuple[str, str]] = {
     "tau.src.paper": ("the paper's value (this library is not calibrated yet)", "论文取值（本文档库尚未校准）"),
     "scorer.substitute": ("embedding cosine (a substitute for a cross-encoder)", "向量余弦（交叉编码器的替代方案）"),
     # the causal column's heading: which ranking it shows and why (app.service.Verdict)
-    "verdict.helps": ("Re-ranking helps on this library ({n} probes, {rel} % reliable): {shown} shown",
-                      "重排序对本文库有帮助（{n} 个探针问题，可靠度 {rel}%）：显示{shown}"),
-    "verdict.hurts": ("Re-ranking would hurt on this library ({n} probes, {rel} % reliable): baseline order "
-                      "shown; causal scores kept for inspection",
+    "verdict.helps": ("Re-ranking helps on this library ({n} probes, {rel} % reliable): {shown} shown and used "
+                      "for the answers",
+                      "重排序对本文库有帮助（{n} 个探针问题，可靠度 {rel}%）：显示{shown}，回答也用它"),
+    "verdict.hurts": ("Re-ranking would hurt on this library ({n} probes, {rel} % reliable): answers read the "
+                      "baseline order; {shown} shown for inspection",
                       "重排序会降低本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
-                      "显示基线顺序；因果分数保留供查看"),
-    "verdict.no_gain": ("Re-ranking did not help on this library ({n} probes, {rel} % reliable): baseline order "
-                        "shown; causal scores kept for inspection",
+                      "回答使用基线顺序；此列显示{shown}供查看"),
+    "verdict.no_gain": ("Re-ranking did not help on this library ({n} probes, {rel} % reliable): answers read "
+                        "the baseline order; {shown} shown for inspection",
                         "重排序没有改善本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
-                        "显示基线顺序；因果分数保留供查看"),
+                        "回答使用基线顺序；此列显示{shown}供查看"),
     "verdict.undecided": ("{shown} shown: the automatic check could not decide (the local model could not tell "
                           "the documents apart on {u} of {d} disputed probes)",
                           "显示{shown}：自动校准无法判断（在 {d} 个有分歧的探针问题中，"
                           "本地模型有 {u} 个分不清哪份文档回答了问题）"),
     "verdict.few": (" — too few probes to call it reliable", "——探针问题太少，可靠度没有意义"),
-    "verdict.not_calibrated": ("{shown} shown: not calibrated yet", "显示{shown}：尚未校准"),
+    "verdict.not_calibrated": ("{shown} shown and used for the answers: not calibrated yet",
+                               "显示{shown}，回答也用它：尚未校准"),
     "verdict.calibrating": ("{shown} shown: not calibrated yet (calibrating in the background…)",
                             "显示{shown}：尚未校准（正在后台校准…）"),
     "verdict.override": ("{shown} chosen for this question", "本问题选择显示{shown}"),
-    "verdict.setting": ("{shown} shown (Settings → Retrieval)", "显示{shown}（设置 → 检索）"),
+    "verdict.setting": ("{shown} shown, answers read the {answer} (Settings → Retrieval)",
+                        "显示{shown}，回答使用{answer}（设置 → 检索）"),
     "verdict.name.baseline": ("baseline order", "基线顺序"),
     "verdict.name.causal": ("causal rerank", "因果重排序"),
     "verdict.name.hybrid": ("hybrid rerank", "混合重排序"),

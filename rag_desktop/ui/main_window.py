@@ -599,10 +599,17 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self._show_crosslang(None)
         level = self.level_box.currentData()
         ranking = self.override_box.currentData()
-        svc = self.service
+        self.statusBar().showMessage(tr("status.retrieving"))
+        self._submit_compare(st, level, ranking, translate=False)
+
+    def _submit_compare(self, st: QueryState, level: str | None, ranking: str | None, *, translate: bool) -> None:
+        """Rank ``st``'s question. First as typed, with no model call, so the columns show at once;
+        then, when ``retrieval.cross_language`` is on, again with its translation, which re-ranks the
+        re-ranked columns and feeds the answers (docs/architecture.md, "The question's path")."""
+        svc, q = self.service, st.question
 
         def job(ctx: TaskContext) -> CompareResult:
-            comp = svc.compare(q, level=level, ranking=ranking)
+            comp = svc.compare(q, level=level, ranking=ranking, translate=translate)
             ctx.cancel.raise_if_set()
             # readable words for stemmed terms
             surfaces = {t: s for t, s in svc.surfaces(sorted(comparison_terms(comp))).items() if s}
@@ -614,9 +621,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                         words[flat] = tuple(svc.word_spans(flat))
             return CompareResult(comp, surfaces, words)
 
-        self.statusBar().showMessage(tr("status.retrieving"))
-        self.runner.submit(f"query.{st.qid}.compare", job,
-                           on_result=partial(self._on_comparison, st.qid),
+        self.runner.submit(f"query.{st.qid}.compare" + (".translated" if translate else ""), job,
+                           on_result=partial(self._on_comparison, st.qid, level, ranking, translate),
                            on_error=partial(self._on_compare_error, st.qid))
 
     def _current(self, qid: int) -> QueryState | None:
@@ -632,10 +638,15 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.trace_view.clear("trace.not_run")
         self.show_error(err)
 
-    def _on_comparison(self, qid: int, res: CompareResult) -> None:
+    def _on_comparison(self, qid: int, level: str | None, ranking: str | None, translated: bool,
+                       res: CompareResult) -> None:
         st = self._current(qid)
         if st is None:
             return
+        # the columns now; the translated question's rankings (a model call) join before the answers
+        wait = not translated and self.settings.retrieval.cross_language and self.auto_answer.isChecked()
+        if wait:
+            self._submit_compare(st, level, ranking, translate=True)
         st.comparison = res.comparison
         st.surfaces = res.surfaces
         st.words = res.words
@@ -648,6 +659,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.statusBar().showMessage(f"{status} · {line}" if line else status, 8000)
         if c.causal.hits:
             self.columns["causal"].select_row(0)
+        if wait:
+            return  # the answers wait for the translated rankings
         if self.auto_answer.isChecked():
             self._queue_generation(st)
         else:
@@ -733,7 +746,10 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         # baseline order is the usual case; the answer would otherwise be written twice.
         groups: dict[tuple[object, ...], list[str]] = {}
         ranked_of = dict(lists)
-        for m, ranked in lists:
+        # The ranking the gate feeds the answers with is answered first: a person's first answer
+        # token does not wait for the other column's whole answer.
+        first = "baseline" if getattr(c, "answer_ranking", "hybrid") == "baseline" else "causal"
+        for m, ranked in sorted(lists, key=lambda mr: mr[0] != first):
             groups.setdefault(prompting.answer_key(ranked.hits), []).append(m)
         for members in groups.values():
             m, ranked = members[0], ranked_of[members[0]]

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from rag_desktop.app.library import Library
 from rag_desktop.core import keywords as kw
+from rag_desktop.core.bm25 import Bm25Index
 from rag_desktop.core.causal import (
     SCORE_VARIANTS,
     Absorption,
@@ -75,6 +76,8 @@ class QueryContext:
     tau: float
     tau_source: str
     timings: dict[str, float] = field(default_factory=dict)
+    # The pool's units the keyword leg scored (BM25, best first; None with retrieval.keyword_k = 0).
+    keyword: RankedList | None = None
 
 
 K_D_CACHE_UNITS = 1024  # candidates' K_d kept in memory per Retriever (see Retriever.__init__)
@@ -97,6 +100,7 @@ class Retriever:
         # the cache stays under ~50 MB however long the session.
         self._k_d: OrderedDict[tuple[str, int], TermSet] = OrderedDict()
         self._means: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+        self._bm25: dict[str, Bm25Index] = {}
         self._kfilter = kw.build_filter(settings.retrieval.keyword_variant, tokenizer)
         words = library.catalog.get_json("user_words") or []
         if words:
@@ -106,6 +110,7 @@ class Retriever:
         self._idf.clear()
         self._k_d.clear()
         self._means = None
+        self._bm25.clear()
 
     def idf(self, unit: str) -> kw.IdfTable:
         if unit not in self._idf:
@@ -130,6 +135,63 @@ class Retriever:
             return []
         scores, ids = index.search(query_vec.astype(np.float32), k)
         pairs = [(int(i), float(s)) for s, i in zip(scores, ids, strict=True) if i >= 0 and s >= theta]
+        return self._hits(pairs, query_vec, level)
+
+    # ------------------------------------------------------------------ the keyword leg
+    def keyword_index(self, level: Level) -> Bm25Index:
+        """BM25 over the stored term counts (core.bm25), of chunks or of documents (their chunks'
+        counts summed), built once per library state."""
+        if level not in self._bm25:
+            rows = self.library.catalog.iter_chunk_term_counts(by_doc=level == "doc")
+            if level == "chunk":
+                units: list[tuple[int, dict[str, int]]] = [(cid, counts) for cid, _, counts in rows]
+            else:
+                by_doc: dict[int, dict[str, int]] = {}
+                for _, did, counts in rows:
+                    acc = by_doc.setdefault(did, {})
+                    for t, n in counts.items():
+                        acc[t] = acc.get(t, 0) + n
+                units = list(by_doc.items())
+            self._bm25[level] = Bm25Index(units)
+        return self._bm25[level]
+
+    def query_term_list(self, query: str) -> list[str]:
+        """The question's terms as ingest counts them (tokenizer + keyword filter), repeats kept."""
+        return kw.filter_terms(self.tokenizer.tokenize(query, detect_lang(query)), self._kfilter, query=True)
+
+    def pool(self, query: str, query_vec: npt.NDArray[np.float32], level: Level, k: int,
+             theta: float) -> tuple[list[Hit], RankedList | None]:
+        """The dense top k (Eq. 2) joined by the BM25 top ``retrieval.keyword_k``: the pool in
+        similarity order (each added unit scored by its stored vector, so the order is plain
+        similarity), and the BM25 order of the pool's units that matched a term."""
+        dense = self.baseline(query_vec, level, k, theta)
+        n_kw = self.settings.retrieval.keyword_k
+        if n_kw <= 0:
+            return dense, None
+        top = self.keyword_index(level).top(self.query_term_list(query), n_kw)
+        have = {h.unit_id for h in dense}
+        extra = [uid for uid, _ in top if uid not in have]
+        pool = dense
+        if extra:
+            index = self.library.index(level, self.embedder.dim)
+            ids = np.asarray(extra, dtype=np.int64)
+            ids = ids[np.isin(ids, index.ids())]  # counted terms, but no vector yet: not a candidate
+            extra = [int(i) for i in ids]
+            q = query_vec.astype(np.float32) / max(float(np.linalg.norm(query_vec)), 1e-12)  # as search() does
+            sims = index.reconstruct(ids) @ q if extra else np.empty(0, dtype=np.float32)
+            pairs = [(uid, float(s)) for uid, s in zip(extra, sims, strict=True) if s >= theta]
+            pool = sorted([*dense, *self._hits(pairs, query_vec, level)], key=lambda h: (-h.s_sim, h.unit_id))
+            pool = [h.with_rank(r) for r, h in enumerate(pool, start=1)]
+        by_id = {h.unit_id: h for h in pool}
+        kw_hits = [by_id[uid].with_rank(r) for r, (uid, _) in enumerate(
+            [(u, s) for u, s in top if u in by_id], start=1)]
+        scores = {uid: s for uid, s in top}
+        ranked = RankedList("keyword", tuple(kw_hits), (), (), "BM25 over the library's terms",
+                            tuple(scores[h.unit_id] for h in kw_hits))
+        return pool, ranked
+
+    def _hits(self, pairs: list[tuple[int, float]], query_vec: npt.NDArray[np.float32], level: Level) -> list[Hit]:
+        """(unit id, s_sim) pairs, best first, as hits with title, page and a snippet."""
         cat = self.library.catalog
         hits: list[Hit] = []
         if level == "chunk":
@@ -230,15 +292,17 @@ class Retriever:
         qv = self.embedder.embed_queries([query])[0]
         t["embed_query"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        hits = self.baseline(qv, lvl, kk, r.theta)
+        hits, keyword = self.pool(query, qv, lvl, kk, r.theta)
         t["search"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         qterms = self.query_terms(query, lvl)
         cands = self.candidate_terms(hits, lvl)
         t["keyword_sets"] = time.perf_counter() - t0
         tau, source = self.tau()
-        base = RankedList("baseline", tuple(hits), (), (), "Baseline (dense similarity)")
-        return QueryContext(query, lvl, qv, qterms, base, tuple(cands), tau, source, t)
+        label = "Baseline (dense similarity)" if keyword is None else (
+            f"Baseline (dense similarity over the dense top {kk} and the keyword top {r.keyword_k})")
+        base = RankedList("baseline", tuple(hits), (), (), label)
+        return QueryContext(query, lvl, qv, qterms, base, tuple(cands), tau, source, t, keyword)
 
     def rerank(self, ctx: QueryContext, variant: str) -> tuple[RankedList, CausalDiagnostics]:
         method, absorption, rule, score = parse_variant(variant)

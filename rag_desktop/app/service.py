@@ -129,6 +129,15 @@ class Comparison:
     # Which ranking feeds the answer and CF-RAG by default: "baseline", "causal" or "hybrid" (the
     # gate's decision; docs/architecture.md, "The question's path").
     answer_ranking: str = "hybrid"
+    # What each column's answer reads: the column's order fused (RRF) with the keyword leg's BM25
+    # order over the same pool (RagService.answer_list); a column absent here reads its own order.
+    answer_lists: dict[str, RankedList] = field(default_factory=dict)
+
+    def answer_list(self, column: str) -> RankedList:
+        """The list ``column``'s answer reads (its own order when no keyword leg ran)."""
+        own = {"baseline": self.baseline, "causal": self.causal}.get(column) or self.cross_encoder
+        assert own is not None, column
+        return self.answer_lists.get(column, own)
     # The question's other-language search (issue 12, item 5): the translation, whether the
     # columns fuse two rankings, or why the question was ranked as typed only.
     cross_language: CrossLanguage | None = None
@@ -399,6 +408,8 @@ class RagService:
             cross = dataclasses.replace(cross, translated_found={
                 col: tuple(h.unit_id for h, i in zip(f.ranked.hits, f.found_by, strict=True) if i == 1)
                 for col, f in found.items()})
+        answer_lists = {col: self.answer_list(f.ranked, ctxs) for col, f in
+                        (("baseline", base_f), ("causal", causal_f), ("cross_encoder", ce_f)) if f is not None}
         timings = dict(ctx.timings)
         timings.update({"baseline_total": t1 - t0, "rerank": t2 - t1, "cross_encoder": t3 - t2})
         if cross.status != CrossStatus.OFF:
@@ -419,7 +430,20 @@ class RagService:
             causal_off=off,
             cross_language=cross,
             answer_ranking=verdict.answer,
+            answer_lists={c: a for c, a in answer_lists.items() if a is not None},
         )
+
+    @staticmethod
+    def answer_list(ranked: RankedList, ctxs: Sequence[QueryContext]) -> RankedList | None:
+        """``ranked`` fused by RRF (core.fusion) with the keyword leg's BM25 order of each phrasing,
+        as the answers read it; None when no keyword leg ran. The pool is the same units, so only
+        their order changes: a page that names the question's exact words reaches the few sources
+        the model reads even when dense similarity put it below them (docs/evaluation.md,
+        "Finding the page")."""
+        legs = [c.keyword for c in ctxs if c.keyword is not None and c.keyword.hits]
+        if not legs:
+            return None
+        return fuse([ranked, *legs], len(ranked.hits)).ranked
 
     # ------------------------------------------------------------------ questions across languages
     def library_languages(self) -> dict[str, int]:

@@ -108,7 +108,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             print("\n" + summarize_trace(res))
             return 0
         ctx = svc.compare(args.question)
-        ranked = ctx.baseline if args.method == "baseline" else ctx.causal
+        ranked = ctx.answer_list("baseline" if args.method == "baseline" else "causal")
         answer: Answer | None = None
         for ev in svc.answer(args.question, ranked):
             if isinstance(ev, GenEvent):

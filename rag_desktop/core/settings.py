@@ -166,6 +166,10 @@ class RetrievalSettings:
     k: int = field_spec(20, min=1)  # candidate window (paper 000 §4.5)
     # similarity threshold θ of Eq. 2 (0: keep the whole window)
     theta: float = field_spec(0.0, min=-1, max=1, noun="a cosine", step=0.05, decimals=3)
+    # The keyword leg of the candidate pool (core.bm25): the BM25 top ``keyword_k`` units join the
+    # dense top k, the Baseline column ranks the pool by similarity, and the answers read the pool
+    # in the RRF of their column's order and the BM25 order (0: dense candidates only).
+    keyword_k: int = field_spec(10, min=0, zero_means="dense candidates only")
     query_keywords: int = field_spec(10, min=1)  # |K_q| (paper 000 §4.4)
     doc_keywords: int = field_spec(15, min=1)  # |K_d|
     # τ of Eq. 3. "auto" calibrates an encoder-aware τ from the library's own

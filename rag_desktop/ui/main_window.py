@@ -734,9 +734,9 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
     # ================================================================== generation
     def _queue_generation(self, st: QueryState) -> None:
         c = st.comparison
-        lists: list[tuple[str, RankedList]] = [("baseline", c.baseline), ("causal", c.causal)]
-        if c.cross_encoder is not None:
-            lists.append(("cross_encoder", c.cross_encoder))
+        columns = ["baseline", "causal"] + (["cross_encoder"] if c.cross_encoder is not None else [])
+        # what each column's answer reads: its order fused with the keyword leg (Comparison.answer_list)
+        lists: list[tuple[str, RankedList]] = [(m, c.answer_list(m)) for m in columns]
         svc = self.service
         q = st.question
         guarded = partial(self._guarded, st)

@@ -378,6 +378,48 @@ def test_a_missing_model_stops_the_remaining_generation_with_one_message(qtbot: 
     assert win.columns["causal"].model.rowCount() == 5  # the rankings are still there
 
 
+def test_ask_again_while_the_question_is_prepared_is_ignored(qtbot: Any, tmp_path: Path) -> None:
+    i18n.set_language("en")
+    svc = FakeService(tmp_path / "lib", Settings(), ScriptedGenerator())
+    calls: list[str] = []
+    real = svc.compare
+
+    def counting(query: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(query)
+        return real(query, *args, **kwargs)
+
+    svc.compare = counting  # type: ignore[method-assign]
+    win = MainWindow(svc, Settings(), settings_file=tmp_path / "s.toml", auto_answer=False)
+    qtbot.addWidget(win)
+    win.ask(QUESTION)
+    first = win.state
+    win.ask(QUESTION)  # pressed again before the columns came: the work under way answers it
+    assert win.state is first
+    assert win.statusBar().currentMessage() == tr("query.preparing")
+    qtbot.waitUntil(lambda: not win.runner.busy, timeout=10000)
+    assert calls == [QUESTION]
+    win.ask(QUESTION)  # once the columns are there, asking again asks again
+    qtbot.waitUntil(lambda: not win.runner.busy, timeout=10000)
+    assert calls == [QUESTION, QUESTION]
+
+
+def test_the_first_window_and_a_restored_one_fit_the_screen_with_a_title_bar(qtbot: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import QRect
+
+    from rag_desktop.ui.main_window import FRAME_ALLOWANCE
+
+    svc = FakeService(tmp_path / "lib", Settings(), ScriptedGenerator())
+    win = MainWindow(svc, Settings(), settings_file=tmp_path / "s.toml", auto_answer=False)
+    qtbot.addWidget(win)
+    screen = win.screen().availableGeometry()
+    assert win.height() <= screen.height() - FRAME_ALLOWANCE and win.width() <= screen.width()
+    # a geometry saved on a larger screen is clamped to this one
+    win.setGeometry(QRect(0, 0, screen.width() + 900, screen.height() + 700))
+    win.ui_state = dataclasses.replace(win.ui_state, window_geometry=bytes(win.saveGeometry().toBase64()).decode())
+    win._restore_geometry()
+    assert win.height() <= screen.height() - FRAME_ALLOWANCE and win.width() <= screen.width()
+
+
 def test_escape_stops_a_streaming_answer(qtbot: Any, tmp_path: Path) -> None:
     i18n.set_language("en")
     svc = FakeService(tmp_path / "lib", Settings(), ScriptedGenerator(delay=0.05))

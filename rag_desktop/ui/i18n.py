@@ -49,6 +49,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "query.ask": ("Ask", "提问"),
     "query.stop": ("Stop", "停止"),
     "query.stop_tip": ("Stop the running work (Esc)", "停止正在进行的任务（Esc）"),
+    "query.preparing": ("This question is already being prepared", "这个问题正在准备中"),
     "query.empty": ("Type a question first.", "请先输入问题。"),
     "query.auto_answer": ("Generate answers", "生成回答"),
     "query.auto_answer_tip": ("After ranking, let the local model answer from each column and run CF-RAG "

@@ -91,6 +91,10 @@ TITLE_KEYS = {"baseline": "col.baseline", "causal": "col.causal", "cross_encoder
               "cfrag": "col.cfrag"}
 
 
+# Height a window manager's title bar and frame take outside the window's geometry (openbox,
+# GNOME, KDE: 24–37 px): a first window of the screen's height minus this fits with its title bar.
+FRAME_ALLOWANCE = 30
+
 def shared_note(column: str) -> str:
     """The note of a pane whose answer was written once for ``column`` (same sources)."""
     return tr("answer.shared_done", column=tr(TITLE_KEYS[column]))
@@ -579,6 +583,11 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         if self.switching:
             self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
             return
+        if self._preparing(q):
+            # Ask again while the same question's columns are still being prepared: the work under
+            # way answers it, so the press is ignored (a changed question restarts, as before).
+            self.statusBar().showMessage(tr("query.preparing"), 5000)
+            return
         if typed is None and self._propose_rewrite(q):
             return
         self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
@@ -624,6 +633,14 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.runner.submit(f"query.{st.qid}.compare" + (".translated" if translate else ""), job,
                            on_result=partial(self._on_comparison, st.qid, level, ranking, translate),
                            on_error=partial(self._on_compare_error, st.qid))
+
+    def _preparing(self, q: str) -> bool:
+        """Whether ``q`` is the question on screen and its rankings are still being prepared."""
+        st = self.state
+        if st is None or st.question != q or st.comparison is not None:
+            return False
+        prefix = f"query.{st.qid}.compare"
+        return any(t.name.startswith(prefix) for t in self.runner.tasks())
 
     def _current(self, qid: int) -> QueryState | None:
         return self.state if self.state is not None and self.state.qid == qid else None
@@ -1025,10 +1042,18 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         from PySide6.QtCore import QByteArray
 
         g = self.ui_state.window_geometry
-        if not (g and self.restoreGeometry(QByteArray.fromBase64(g.encode()))):
-            screen = self.screen().availableGeometry() if self.screen() is not None else None
-            w, h = (1500, 950) if screen is None else (min(1500, screen.width()), min(950, screen.height()))
-            self.resize(w, h)
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        restored = bool(g) and self.restoreGeometry(QByteArray.fromBase64(g.encode()))
+        if screen is not None:
+            # The title bar and the frame are outside geometry(): leave room for them, or the status
+            # bar ends below a 1280×800 screen (a geometry saved on a larger screen is clamped too).
+            w = min(self.width() if restored else 1500, screen.width())
+            h = min(self.height() if restored else 950, screen.height() - FRAME_ALLOWANCE)
+            self.resize(max(w, 640), max(h, 480))
+            if restored and not screen.contains(self.frameGeometry()):
+                self.move(screen.topLeft())
+        elif not restored:
+            self.resize(1500, 950)
         self._fit_panels()
 
     def _fit_panels(self) -> None:

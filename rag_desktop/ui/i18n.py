@@ -644,10 +644,22 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.retrieval.default_method": ("Causal column shows", "因果列显示"),
     "set.retrieval.default_method.tip": ("Pure s_c, the hybrid, or what the calibration gate decided",
                                          "纯 s_c、混合得分，或由校准门控决定"),
+    "set.retrieval.auto_calibrate": ("Calibrate with the model after adding files", "添加文件后用模型自动校准"),
+    "set.retrieval.auto_calibrate.tip": ("The local model writes and judges probe questions in the background "
+                                         "(minutes of CPU); the calibration wizard with your own questions is "
+                                         "more reliable",
+                                         "本地模型在后台编写并判断探针问题（需数分钟 CPU）；用您自己的问题运行"
+                                         "校准向导更可靠"),
+    "set.retrieval.keyword_k": ("Keyword candidates (BM25)", "关键词候选（BM25）"),
+    "set.retrieval.keyword_k.tip": ("The best BM25 matches join the similarity candidates, and the answers read "
+                                    "the two orders merged (0: similarity only)",
+                                    "BM25 最佳匹配加入相似度候选，回答读取两种排序的合并结果（0：仅相似度）"),
     "set.retrieval.cross_language": ("Search across languages", "跨语言检索"),
     "set.retrieval.cross_language.tip": ("When the library holds Chinese and English documents, the local model "
-                                         "translates the question and each column merges both rankings",
-                                         "文档库同时含中英文文档时，由本地模型翻译问题，各列合并两种语言问题的排序"),
+                                         "translates the question after the columns are shown, and the re-ranked "
+                                         "columns and the answers merge both rankings (a model call per question)",
+                                         "文档库同时含中英文文档时，结果列显示后由本地模型翻译问题，重排序列和回答"
+                                         "合并两种语言问题的排序（每个问题调用一次模型）"),
     "set.retrieval.cross_language_timeout_s": ("Question translation time limit (s)", "问题翻译时限（秒）"),
     "set.retrieval.cross_language_timeout_s.tip": ("A translation that takes longer is dropped and the question "
                                                    "is ranked as typed",
@@ -720,8 +732,9 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.generation.thinking.tip": ("For models with a thinking mode (e.g. Qwen3); slower",
                                     "适用于带思考模式的模型（如 Qwen3）；速度较慢"),
     "set.generation.translate": ("Translate sources", "翻译来源"),
-    "set.generation.translate.tip": ("Passages in another language than the question are translated before answering",
-                                     "与问题语言不同的段落会在回答前被翻译"),
+    "set.generation.translate.tip": ("Passages in another language than the question are translated before "
+                                     "answering (a model call per passage before the first word)",
+                                     "与问题语言不同的段落会在回答前被翻译（在第一个字之前每段调用一次模型）"),
     "set.generation.passages": ("Answer from passages", "基于段落回答"),
     "set.generation.passages.tip": ("The model reads the paragraphs of the top chunks that match the question, "
                                     "each with its title, section and page, instead of whole chunks",

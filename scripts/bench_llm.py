@@ -134,6 +134,10 @@ def count_output_tokens(runs: dict[str, list[dict[str, Any]]], gguf: Path) -> No
     """
     import llama_cpp
 
+    from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
+
+    ensure_cpu_backend()  # the CPU kernels of a GGML_BACKEND_DL build
+
     vocab = llama_cpp.Llama(model_path=str(gguf), vocab_only=True, verbose=False)
     try:
         for side in runs.values():
@@ -188,7 +192,10 @@ def interleave(fns: dict[str, Callable[[int], dict[str, Any]]], warmup: int, rep
 def part_inproc(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     import llama_cpp
 
+    from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
     from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+
+    ensure_cpu_backend()  # the CPU kernels of a GGML_BACKEND_DL build
     from rag_desktop.core.types import GenEventKind
 
     app = LlamaCppGenerator(gguf, n_ctx=args.n_ctx, threads=args.threads, n_batch=512)
@@ -242,7 +249,8 @@ def llama_server(gguf: Path, n_ctx: int, threads: int) -> Iterator[tuple[str, Pa
     port = bc.free_port()
     log = Path(tempfile.mkstemp(prefix="bench-llama-server-", suffix=".log")[1])
     with log.open("wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+        proc = subprocess.Popen([sys.executable, "-m", "rag_desktop.backends.ggml_cpu", "llama_cpp.server",
+                                 "--model", str(gguf), "--host", "127.0.0.1",
                                  "--port", str(port), "--n_ctx", str(n_ctx), "--n_batch", "512", "--n_threads",
                                  str(threads), "--n_threads_batch", str(threads), "--verbose", "False"],
                                 stdout=fh, stderr=subprocess.STDOUT)

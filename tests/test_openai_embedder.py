@@ -266,6 +266,8 @@ def test_library_refuses_another_model_or_dimension(server: str, tmp_path: Path)
 MEAN_POOLING_SERVER = """
 import functools, runpy, sys
 import llama_cpp
+from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
+ensure_cpu_backend()
 _init = llama_cpp.Llama.__init__
 @functools.wraps(_init)
 def _with_mean_pooling(self, *args, **kwargs):
@@ -301,6 +303,9 @@ def test_real_server_vectors_match_the_model_run_locally(real_embed_server: tupl
     import llama_cpp
     from llama_cpp import Llama
 
+    from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
+
+    ensure_cpu_backend()
     local = Llama(str(model), embedding=True, n_ctx=2048, verbose=False,
                   pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
     try:

@@ -282,7 +282,9 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     with running_server(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+            # the server module run with the CPU kernels loaded first (backends/ggml_cpu.py)
+            [sys.executable, "-m", "rag_desktop.backends.ggml_cpu", "llama_cpp.server", "--model", str(model),
+             "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 1),
              "--n_threads_batch", str(os.cpu_count() or 1)],
         port, log,

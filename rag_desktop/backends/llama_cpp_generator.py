@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from rag_desktop.backends.errors import ModelUnavailable, require
+from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -336,6 +337,10 @@ class LlamaCppGenerator:
                 raise ModelUnavailable(f"generator model file {self.model_path} does not exist; "
                                        f"check models.generator in the settings")
             llama_cpp: Any = require("llama_cpp", "Local generation", "llama-cpp-python")
+            try:
+                ensure_cpu_backend()  # the CPU kernels of a GGML_BACKEND_DL build (backends/ggml_cpu.py)
+            except RuntimeError as exc:
+                raise ModelUnavailable(str(exc)) from exc
             meta = read_gguf_metadata(self.model_path)
             available = mem_available_bytes() if self.check_memory else None
             n_ctx = plan_n_ctx(self.requested_n_ctx, meta, self.model_path.stat().st_size,

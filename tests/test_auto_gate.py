@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from library_helpers import ingest_texts
 
 from rag_desktop.app import auto_gate
 from rag_desktop.app.calibration import TOP, score_labels
@@ -23,7 +24,6 @@ from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import calibrate
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind, Hit, Keyword, Progress
-from tests.library_helpers import ingest_texts
 
 TEXTS = {
     "guide.txt": "Checking a bicycle brake\n\nSqueeze the lever: the pads must meet the rim before the lever "

@@ -17,15 +17,15 @@ from typing import ClassVar
 import numpy as np
 import pytest
 from local_http import serving
+from test_openai_embedder import DOCS, _build, _settings
+from test_openai_embedder import server as embed_server  # noqa: F401 (fixture)
+from test_openai_generator import free_port
 
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.backends.http_reranker import HttpCrossEncoder, RerankServerError
 from rag_desktop.backends.openai_embedder import OpenAIEmbedder
 from rag_desktop.core.protocols import CrossEncoder
 from rag_desktop.core.settings import Settings
-from tests.test_openai_embedder import DOCS, _build, _settings
-from tests.test_openai_embedder import server as embed_server  # noqa: F401 (fixture)
-from tests.test_openai_generator import free_port
 
 
 def overlap_score(query: str, text: str) -> float:

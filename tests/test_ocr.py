@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from scan_helpers import EN_IN_CJK_FONT, EN_TEXT, ZH_TEXT, PageSpec, make_image, make_pdf
 
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.ocr import OcrCache
@@ -36,7 +37,6 @@ from rag_desktop.core.ocr_text import (
 )
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, OcrLine, Progress
-from tests.scan_helpers import EN_IN_CJK_FONT, EN_TEXT, ZH_TEXT, PageSpec, make_image, make_pdf
 
 # --------------------------------------------------------------------------- the text rules (fast)
 

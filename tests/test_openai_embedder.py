@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 from llama_server import running_server, server_model_or_skip
 from local_http import serving
+from test_openai_generator import free_port
 
 from rag_desktop.app.library import EmbedderMismatch, IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.http_client import EndpointError, with_retries
 from rag_desktop.backends.openai_embedder import EmbeddingServerError, OpenAIEmbedder
 from rag_desktop.core.settings import Settings
-from tests.test_openai_generator import free_port
 
 DIM = 16
 

@@ -30,3 +30,14 @@ def test_fake_service_keeps_the_ui_contract() -> None:
     changed signature, fails here instead of only in the fakes at run time."""
     proc = _run(str(BIN / "mypy"), "tests/test_gui_support.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_suite_collects_with_pytest_and_with_python_m_pytest() -> None:
+    """Both ways of starting pytest collect every module: a test module that imports a helper as
+    ``tests.x`` works only when the checkout is on sys.path (``python -m pytest``), so none may."""
+    counts = []
+    for cmd in ([str(BIN / "pytest")], [sys.executable, "-m", "pytest"]):
+        proc = _run(*cmd, "--collect-only", "-q", "-p", "no:cacheprovider")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        counts.append(proc.stdout.strip().splitlines()[-1])
+    assert counts[0] == counts[1] and "error" not in counts[0]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from library_helpers import ingest_texts
 
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.retrieval import parse_variant, variant_names
 from rag_desktop.app.service import RagService
 from rag_desktop.core.settings import Settings, SettingsError
-from tests.library_helpers import ingest_texts
 
 TEXTS = {
     "series.txt": "The lecture series on reasoning\n\nThe series continues in February. Each series talk "

@@ -55,3 +55,46 @@ def test_out_of_range_is_flagged_and_wide_range_is_two_numbers() -> None:
 
 def test_strip_citations() -> None:
     assert citations.strip_citations("Paris is the capital [1]. 北京【2】。") == "Paris is the capital . 北京。"
+
+
+# --------------------------------------------------------------------------- the model's citations checked
+
+from rag_desktop.core.attribution import CHECK_SHARE, check_citations  # noqa: E402
+
+SOURCES = ["出差住宿费在一线城市每人每晚不超过600元，省会城市不超过450元，其他地区不超过350元。两名同性别员工同行的，原则上合住一间。",
+           "The Wason selection task asks which cards must be turned over to test a rule."]
+
+
+def test_a_repeated_trailing_marker_is_written_once() -> None:
+    text = "出差住宿费在一线城市每人每晚不超过600元，省会城市不超过450元[1]。两名同性别员工同行的，原则上合住一间[1]。 [1]"
+    got = check_citations(text, SOURCES, "出差住宿费的报销标准是多少？")
+    assert got.text == text[: text.rindex(" [1]")] and got.repeats == 1 and got.dropped == ()
+    assert check_citations("住宿费一线城市600元[1][1]。", SOURCES).text == "住宿费一线城市600元[1]。"
+    assert check_citations("Cards are turned [2, 2].", SOURCES).text == "Cards are turned [2]."
+
+
+def test_a_citation_whose_passage_does_not_hold_the_sentence_is_dropped() -> None:
+    got = check_citations("Most people turn over the wrong cards to test the rule [1]. 住宿费600元[1]。", SOURCES,
+                          "Wason?")
+    assert got.text == "Most people turn over the wrong cards to test the rule. 住宿费600元[1]。"
+    assert got.dropped == ((1, "Most people turn over the wrong cards to test the rule."),)
+    # the right passage keeps it; one of two markers can go while the other stays
+    kept = check_citations("The task asks which cards must be turned over [1, 2].", SOURCES)
+    assert kept.text == "The task asks which cards must be turned over [2]." and [n for n, _ in kept.dropped] == [1]
+
+
+def test_what_cannot_be_judged_is_kept() -> None:
+    # too few words of its own (the question's are left out), a number naming no source, a range
+    assert check_citations("2年 [1]。", SOURCES, "结论的有效期是多久？").text == "2年 [1]。"
+    assert check_citations("The cards are turned over [7].", SOURCES).text == "The cards are turned over [7]."
+    assert check_citations("Rules and cards [1-2].", SOURCES).text == "Rules and cards [1-2]."
+    assert 0 < CHECK_SHARE < 0.5
+
+
+def test_a_dropped_sentence_is_matched_again_to_the_passage_that_holds_it() -> None:
+    from rag_desktop.core.attribution import attribute
+
+    text = check_citations("The Wason selection task asks which cards must be turned over [1].", SOURCES).text
+    assert text == "The Wason selection task asks which cards must be turned over."
+    att = attribute(text, SOURCES)
+    assert att.text.endswith("[2].") and len(att.added) == 1

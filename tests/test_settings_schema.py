@@ -110,6 +110,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {'models': {'generator': 'embedded',
                 'passages': True,
                 'max_passages': 8,
                 'match_citations': True,
+                'check_citations': True,
                 'rewrite_timeout_s': 30.0},
  'ui': {'language': 'en'}}
 

@@ -318,6 +318,7 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
             return "", {}
         extra: dict[str, Any] = {"source_texts": [h.text for h in answer.sources], "ttft_s": ttft,
                                  "matched_citations": len(answer.matched),
+                                 "dropped_citations": len(answer.dropped_citations),
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
                                  "translate_s": round(cross.seconds, 3)}

@@ -29,7 +29,7 @@ from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.attribution import attribute, echoes_example
+from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
@@ -610,8 +610,13 @@ class RagService:
                 parts.append(ev.text)
             yield ev
         text = "".join(parts).strip()
-        # Sentences the model left uncited get the source that holds their words (issue 12),
-        # marked as matched; setting generation.match_citations = false keeps the model's text.
+        # The model's own markers first: one whose passage does not hold its sentence goes, and so
+        # does a repeat; then sentences left uncited get the source that holds their words, marked
+        # as matched (generation.check_citations / match_citations = false keep the model's text).
+        dropped: tuple[tuple[int, str], ...] = ()
+        if g.check_citations and used:
+            checked = check_citations(text, [h.text for h in used], query)
+            text, dropped = checked.text, checked.dropped
         matched: tuple[tuple[int, int, int], ...] = ()
         if g.match_citations and used:
             att = attribute(text, [h.text for h in used], query)
@@ -626,7 +631,7 @@ class RagService:
             self.note_relevant(query, [c.doc_id for c in citations if c.valid and c.doc_id], "cited")
         yield Answer(text, citations, tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
-                     original_texts=originals, matched=matched, warnings=warnings)
+                     original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
 
     def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
         """Keep the person's relevance signal for a question they asked ("cited": its answer cites

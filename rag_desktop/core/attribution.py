@@ -22,11 +22,12 @@ every retrieved passage repeats them: they would make any passage "hold" the sen
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from rag_desktop.core.citations import citation_items, citation_spans
+from rag_desktop.core.citations import CITATION_RE, citation_items, citation_spans, marker_items, strip_citations
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.prompting import split_sentences
 from rag_desktop.core.text import answer_tokens, is_cjk
@@ -120,6 +121,82 @@ def attribute(text: str, sources: Sequence[str], question: str = "") -> Attribut
     return Attributed(final, spans)
 
 
+# A model's own [n] is kept when passage n holds at least this share of the sentence's content
+# tokens (the question's left out). Lower than MIN_SHARE, which *adds* a marker: a model paraphrases
+# the passage it read, and a check that drops a right citation costs more than one that keeps a
+# weak one. Chosen, not tuned: a quarter of the words is where a paraphrase of a 1–2 sentence
+# passage still shares its names and figures; below it the sentence is about something else.
+CHECK_SHARE = 0.25
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.。,，!?！？;；:：])")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The answer with unsupported and repeated markers taken out, and what was taken out: each
+    dropped citation's number and the sentence it ended (for the UI and ``answer --json``)."""
+
+    text: str
+    dropped: tuple[tuple[int, str], ...] = ()
+    repeats: int = 0
+
+
+def _unsupported(sentence: str, n: int, source_tokens: Sequence[set[str]], exclude: frozenset[str]) -> bool:
+    """Whether passage n does not hold ``sentence`` (a sentence with fewer than MIN_TOKENS content
+    tokens of its own cannot be judged and is kept)."""
+    if not 1 <= n <= len(source_tokens):
+        return False  # a number that names no source: parse_citations flags it as invalid
+    words = content_tokens(sentence, exclude)
+    if len(words) < MIN_TOKENS:
+        return False
+    return len(words & source_tokens[n - 1]) / len(words) < CHECK_SHARE
+
+
+def check_citations(text: str, sources: Sequence[str], question: str = "") -> Checked:
+    """Each ``[n]`` kept only where passage n holds the sentence it ends (CHECK_SHARE), a number
+    repeated within one sentence kept once, and a marker-only piece that repeats the sentence before
+    it ("…一间[1]。 [1]") removed. No model call: lexical support, like :func:`attribute`, which can
+    then give a sentence whose marker went the passage that does hold it (marked as matched)."""
+    exclude = frozenset(content_tokens(question))
+    source_tokens = [content_tokens(src) for src in sources]
+    out: list[str] = []
+    dropped: list[tuple[int, str]] = []
+    repeats = 0
+    previous: set[int] = set()
+    for piece in split_sentences(text):
+        items = citation_items(piece)
+        bare = _SPACE_BEFORE_STOP.sub(r"\1", strip_citations(piece))
+        if items and not content_tokens(bare):  # markers only: a repeat of the sentence before, or kept
+            if {n for it in items for n in it.numbers} <= previous:
+                repeats += 1
+                continue
+            out.append(piece)
+            continue
+        seen: set[int] = set()
+        pieces: list[str] = []
+        pos = 0
+        for m in CITATION_RE.finditer(piece):
+            keep: list[str] = []
+            for it, nums in marker_items(m.group(1)):
+                if nums[0] in seen:
+                    repeats += 1
+                    continue
+                if len(nums) == 1 and _unsupported(bare, nums[0], source_tokens, exclude):
+                    dropped.append((nums[0], bare.strip()))
+                    continue
+                seen.update(nums)
+                keep.append(it)
+            left = piece[pos:m.start()]
+            if keep:
+                pieces.append(left + m.group(0)[0] + ", ".join(keep) + m.group(0)[-1])
+            else:  # the whole marker goes, with the space before it
+                pieces.append(left.rstrip(" ") if left.endswith(" ") else left)
+            pos = m.end()
+        pieces.append(piece[pos:])
+        out.append("".join(pieces))
+        previous = seen
+    return Checked("".join(out).rstrip() if repeats else "".join(out), tuple(dropped), repeats)
+
+
 def echoes_example(answer: str, example: str, sources: Sequence[str]) -> bool:
     """Whether ``answer`` repeats the prompt's worked example instead of answering from ``sources``.
 
@@ -138,4 +215,5 @@ def echoes_example(answer: str, example: str, sources: Sequence[str]) -> bool:
     return len(echoed) >= MIN_TOKENS and len(echoed) / len(words) >= MIN_SHARE
 
 
-__all__ = ["MIN_SHARE", "MIN_TOKENS", "Attributed", "attribute", "best_source", "content_tokens", "echoes_example"]
+__all__ = ["CHECK_SHARE", "MIN_SHARE", "MIN_TOKENS", "Attributed", "Checked", "attribute", "best_source",
+           "check_citations", "content_tokens", "echoes_example"]

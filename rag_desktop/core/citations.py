@@ -56,6 +56,11 @@ def citation_items(text: str) -> list[CitationSpan]:
     return out
 
 
+def marker_items(group: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The items of one marker's inside ("1, 3-4") as (item text, numbers)."""
+    return [(m.group(0), _item_numbers(m.group(0))) for m in _ITEM.finditer(group)]
+
+
 def cited_numbers(text: str) -> list[int]:
     """Every distinct cited number, in order of first appearance."""
     seen: dict[int, None] = {}
@@ -93,4 +98,4 @@ def strip_citations(text: str) -> str:
 
 
 __all__ = ["CITATION_RE", "MAX_RANGE", "CitationSpan", "citation_items", "citation_spans", "cited_numbers",
-           "parse_citations", "strip_citations"]
+           "marker_items", "parse_citations", "strip_citations"]

@@ -273,6 +273,9 @@ class GenerationSettings:
     # A sentence the model left uncited gets the source holding its words, marked as matched
     # (core.attribution; issue 12: the embedded models often state the fact without its [n]).
     match_citations: bool = True
+    # Each [n] the model wrote is kept only where passage n holds the sentence it ends; a repeated
+    # marker is written once (core.attribution.check_citations; lexical, no model call).
+    check_citations: bool = True
     # Follow-up questions (issue 12): a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 

@@ -284,6 +284,9 @@ class Answer:
     matched: tuple[tuple[int, int, int], ...] = ()
     # What the UI must say about this answer: "copied_example" (it repeats the prompt's worked example).
     warnings: tuple[str, ...] = ()
+    # The model's citations taken out because their passage does not hold the sentence they ended:
+    # (n, sentence) each (core.attribution.check_citations).
+    dropped_citations: tuple[tuple[int, str], ...] = ()
 
 
 # --------------------------------------------------------------------------- progress

@@ -240,9 +240,16 @@ class AnswerPane(QWidget):
                 self._set_status("answer.done_matched_one" if n == 1 else "answer.done_matched", n=n, m=m)
             else:
                 self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
+        if answer.dropped_citations:  # the model's markers whose passage does not hold the sentence
+            self.status.setText(f"{self.status.text()} · "
+                                + tr("answer.cite_dropped", n=len(answer.dropped_citations)))
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
-            self.status.setToolTip(plain_tooltip(self.status.text()))
+        tip = self.status.text()
+        if answer.dropped_citations:
+            tip += "\n" + "\n".join(tr("answer.cite_dropped_tip", n=n, sentence=sent)
+                                     for n, sent in answer.dropped_citations)
+        self.status.setToolTip(plain_tooltip(tip))
         self._fill_sources()
 
     def add_note(self, note: Callable[[], str]) -> None:

@@ -407,6 +407,9 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.took": ("{s} s", "{s} 秒"),
     "answer.cf_step": ("step {cur}/{total}: {stage}", "第 {cur}/{total} 步：{stage}"),
     "answer.done": ("done · {n} citations", "完成 · {n} 处引用"),
+    "answer.cite_dropped": ("{n} unsupported citation(s) removed", "已移除 {n} 处无依据的引用"),
+    "answer.cite_dropped_tip": ("[{n}] removed: its passage does not hold “{sentence}”",
+                                "已移除 [{n}]：该段落不包含“{sentence}”"),
     "answer.done_one": ("done · 1 citation", "完成 · 1 处引用"),
     "answer.copied_example": ("⚠ not an answer: the model repeated the prompt's worked example, not your documents",
                               "⚠ 这不是答案：模型重复了提示词中的示例，而不是根据你的文档回答"),
@@ -741,6 +744,10 @@ TABLE: dict[str, tuple[str, str]] = {
                                     "模型阅读排名靠前的文本块中与问题最相关的段落（附标题、章节和页码），而不是整个文本块"),
     "set.generation.max_passages": ("Passages per answer", "每个回答的段落数"),
     "set.generation.max_passages.tip": ("At most this many passages are given to the model", "最多提供给模型的段落数"),
+    "set.generation.check_citations": ("Check the model's citations", "检查模型的引用"),
+    "set.generation.check_citations.tip": ("A [n] whose passage does not hold the sentence it ends is removed, "
+                                           "and a repeated marker is written once",
+                                           "若 [n] 所指段落不包含该句内容则移除，重复的标注只保留一个"),
     "set.generation.match_citations": ("Match uncited sentences to sources", "为未标注的句子匹配来源"),
     "set.generation.match_citations.tip": ("A sentence the model wrote without [n] gets the passage that holds most "
                                            "of its words, shown as matched (dotted), not as the model's citation",

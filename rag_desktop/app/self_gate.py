@@ -35,7 +35,6 @@ Choices where neither source says:
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ import numpy.typing as npt
 
 from rag_desktop.core.gate import Decision, GateDecision, calibrate
 from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.prompting import split_sentences
 from rag_desktop.core.types import Hit, Level, RankedList
 
 if TYPE_CHECKING:  # annotations only
@@ -58,9 +58,6 @@ MIN_REST = 80  # characters the source chunk keeps without its sentence
 METRIC_AT = 10
 KEYWORDS = 4
 SELF_LABELS = "self: inverse cloze"
-
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
-
 
 @dataclass(frozen=True)
 class Probe:
@@ -114,8 +111,8 @@ class GateRecord:
 
 
 def sentences(text: str) -> list[str]:
-    """``text`` cut at sentence ends (。！？；, a full stop before white space, line breaks)."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """``text`` cut at line breaks and at the sentence ends the prompts use (core.prompting)."""
+    return [p.strip() for line in text.splitlines() for p in split_sentences(line) if p.strip()]
 
 
 def probe_from(text: str, rng: np.random.Generator) -> tuple[str, str] | None:

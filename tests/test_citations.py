@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rag_desktop.core import cfrag, citations, prompting
+from rag_desktop.core.attribution import CHECK_SHARE, check_citations
 from rag_desktop.core.types import Hit
 from rag_desktop.ui import present
 
@@ -59,14 +60,14 @@ def test_strip_citations() -> None:
 
 # --------------------------------------------------------------------------- the model's citations checked
 
-from rag_desktop.core.attribution import CHECK_SHARE, check_citations  # noqa: E402
-
-SOURCES = ["出差住宿费在一线城市每人每晚不超过600元，省会城市不超过450元，其他地区不超过350元。两名同性别员工同行的，原则上合住一间。",
+SOURCES = ["出差住宿费在一线城市每人每晚不超过600元，省会城市不超过450元，其他地区不超过350元。"
+           "两名同性别员工同行的，原则上合住一间。",
            "The Wason selection task asks which cards must be turned over to test a rule."]
 
 
 def test_a_repeated_trailing_marker_is_written_once() -> None:
-    text = "出差住宿费在一线城市每人每晚不超过600元，省会城市不超过450元[1]。两名同性别员工同行的，原则上合住一间[1]。 [1]"
+    text = ("出差住宿费在一线城市每人每晚不超过600元，省会城市不超过450元[1]。"
+            "两名同性别员工同行的，原则上合住一间[1]。 [1]")
     got = check_citations(text, SOURCES, "出差住宿费的报销标准是多少？")
     assert got.text == text[: text.rindex(" [1]")] and got.repeats == 1 and got.dropped == ()
     assert check_citations("住宿费一线城市600元[1][1]。", SOURCES).text == "住宿费一线城市600元[1]。"

@@ -224,7 +224,10 @@ def test_settings_persist_and_reach_the_service(demo: dict[str, Any]) -> None:
     assert load_settings(demo["sfile"]).retrieval.k == 4
     assert win.service.settings.retrieval.k == 4
     ask(win, EN_Q, answers=False)
-    assert len(win.columns["baseline"].model.rows) == 4
+    # the dense top k = 4, joined by the keyword leg's units the dense search did not find
+    rows = win.columns["baseline"].model.rows
+    assert 4 <= len(rows) <= 4 + win.service.settings.retrieval.keyword_k
+    assert win.state is not None and "dense top 4" in win.state.comparison.baseline.label
     assert EN_Q in load_ui_state(demo["sfile"].with_name("ui_state.toml")).recent_questions
 
 

@@ -39,7 +39,12 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
 
 def test_answer_streams_and_maps_citations_to_pages(svc: RagService) -> None:
     ranked = svc.compare("Why do people fail the Wason selection task?").causal
-    events = list(svc.answer("Why do people fail the Wason selection task?", ranked, n_sources=2))
+    before = svc.settings
+    svc.settings = svc.settings.replace("generation", check_citations=False)  # the model's markers as written
+    try:
+        events = list(svc.answer("Why do people fail the Wason selection task?", ranked, n_sources=2))
+    finally:
+        svc.settings = before
     tokens = [e for e in events if isinstance(e, GenEvent) and e.kind == GenEventKind.TOKEN]
     answer = events[-1]
     assert isinstance(answer, Answer)
@@ -66,6 +71,21 @@ def test_an_answer_labels_its_question_with_the_documents_it_cites(svc: RagServi
     other = "How long do the noodles cook?"
     list(svc.answer(other, ranked, n_sources=2))
     assert other not in auto_gate.user_labels(svc.library.catalog)
+
+
+def test_a_scripted_citation_its_passage_does_not_hold_is_removed_and_reported(svc: RagService) -> None:
+    """With the check on (the default), a marker whose source does not hold its sentence is taken out,
+    named in Answer.dropped_citations, and the sentence may be matched to the source that holds it."""
+    q = "Why do people fail the Wason selection task?"
+    ranked = svc.compare(q).causal
+    answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
+    sources = [h.text for h in answer.sources]
+    from rag_desktop.core.attribution import check_citations
+
+    want = check_citations(ANSWER_TEXT.strip(), sources, q)
+    assert answer.dropped_citations == want.dropped and answer.dropped_citations  # the scripted [1] is unsupported
+    assert all(f"[{n}]" not in answer.text for n, _ in answer.dropped_citations)  # its marker is gone
+    assert "[9]" in answer.text  # a number naming no source is not judged: the UI flags it as invalid
 
 
 def test_foreign_chunks_are_translated_once_and_cached(svc: RagService) -> None:

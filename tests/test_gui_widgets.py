@@ -420,6 +420,32 @@ def test_the_first_window_and_a_restored_one_fit_the_screen_with_a_title_bar(qtb
     assert win.height() <= screen.height() - FRAME_ALLOWANCE and win.width() <= screen.width()
 
 
+def test_a_file_deleted_since_it_was_indexed_is_marked_and_opening_it_says_so(qtbot: Any, env: Any,
+                                                                             tmp_path: Path) -> None:
+    win, _svc, _ = env
+    ask_and_wait(qtbot, win)
+    st = win.state
+    assert st is not None and st.comparison is not None
+    gone = str(tmp_path / "deleted.pdf")
+    comp = st.comparison
+    first = comp.baseline.hits[0]
+    moved = dataclasses.replace(first, path=gone)
+
+    def swap(r: Any) -> Any:
+        return dataclasses.replace(r, hits=tuple(moved if h.unit_id == first.unit_id else h for h in r.hits))
+
+    st.comparison = dataclasses.replace(comp, baseline=swap(comp.baseline), causal=swap(comp.causal))
+    win._fill_columns(st)
+    for m in ("baseline", "causal"):
+        notes = {r.hit.unit_id: r.note for r in win.columns[m].model.rows}
+        assert tr("col.file_missing") in notes[first.unit_id]
+        assert all(tr("col.file_missing") not in n for u, n in notes.items() if u != first.unit_id)
+    win.viewer.hide()
+    win.open_hit(moved)  # no traceback, no viewer on a file that is not there: a sentence
+    assert not win.viewer.isVisible()
+    assert win.statusBar().currentMessage() == tr("viewer.file_missing", name="deleted.pdf")
+
+
 def test_escape_stops_a_streaming_answer(qtbot: Any, tmp_path: Path) -> None:
     i18n.set_language("en")
     svc = FakeService(tmp_path / "lib", Settings(), ScriptedGenerator(delay=0.05))

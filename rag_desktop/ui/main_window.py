@@ -703,9 +703,13 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
 
         cross = getattr(c, "cross_language", None)
 
+        missing = {h.path for r in (base, c.causal, c.cross_encoder) if r is not None for h in r.hits
+                   if h.path and not Path(h.path).exists()}  # deleted or moved since it was indexed
+
         def found_note(column: str, h: Hit, note: str = "") -> str:
             mark = tr("crosslang.found_by") if found_by_translation(cross, column, h.unit_id) else ""
-            return " · ".join(p for p in (note, mark) if p)
+            gone = tr("col.file_missing") if h.path in missing else ""
+            return " · ".join(p for p in (note, mark, gone) if p)
 
         self.columns["baseline"].set_rows(
             [make_row(h, None, [(tr("score.s_sim"), h.s_sim)], note=found_note("baseline", h)) for h in base.hits],
@@ -981,6 +985,9 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         return split_terms(e.split) if e is not None else []
 
     def open_hit(self, hit: Hit, page: int | None = None) -> None:
+        if hit.path and not Path(hit.path).exists():  # said in words; the viewer would only fail to read it
+            self.statusBar().showMessage(tr("viewer.file_missing", name=Path(hit.path).name), 10000)
+            return
         surfaces = self.state.surfaces if self.state is not None else {}
         self.viewer.show_hit(hit, self.terms_for_doc(hit.doc_id), surfaces, page)
 

@@ -416,8 +416,7 @@ class FakeService:
         used = ranked.hits[:n_sources]
         yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method)
 
-    def cfrag(self, query: str, cancel: CancelToken | None = None,
-              level: str | None = None) -> Iterator[Progress | CFResult]:
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
         for i, step in enumerate(("retrieve", "counterfactuals", "hypotheses", "decision"), start=1):
             if cancel is not None:
                 cancel.raise_if_set()

@@ -111,6 +111,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {'models': {'generator': 'embedded',
                 'max_passages': 8,
                 'match_citations': True,
                 'check_citations': True,
+                'abstain': True,
                 'rewrite_timeout_s': 30.0},
  'ui': {'language': 'en'}}
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.app.abstention import check as check_abstention
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.passages import PassageFinder
@@ -29,6 +30,7 @@ from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
+from rag_desktop.core.abstain import Abstention
 from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
@@ -466,14 +468,20 @@ class RagService:
         target = needs_translation(lang, self.library_languages())
         if target is None:
             return CrossLanguage(CrossStatus.SINGLE, lang)
-        limit = self.settings.retrieval.cross_language_timeout_s
         if not self.runtime.generator_ready():
-            return CrossLanguage(CrossStatus.NO_GENERATOR, lang, target, timeout_s=limit)
+            return CrossLanguage(CrossStatus.NO_GENERATOR, lang, target,
+                                 timeout_s=self.settings.retrieval.cross_language_timeout_s)
+        return self._translate_question(query, lang, target, cancel)
+
+    def _translate_question(self, query: str, lang: Lang, target: Lang, cancel: CancelToken | None) -> CrossLanguage:
+        """``query`` in ``target`` by the local model, cached per question text and model; a failure
+        or a timeout is not cached (the next question tries again)."""
         key = (query, target, self.runtime.generator_name())
         cached = self._question_translations.get(key)
         if cached is not None:
             return cached
-        out = translate_question(self.runtime.generator, query, lang, target, limit,
+        out = translate_question(self.runtime.generator, query, lang, target,
+                                 self.settings.retrieval.cross_language_timeout_s,
                                  seed=self.settings.generation.seed, cancel=cancel)
         if out.fused:
             self._question_translations[key] = out
@@ -587,9 +595,14 @@ class RagService:
         at that paragraph; otherwise it reads the hits' whole chunks. Progress events say what
         the answer is doing (``passages``: windows scored; ``reading``: the prompt's tokens).
         """
+        g = self.settings.generation
+        if g.abstain:
+            abstention = self.abstention(query, ranked, cancel)
+            if abstention.abstained:  # decided before the model is loaded: it costs no model time
+                yield Answer("", method=ranked.method, abstention=abstention)
+                return
         gen = self.runtime.generator()
         lang = detect_lang(query)
-        g = self.settings.generation
         use_passages = g.passages if passages is None else passages
         hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
         locators: tuple[Locator, ...] | None = None
@@ -632,6 +645,11 @@ class RagService:
         yield Answer(text, citations, tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
+
+    def abstention(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> Abstention:
+        """Whether the library holds an answer to ``query`` (app.abstention, core.abstain)."""
+        return check_abstention(self.retriever(), query, ranked, self.library_languages(),
+                                lambda q, lang, target: self._translate_question(q, lang, target, cancel))
 
     def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
         """Keep the person's relevance signal for a question they asked ("cited": its answer cites
@@ -704,6 +722,17 @@ class RagService:
             b = self.library.cosine_baseline()
             c = dataclasses.replace(c, theta_sim=b + c.theta_sim * (1 - b), theta_dedup=b + c.theta_dedup * (1 - b))
         return c
+
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
+        """CF-RAG as the window and ``answer --method cfrag`` run it: first the abstention every answer
+        path makes (core.abstain, ``generation.abstain``), then :meth:`cfrag`. Ends with the CFResult,
+        or with an abstained Answer and no model call for CF-RAG."""
+        if self.settings.generation.abstain:
+            abstention = self.abstention(query, self.retriever().context(query).baseline, cancel)
+            if abstention.abstained:
+                yield Answer("", method="cfrag", abstention=abstention)
+                return
+        yield from self.cfrag(query, cancel)
 
     def cfrag(
         self, query: str, cancel: CancelToken | None = None, level: str | None = None

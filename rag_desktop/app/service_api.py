@@ -90,8 +90,8 @@ class LibraryService(Protocol):
     def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
         """The person opened (or an answer cited) these documents for their question: gate labels."""
 
-    def cfrag(self, query: str, cancel: CancelToken | None = None,
-              level: str | None = None) -> Iterator[Progress | CFResult]: ...
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
+        """CF-RAG's events, ending with its CFResult, or with an abstained Answer (core.abstain)."""
 
     def rewrite_followup(self, question: str, conversation: Conversation,
                          cancel: CancelToken | None = None, timeout_s: float | None = None) -> Rewrite: ...

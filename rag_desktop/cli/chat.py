@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rag_desktop.app.service import RagService
-from rag_desktop.cli.common import service
+from rag_desktop.cli.common import ABSTAINED_LINE, service
 from rag_desktop.core.conversation import Conversation, Turn
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind
 
@@ -74,6 +74,8 @@ def run_chat(svc: RagService, method: str = "causal", stdin: TextIO | None = Non
             elif isinstance(ev, Answer):
                 answer = ev
         out.write("\n")
+        if answer is not None and answer.abstained:
+            print(ABSTAINED_LINE, file=out)
         if answer is not None:
             for i, h in enumerate(answer.sources, start=1):
                 loc = answer.locators[i - 1] if i - 1 < len(answer.locators) else None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_desktop.app.library import IngestReport
-from rag_desktop.cli.common import ProgressBar, print_json, service, terminal_safe
+from rag_desktop.cli.common import ABSTAINED_LINE, ProgressBar, print_json, service, terminal_safe
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.types import to_jsonable
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress, RankedList
@@ -99,7 +99,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
     svc = service(args)
     try:
         if args.method == "cfrag":
-            res = cfrag_result(svc.cfrag(args.question))
+            events = list(svc.cfrag_or_abstain(args.question))
+            if isinstance(events[-1], Answer):  # abstained: CF-RAG did not run
+                return _print_answer(events[-1], args.json)
+            res = cfrag_result(events)
             if args.json:
                 print_json(to_jsonable(res))
                 return 0
@@ -120,8 +123,20 @@ def cmd_answer(args: argparse.Namespace) -> int:
     finally:
         svc.close()
     assert answer is not None
-    if args.json:
-        print_json(to_jsonable(answer))
+    return _print_answer(answer, args.json)
+
+
+def _print_answer(answer: Answer, as_json: bool) -> int:
+    if as_json:
+        out = to_jsonable(answer)
+        out["abstained"] = answer.abstained
+        out["abstain_reason"] = answer.abstention.reason if answer.abstention is not None else ""
+        if answer.abstention is not None:  # with the derived coverage and lift, as core.abstain words them
+            out["abstention"] = answer.abstention.as_json()
+        print_json(out)
+        return 0
+    if answer.abstained:
+        print(ABSTAINED_LINE)
         return 0
     print()
     _print_sources(answer)

@@ -58,6 +58,10 @@ class Bm25Index:
     def __len__(self) -> int:
         return int(self.unit_ids.shape[0])
 
+    def __contains__(self, term: object) -> bool:
+        """Whether any unit contains ``term`` (core.abstain's coverage)."""
+        return term in self.postings
+
     def idf(self, term: str) -> float:
         p = self.postings.get(term)
         df = 0 if p is None else int(p.rows.shape[0])

@@ -276,6 +276,9 @@ class GenerationSettings:
     # Each [n] the model wrote is kept only where passage n holds the sentence it ends; a repeated
     # marker is written once (core.attribution.check_citations; lexical, no model call).
     check_citations: bool = True
+    # Say "not in your documents" instead of asking the model when the question's words are mostly
+    # not the library's and no passage stands out (core.abstain; decided before the model loads).
+    abstain: bool = True
     # Follow-up questions (issue 12): a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
+from rag_desktop.core.abstain import Abstention
+
 Lang = Literal["zh", "en", "other"]
 Level = Literal["doc", "chunk"]  # in the order the Settings dialog offers them
 
@@ -287,6 +289,12 @@ class Answer:
     # The model's citations taken out because their passage does not hold the sentence they ended:
     # (n, sentence) each (core.attribution.check_citations).
     dropped_citations: tuple[tuple[int, str], ...] = ()
+    # Set when the library holds no answer and the model was not asked (core.abstain); text is "".
+    abstention: Abstention | None = None
+
+    @property
+    def abstained(self) -> bool:
+        return self.abstention is not None and self.abstention.abstained
 
 
 # --------------------------------------------------------------------------- progress

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.core.abstain import Abstention
 from rag_desktop.core.types import Answer, Citation, Hit, Progress
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
@@ -199,6 +200,9 @@ class AnswerPane(QWidget):
         self.answer = answer
         self.streaming = False
         self._originals = {h.unit_id: h for h in originals}
+        if answer.abstention is not None and answer.abstained:
+            self._show_abstention(answer.abstention, took)
+            return
         self.browser.setPlainText(answer.text)
         by_n = {c.n: c for c in answer.citations}
         matched = {(a, b) for a, b, _n in answer.matched}
@@ -250,6 +254,19 @@ class AnswerPane(QWidget):
             tip += "\n" + "\n".join(tr("answer.cite_dropped_tip", n=n, sentence=sent)
                                      for n, sent in answer.dropped_citations)
         self.status.setToolTip(plain_tooltip(tip))
+        self._fill_sources()
+
+    def _show_abstention(self, abstention: Abstention, took: str) -> None:
+        """The library holds no answer (core.abstain): said in words, the evidence in the tooltip."""
+        self.browser.setPlainText(tr("answer.abstained_text"))
+        self._set_status("answer.abstained")
+        if took:
+            self.status.setText(f"{self.status.text()} · {took}")
+        s = abstention.support
+        cov = s.coverage
+        self.status.setToolTip(plain_tooltip(tr(
+            "answer.abstained_tip", known=s.n_known, terms=s.n_terms,
+            coverage="–" if cov is None else f"{cov:.0%}", lift=f"{s.lift:.3f}")))
         self._fill_sources()
 
     def add_note(self, note: Callable[[], str]) -> None:

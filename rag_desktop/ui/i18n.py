@@ -421,6 +421,17 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.done_invalid": ("done · {n} citations · not among the sources: {bad}",
                             "完成 · {n} 处引用 · 不在来源之中：{bad}"),
     "answer.empty": ("the model returned no text", "模型没有返回文本"),
+    "answer.abstained": ("not in your documents: the model was not asked", "文档中没有答案：未询问模型"),
+    "answer.abstained_text": ("Not in your documents. Most of the question's words do not occur in this library, and "
+                              "no passage stands out from the rest, so no answer was written. Rephrase it in the "
+                              "documents' words, or add the documents that hold the answer.",
+                              "文档中没有答案。问题中的大部分词语不在这个文库里，也没有哪段文字明显比其余的更相关，所以没有"
+                              "生成回答。可以换用文档里的说法再问，或者添加包含答案的文档。"),
+    "answer.abstained_tip": ("{known} of the question's {terms} search terms occur in this library ({coverage}); "
+                             "the best passage stands {lift} above the question's mean similarity to the library. "
+                             "The setting “Say ‘not in your documents’” turns this off.",
+                             "问题的 {terms} 个检索词中有 {known} 个出现在本文库（{coverage}）；"
+                             "最相关段落比问题与文库的平均相似度高 {lift}。可在设置“文档中没有答案时不作答”中关闭。"),
     "answer.failed": ("failed: {msg}", "失败：{msg}"),
     "answer.stopped": ("stopped", "已停止"),
     "answer.cite_tip": ("Open {title} at page {page}", "打开“{title}”第 {page} 页"),
@@ -460,6 +471,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.empty": ("Ask a question with “Generate answers” on to see how CF-RAG decides.",
                     "勾选“生成回答”后提问，即可查看 CF-RAG 的决策过程。"),
     "trace.waiting": ("CF-RAG is queued after the answers…", "CF-RAG 将在回答之后运行…"),
+    "trace.abstained": ("CF-RAG did not run: the question is not answered by your documents.",
+                        "CF-RAG 未运行：你的文档中没有这个问题的答案。"),
     "trace.preparing": ("CF-RAG is starting: {stage}…", "CF-RAG 正在启动：{stage}…"),
     "trace.running": ("CF-RAG is running: {stage} (step {cur}/{total})… The trace appears when it ends.",
                       "CF-RAG 正在运行：{stage}（第 {cur}/{total} 步）……结束后显示推理轨迹。"),
@@ -747,6 +760,10 @@ TABLE: dict[str, tuple[str, str]] = {
                                     "模型阅读排名靠前的文本块中与问题最相关的段落（附标题、章节和页码），而不是整个文本块"),
     "set.generation.max_passages": ("Passages per answer", "每个回答的段落数"),
     "set.generation.max_passages.tip": ("At most this many passages are given to the model", "最多提供给模型的段落数"),
+    "set.generation.abstain": ("Say “not in your documents”", "文档中没有答案时不作答"),
+    "set.generation.abstain.tip": ("When most of the question's words are not the library's and no passage stands "
+                                   "out, say so instead of asking the model", "问题的大部分词语不在文库中、且没有"
+                                   "明显相关的段落时，直接说明，不询问模型"),
     "set.generation.check_citations": ("Check the model's citations", "检查模型的引用"),
     "set.generation.check_citations.tip": ("A [n] whose passage does not hold the sentence it ends is removed, "
                                            "and a repeated marker is written once",

@@ -816,7 +816,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         q = st.question
 
         def cf_job(ctx: TaskContext) -> Iterator[object]:
-            yield from self._guarded(st, ctx, lambda: svc.cfrag(q, ctx.cancel))
+            yield from self._guarded(st, ctx, lambda: svc.cfrag_or_abstain(q, ctx.cancel))
 
         self.answers["cfrag"].reset("answer.waiting")
         self.trace_view.clear("trace.waiting")
@@ -922,9 +922,14 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         # the trace tab follows the run live instead of saying "queued" until the end
         self.trace_view.clear("trace.running", stage=stage, cur=p.current, total=p.total)
 
-    def _on_cfrag(self, qid: int, res: CFResult) -> None:
+    def _on_cfrag(self, qid: int, res: CFResult | Answer) -> None:
         st = self._current(qid)
         if st is None:
+            return
+        if isinstance(res, Answer):  # the library holds no answer: CF-RAG did not run (core.abstain)
+            st.answers["cfrag"] = res
+            self.answers["cfrag"].set_answer(res)
+            self.trace_view.clear("trace.abstained")
             return
         st.cfrag = res
         st.answers["cfrag"] = res.answer

@@ -1,0 +1,54 @@
+"""Whether a library holds an answer to a question, from its retrieval (core.abstain decides).
+
+The service's answer paths ask this before the model is loaded (docs/architecture.md, "The question's
+path"). A question asked in the other language of a mixed library shares few words with the documents
+that answer it, so before abstaining on it the question is translated (one short model call, cached with
+the cross-language search's) and answered if its translation finds support. Only a question about to
+abstain pays for this; docs/evaluation.md ("Not in your documents") gives the cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from rag_desktop.app.crosslang import CrossLanguage, needs_translation
+from rag_desktop.app.retrieval import Retriever
+from rag_desktop.core.abstain import Abstention, Support, decide
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.types import Lang, Level, RankedList
+
+# (question, its language, the language to translate into) → the translation, or a fallback
+Translate = Callable[[str, Lang, Lang], CrossLanguage]
+
+
+def support(r: Retriever, query: str, ranked: RankedList, level: Level) -> Support:
+    """The share of ``query``'s search terms the library contains, ``ranked``'s best cosine, and
+    the question's mean cosine to the library's documents (q · μ_D; Retriever.score_means)."""
+    terms = set(r.query_term_list(query))
+    index = r.keyword_index(level)
+    qv = r.embedder.embed_queries([query])[0].astype(np.float64)
+    qv /= max(float(np.linalg.norm(qv)), 1e-12)
+    library_sim = float(qv @ r.score_means()[1])
+    top = max((h.s_sim for h in ranked.hits), default=library_sim)
+    return Support(len(terms), sum(1 for t in terms if t in index), top, library_sim)
+
+
+def check(r: Retriever, query: str, ranked: RankedList, languages: Mapping[str, int],
+          translate: Translate) -> Abstention:
+    """core.abstain's decision for ``query``, with its translation checked before abstaining in a
+    library that holds the other language (``languages``: documents per language)."""
+    level: Level = ranked.hits[0].level if ranked.hits else r.settings.retrieval.level
+    first = decide(support(r, query, ranked, level))
+    lang = detect_lang(query)
+    target = needs_translation(lang, languages)
+    if not first.abstained or target is None:
+        return first
+    cross = translate(query, lang, target)
+    if not cross.fused:
+        return first
+    other = r.context(cross.translated, level).baseline
+    second = decide(support(r, cross.translated, other, level))
+    return dataclasses.replace(second if not second.abstained else first, translated=cross.translated)

@@ -1,0 +1,160 @@
+"""Saying "not in your documents" (core.abstain, RagService.abstention / answer, `answer --json`).
+
+The decision is pure (core.abstain.decide); the service's support figures come from the real library,
+embedder and keyword index; the generator is a scripted collaborator except in the CLI test, which
+runs the real embedded model for the one translation an off-topic question in a mixed library gets.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from library_helpers import ingest_texts
+from test_gui_support import ScriptedGenerator
+
+from rag_desktop.app.service import RagService
+from rag_desktop.core.abstain import MIN_COVERAGE, MIN_LIFT, Support, decide
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Answer, GenEvent
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DOCS = {
+    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
+                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
+    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
+    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
+}
+OFF_TOPIC = ("Which architect designed the parliament house in Canberra, and when did it open?",
+             "火星探测器是哪一年着陆的？")
+# What the scripted translator replies for each question (its other-language phrasing).
+TRANSLATIONS = {OFF_TOPIC[0]: "堪培拉的国会大厦是哪位建筑师设计的？什么时候启用？",
+                OFF_TOPIC[1]: "In which year did the Mars rover land?",
+                "沃森选择任务中必须翻开哪几张卡片？": "Which cards must be turned in the Wason selection task?"}
+
+
+class Translator(ScriptedGenerator):
+    """The scripted collaborator, translating a question as TRANSLATIONS says."""
+
+    def _reply(self, messages):  # type: ignore[no-untyped-def]
+        kind, text = super()._reply(messages)
+        if kind != "translation":
+            return kind, text
+        return kind, next(v for k, v in TRANSLATIONS.items() if k in messages[-1].content)
+
+
+def test_abstain_only_when_the_words_are_not_the_librarys_and_nothing_stands_out() -> None:
+    low = MIN_LIFT - 0.01
+    assert decide(Support(10, 1, 0.80, 0.80 - low)).abstained
+    assert decide(Support(10, 1, 0.80, 0.80 - low)).reason == "off_topic"
+    # Either signal is enough to answer, each at its limit.
+    assert not decide(Support(10, int(10 * MIN_COVERAGE), 0.80, 0.80 - low)).abstained
+    assert not decide(Support(10, 0, MIN_LIFT, 0.0)).abstained
+    # A question with no search terms is decided by the lift alone.
+    assert Support(0, 0, 0.8, 0.75).coverage is None
+    assert decide(Support(0, 0, 0.80, 0.80 - low)).abstained
+    assert not decide(Support(0, 0, 0.90, 0.70)).abstained
+    out = decide(Support(4, 1, 0.81, 0.75)).as_json()
+    assert out["abstained"] is True and out["coverage"] == 0.25 and out["terms"] == 4 and out["lift"] == 0.06
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
+    service = ingest_texts(tmp_path_factory.mktemp("abstain"), DOCS, Settings().replace("retrieval", level="chunk"))
+    return service
+
+
+def _answer(svc: RagService, q: str) -> tuple[Answer, ScriptedGenerator]:
+    gen = Translator()
+    svc.runtime._generator = gen  # the collaborator; library, embedder and retrieval are real
+    events = list(svc.answer(q, svc.compare(q, translate=False).answer_list("baseline")))
+    answer = events[-1]
+    assert isinstance(answer, Answer)
+    assert not any(isinstance(e, GenEvent) for e in events) or not answer.abstained
+    return answer, gen
+
+
+@pytest.mark.integration
+def test_the_librarys_own_questions_are_answered(svc: RagService) -> None:
+    for q in ("Which cards must be turned in the Wason selection task?", "中医怎么治疗久咳？",
+              "How long do the noodles cook?"):
+        answer, gen = _answer(svc, q)
+        assert not answer.abstained, (q, answer.abstention)
+        assert "answer" in gen.calls and answer.text
+
+
+@pytest.mark.integration
+def test_a_question_about_another_subject_abstains_without_an_answer_call(svc: RagService) -> None:
+    for q in OFF_TOPIC:
+        answer, gen = _answer(svc, q)
+        assert answer.abstained and answer.text == "" and not answer.sources, (q, answer.abstention)
+        assert answer.abstention is not None and answer.abstention.reason == "off_topic"
+        # The library holds both languages, so the question's translation was checked too (one
+        # short call) and the model never answered.
+        assert gen.calls == ["translation"], gen.calls
+        assert answer.abstention.translated == TRANSLATIONS[q]
+
+
+@pytest.mark.integration
+def test_the_setting_off_answers_anyway(svc: RagService) -> None:
+    before = svc.settings
+    svc.settings = svc.settings.replace("generation", abstain=False)
+    try:
+        answer, gen = _answer(svc, OFF_TOPIC[0])
+    finally:
+        svc.settings = before
+    assert not answer.abstained and answer.abstention is None and gen.calls == ["answer"]
+
+
+@pytest.mark.integration
+def test_a_translation_that_finds_the_library_answers(tmp_path: Path) -> None:
+    """A question in the other language of a mixed library: its own words miss, its translation hits."""
+
+    service = ingest_texts(tmp_path, DOCS)
+    try:
+        gen = Translator()
+        service.runtime._generator = gen
+        q = "沃森选择任务中必须翻开哪几张卡片？"
+        ranked = service.compare(q, translate=False).answer_list("baseline")
+        first = service.abstention(q, ranked)
+        assert not first.abstained and first.translated, first
+        assert gen.calls == ["translation"]
+    finally:
+        service.close()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_answer_json_says_abstained_on_the_demo_for_other_subjects_baseline_and_cfrag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rag_desktop.cli import main
+
+    lib = tmp_path / "lib"
+    assert main(["ingest", str(ROOT / "resources" / "demo"), "--library", str(lib), "--json"]) == 0
+    capsys.readouterr()
+    for q, method in zip(OFF_TOPIC, ("baseline", "cfrag"), strict=True):
+        assert main(["answer", q, "--library", str(lib), "--method", method, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["abstained"] is True and out["abstain_reason"] == "off_topic", out
+        assert out["text"] == "" and out["abstention"]["coverage"] < MIN_COVERAGE
+
+
+@pytest.mark.gui
+def test_the_answer_pane_says_not_in_your_documents_in_both_languages(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+    from rag_desktop.ui.i18n import tr
+
+    answer, _ = _answer(svc, OFF_TOPIC[0])
+    for lang in ("en", "zh"):
+        with i18n.using(lang):
+            pane = AnswerPane("baseline", "col.baseline")
+            qtbot.addWidget(pane)
+            pane.start()
+            pane.set_answer(answer)
+            assert pane.text() == tr("answer.abstained_text")
+            assert pane.status.text().startswith(tr("answer.abstained"))
+            s = answer.abstention.support if answer.abstention else None
+            assert s is not None and f"{s.n_known}" in pane.status.toolTip()

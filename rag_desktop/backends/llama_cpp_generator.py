@@ -423,8 +423,8 @@ class LlamaCppGenerator:
         columns, of the next question, the translations): the tokens ``messages`` and
         ``messages[:-1]`` have in common. It is *always* evaluated on its own, from a cleared
         cache, and the state after it is kept (the last four prefixes): a later request with
-        the same prefix loads that state instead of evaluating it (issue 12: the prefix of an
-        answer prompt is ~250 tokens, seconds of prefill on a CPU). llama-cpp-python's
+        the same prefix loads that state instead of evaluating it (the prefix of an answer
+        prompt is ~250 tokens, seconds of prefill on a CPU). llama-cpp-python's
         prefix match then evaluates only the rest. Because the split does not depend on what
         ran before, a seed gives the same text whether the state was loaded or made — the
         reproducibility that ``llm.reset()`` before every request is there for (module doc).

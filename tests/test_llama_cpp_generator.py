@@ -19,15 +19,10 @@ from typing import Any
 
 import pytest
 
-from rag_desktop.backends import llama_cpp_generator as lg
+from rag_desktop.backends import gguf_meta
 from rag_desktop.backends.errors import ModelUnavailable
-from rag_desktop.backends.llama_cpp_generator import (
-    LlamaCppGenerator,
-    kv_cache_bytes,
-    physical_cores,
-    plan_n_ctx,
-    read_gguf_metadata,
-)
+from rag_desktop.backends.gguf_meta import kv_cache_bytes, physical_cores, plan_n_ctx, read_gguf_metadata
+from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
 from rag_desktop.core.prompting import build_answer_messages, build_translation_messages, parse_citations
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind, Hit
 
@@ -107,7 +102,7 @@ def test_plan_caps_at_training_context_and_halves_for_memory() -> None:
     assert plan_n_ctx(65536, SMOL_META, 100 << 20, 64 * gib) == 8192  # training context cap
     assert plan_n_ctx(4096, SMOL_META, 100 << 20, None) == 4096  # memory unknown: as asked
     # 8192 ctx needs 180 MiB of KV; leave room for only ~50 MiB → halve to 2048.
-    avail = int((100 << 20) + lg.COMPUTE_ALLOWANCE_BYTES + (50 << 20)) / lg.MEMORY_FRACTION
+    avail = int((100 << 20) + gguf_meta.COMPUTE_ALLOWANCE_BYTES + (50 << 20)) / gguf_meta.MEMORY_FRACTION
     assert plan_n_ctx(8192, SMOL_META, 100 << 20, int(avail)) == 2048
     assert plan_n_ctx(8192, SMOL_META, 100 << 20, 1) == 2048  # never below the floor
     assert plan_n_ctx(1024, SMOL_META, 100 << 20, 1) == 1024  # a small request stays as it is

@@ -3,19 +3,14 @@
 Implements :class:`rag_desktop.core.protocols.Generator`. ``llama_cpp`` is imported only
 inside :meth:`LlamaCppGenerator.load`; constructing the object is free.
 
-Choices made where issue 5 leaves room (each one tested in tests/test_llama_cpp_generator.py):
+Choices the design leaves open, made here (each one tested in tests/test_llama_cpp_generator.py):
 
 * **Chat template**: from the GGUF metadata (llama-cpp-python's ``create_chat_completion``
   renders ``tokenizer.chat_template``; we never pass a ``chat_format``).
-* **n_ctx**: capped at the model's training context (``<arch>.context_length``; beyond it
-  quality collapses), then lowered *before* loading while the estimated memory
-  (weights + f16 KV cache + a fixed compute allowance) exceeds 90 % of MemAvailable, and
+* **n_ctx**: planned before loading from the GGUF header and MemAvailable (training
+  context cap, memory estimate: :func:`rag_desktop.backends.gguf_meta.plan_n_ctx`), then
   halved *after* a failed context creation, never below ``min_n_ctx`` (2048).
-  Linux overcommits, so an allocation rarely fails outright — without the estimate a too
-  large context would end in the OOM killer rather than in the fallback.
-* **Threads**: physical cores (unique (physical id, core id) pairs in /proc/cpuinfo, no
-  more than the CPUs this process may run on); llama.cpp's decode is memory-bound and
-  hyper-threads slow it down.
+* **Threads**: physical cores (:func:`rag_desktop.backends.gguf_meta.physical_cores`).
 * **Cancel** within a second: checked after every streamed token; during the prompt
   prefill (which takes many seconds for a long prompt) through llama.cpp's abort callback,
   bound with ctypes. The callback is one Python call per graph node (557 per forward pass
@@ -32,201 +27,41 @@ Choices made where issue 5 leaves room (each one tested in tests/test_llama_cpp_
   ``cache_prompt=True`` (faster for repeated prefixes, not reproducible).
 * **Cancelled generation** ends with ``GenEvent(DONE, finish_reason="cancelled")`` rather
   than an exception, so a caller keeps the partial answer.
-* **Batched decoding** (:meth:`LlamaCppGenerator.generate_many`, issue 14): independent
-  requests are llama.cpp sequences of one batch context (a unified KV cache of n_ctx
-  cells, created on first use), each with its own sampler chain and seed; their common
-  token prefix is evaluated once and shared with ``llama_memory_seq_cp``.
-  **Flash attention is on** in both contexts: measured with SmolLM2 and Qwen2.5-0.5B,
-  without it llama.cpp's CPU attention gives a token different logits depending on how
-  the batch around it is laid out (up to 0.9 on logits of ~33 between a prompt evaluated
-  in one batch and token by token, so greedy answers differed after a few tokens); with
-  it the logits of a sequence decoded among others are bit-identical to those of the
-  sequence decoded alone, which is what makes batched and one-at-a-time results equal
-  for requests that share their prefix and differ in short suffixes (tested, greedy and
-  seeded). It is not a general guarantee — two more layout effects remain, measured: (1)
-  llama.cpp's CPU weight repacking (Q4_0/Q4_K/IQ4_NL/Q8_0 on AVX2) multiplies 4 rows at a
-  time with one kernel and the rest with another, so a row depends on the batch height
-  (Qwen2.5-0.5B Q4_K_M: 0.38 on logits of ~20 for a sequence decoded among four vs alone;
-  0 with repacking off); (2) with long suffixes whose KV cells interleave with other
-  sequences' cells, flash attention's blocked CPU kernel sums them in a different grouping
-  (SmolLM2, four ~500-token prompts: a greedy answer diverged). So a batched call is
-  reproducible for its seeds (same requests → same texts), and usually but not always
-  equal to the requests run one at a time. Full equality would need per-sequence KV
-  buffers (``kv_unified=False``, whose memory grows with the number of sequences) and
-  repacking off (slower prefill); not done.
+* **Batched decoding** (:meth:`LlamaCppGenerator.generate_many`): delegated to
+  :class:`rag_desktop.backends.llama_batch.BatchDecoder`, which owns its own batch context;
+  its module doc says why flash attention is on in both contexts.
 """
 
 from __future__ import annotations
 
 import atexit
-import codecs
 import contextlib
 import ctypes
 import logging
-import os
-import struct
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from rag_desktop.backends.errors import ModelUnavailable, require
 from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
+from rag_desktop.backends.gguf_meta import (
+    MIN_N_CTX,
+    mem_available_bytes,
+    physical_cores,
+    plan_n_ctx,
+    read_gguf_metadata,
+)
+from rag_desktop.backends.llama_batch import BatchDecoder, BatchStats, longest_common_prefix
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
 
 _LLAMA_LOG = logging.getLogger("llama-cpp-python")  # llama-cpp-python routes llama.cpp's log here
 
-MIN_N_CTX = 2048
-COMPUTE_ALLOWANCE_BYTES = 384 * 1024 * 1024  # llama.cpp compute buffers + runtime, measured ~250 MB
-MEMORY_FRACTION = 0.9
 NO_THINK_SWITCH = "/no_think"
-
-
-# --------------------------------------------------------------------------- GGUF metadata
-
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-                 10: "<Q", 11: "<q", 12: "<d"}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-
-
-def _read(fh: BinaryIO, fmt: str) -> Any:
-    size = struct.calcsize(fmt)
-    data = fh.read(size)
-    if len(data) != size:
-        raise ValueError("unexpected end of file")
-    return struct.unpack(fmt, data)[0]
-
-
-def _read_str(fh: BinaryIO) -> str:
-    n = _read(fh, "<Q")
-    return fh.read(n).decode("utf-8", errors="replace")
-
-
-def _skip_value(fh: BinaryIO, vtype: int) -> None:
-    if vtype in _GGUF_SCALARS:
-        fh.seek(struct.calcsize(_GGUF_SCALARS[vtype]), os.SEEK_CUR)
-    elif vtype == _GGUF_STRING:
-        fh.seek(_read(fh, "<Q"), os.SEEK_CUR)
-    elif vtype == _GGUF_ARRAY:
-        etype, count = _read(fh, "<I"), _read(fh, "<Q")
-        if etype in _GGUF_SCALARS:
-            fh.seek(count * struct.calcsize(_GGUF_SCALARS[etype]), os.SEEK_CUR)
-        else:
-            for _ in range(count):
-                _skip_value(fh, etype)
-    else:
-        raise ValueError(f"unknown GGUF value type {vtype}")
-
-
-def read_gguf_metadata(path: str | Path) -> dict[str, Any]:
-    """Scalar and string key/values of a GGUF header (arrays are skipped), without llama.cpp.
-
-    Used before loading, to size the context and detect Qwen3. GGUF v2/v3 layout:
-    magic, version u32, tensor count u64, kv count u64, then (string key, u32 type, value).
-    """
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            if fh.read(4) != b"GGUF":
-                raise ModelUnavailable(f"{p} is not a GGUF model file (wrong magic bytes)")
-            version = _read(fh, "<I")
-            if version < 2:
-                raise ModelUnavailable(f"{p} is GGUF version {version}; versions 2 and 3 are supported")
-            _read(fh, "<Q")  # tensor count
-            n_kv = _read(fh, "<Q")
-            meta: dict[str, Any] = {}
-            for _ in range(n_kv):
-                key = _read_str(fh)
-                vtype = _read(fh, "<I")
-                if vtype in _GGUF_SCALARS:
-                    meta[key] = _read(fh, _GGUF_SCALARS[vtype])
-                elif vtype == _GGUF_STRING:
-                    meta[key] = _read_str(fh)
-                else:
-                    _skip_value(fh, vtype)
-            return meta
-    except (OSError, ValueError, struct.error) as exc:
-        if isinstance(exc, ModelUnavailable):
-            raise
-        raise ModelUnavailable(f"cannot read the GGUF header of {p}: {exc}") from exc
-
-
-def kv_cache_bytes(meta: dict[str, Any], n_ctx: int) -> int:
-    """f16 K and V for every layer: 2 · n_layer · n_ctx · n_head_kv · head_dim · 2 bytes."""
-    arch = str(meta.get("general.architecture", ""))
-    n_layer = int(meta.get(f"{arch}.block_count", 0))
-    n_head = int(meta.get(f"{arch}.attention.head_count", 0)) or 1
-    n_head_kv = int(meta.get(f"{arch}.attention.head_count_kv", n_head))
-    n_embd = int(meta.get(f"{arch}.embedding_length", 0))
-    k_dim = int(meta.get(f"{arch}.attention.key_length", n_embd // n_head))
-    v_dim = int(meta.get(f"{arch}.attention.value_length", k_dim))
-    return n_layer * n_ctx * n_head_kv * (k_dim + v_dim) * 2
-
-
-def mem_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux); None where it cannot be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def plan_n_ctx(requested: int, meta: dict[str, Any], model_bytes: int, available: int | None,
-               min_n_ctx: int = MIN_N_CTX) -> int:
-    """The context size to try first: capped by training context and by memory (see module doc)."""
-    arch = str(meta.get("general.architecture", ""))
-    n_train = int(meta.get(f"{arch}.context_length", 0) or 0)
-    n_ctx = min(requested, n_train) if n_train > 0 else requested
-    floor = min(min_n_ctx, n_ctx)
-    if available is None:
-        return n_ctx
-    budget = available * MEMORY_FRACTION - model_bytes - COMPUTE_ALLOWANCE_BYTES
-    while n_ctx > floor and kv_cache_bytes(meta, n_ctx) > budget:
-        n_ctx = max(floor, n_ctx // 2)
-    return n_ctx
-
-
-# --------------------------------------------------------------------------- threads
-
-
-def physical_cores(cpuinfo: str | None = None, usable: int | None = None) -> int:
-    """Physical cores this process can use (see module doc); at least 1."""
-    if usable is None:
-        try:
-            usable = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            usable = os.cpu_count() or 1
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-                cpuinfo = fh.read()
-        except OSError:
-            cpuinfo = ""
-    cores: set[tuple[str, str]] = set()
-    phys = core = ""
-    for line in [*cpuinfo.splitlines(), ""]:
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key == "physical id":
-            phys = value.strip()
-        elif key == "core id":
-            core = value.strip()
-        elif not line.strip():
-            if core:
-                cores.add((phys, core))
-            phys = core = ""
-    n = len(cores) if cores else usable
-    return max(1, min(n, usable))
 
 
 # --------------------------------------------------------------------------- exit handling
@@ -277,10 +112,9 @@ class LlamaCppGenerator:
         self.min_n_ctx = min_n_ctx
         self.check_memory = check_memory
         self.cache_prompt = cache_prompt
-        self.keep_prefix = keep_prefix  # generate_many keeps the last shared prefix's KV (see there)
+        self.keep_prefix = keep_prefix  # generate_many keeps the last shared prefix's KV (see backends/llama_batch.py)
         self.reuse_prefix_state = reuse_prefix_state  # stream: the fixed prefix's saved KV (see _start_from_prefix)
         self.last_prefix_reused = 0  # prompt tokens the last stream() took from a saved state
-        self.last_batch = BatchStats()
         self.metadata: dict[str, Any] = {}
         self.last_thinking = ""
         self.load_attempts: list[int] = []  # n_ctx values tried by the last load()
@@ -294,11 +128,7 @@ class LlamaCppGenerator:
         self._null_cb: Any = None
         self._set_abort: Any = None
         self._lc: Any = None  # llama_cpp.llama_cpp, the low-level bindings (set by load())
-        self._bctx: Any = None  # the batch context of generate_many (created on first use)
-        self._bctx_n_ctx = 0
-        self._bctx_n_batch = 0
-        self._bbatch: Any = None
-        self._prefix_tokens: list[int] = []  # what seq 0 of the batch context holds
+        self._batcher = BatchDecoder(self)  # generate_many: its batch context and last_batch
         # stream(): llama.cpp states after the fixed prefix of a prompt, most recent last
         self._prefix_states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
@@ -324,6 +154,11 @@ class LlamaCppGenerator:
     @property
     def is_qwen3(self) -> bool:
         return self.architecture.startswith("qwen3")
+
+    @property
+    def last_batch(self) -> BatchStats:
+        """What the last :meth:`generate_many` call evaluated, copied and wrote."""
+        return self._batcher.last_stats
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -370,7 +205,7 @@ class LlamaCppGenerator:
             n_threads=self.threads,
             n_threads_batch=self.threads,
             n_gpu_layers=self.n_gpu_layers,
-            flash_attn=True,  # row-independent attention: see the module doc ("Batched decoding")
+            flash_attn=True,  # row-independent attention: see backends/llama_batch.py
             verbose=False,
         )
 
@@ -416,7 +251,7 @@ class LlamaCppGenerator:
         llm, self._llm = self._llm, None
         self._closing = False
         self._prefix_states.clear()
-        self._free_batch_context()
+        self._batcher.free()
         if llm is not None:
             llm.close()
         _LIVE.discard(self)
@@ -588,8 +423,8 @@ class LlamaCppGenerator:
         columns, of the next question, the translations): the tokens ``messages`` and
         ``messages[:-1]`` have in common. It is *always* evaluated on its own, from a cleared
         cache, and the state after it is kept (the last four prefixes): a later request with
-        the same prefix loads that state instead of evaluating it (issue 12: the prefix of an
-        answer prompt is ~250 tokens, seconds of prefill on a CPU). llama-cpp-python's
+        the same prefix loads that state instead of evaluating it (the prefix of an answer
+        prompt is ~250 tokens, seconds of prefill on a CPU). llama-cpp-python's
         prefix match then evaluates only the rest. Because the split does not depend on what
         ran before, a seed gives the same text whether the state was loaded or made — the
         reproducibility that ``llm.reset()`` before every request is there for (module doc).
@@ -598,7 +433,7 @@ class LlamaCppGenerator:
             return
         full, _ = self._prompt(llm, messages)
         head, _ = self._prompt(llm, messages[:-1])
-        n = _longest_common_prefix([full, head])
+        n = longest_common_prefix([full, head])
         if n < 16 or n >= len(full) - 1:  # nothing worth keeping, or no suffix left to evaluate
             return
         key = tuple(full[:n])
@@ -667,7 +502,7 @@ class LlamaCppGenerator:
         finally:
             self._leave()
 
-    # -- batched generation (generate_many) --------------------------------------------
+    # -- prompts and batched generation (generate_many: backends/llama_batch.py) ---------
 
     def _prompt(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[list[int], tuple[str, ...]]:
         """Prompt tokens and the template's stop strings, as ``create_chat_completion`` makes them.
@@ -707,136 +542,6 @@ class LlamaCppGenerator:
         finally:
             self._leave()
 
-    def _batch_context(self, llm: Any) -> Any:
-        """The llama_context of generate_many: a unified KV cache of n_ctx cells shared by up to
-        ``MAX_BATCH_SEQS`` sequences plus seq 0 (the shared prefix), otherwise the same
-        parameters as the ``Llama`` context (threads, batch size, attention). Created once;
-        sized like the main context, lowered if memory is short (see :func:`plan_n_ctx`)."""
-        if self._bctx is not None:
-            return self._bctx
-        lc = self._lc
-        params = type(llm.context_params).from_buffer_copy(llm.context_params)
-        available = mem_available_bytes() if self.check_memory else None
-        n_ctx = plan_n_ctx(self._n_ctx, self.metadata, 0, available, self.min_n_ctx)
-        params.n_ctx = n_ctx
-        params.n_batch = min(int(params.n_batch), n_ctx)
-        params.n_ubatch = min(int(params.n_ubatch), int(params.n_batch))
-        params.n_seq_max = MAX_BATCH_SEQS + 1
-        params.kv_unified = True  # one cache: the prefix cells are shared, not copied
-        ctx = lc.llama_init_from_model(llm.model, params)
-        if not ctx:
-            raise ModelUnavailable(f"llama.cpp could not create a batch context of n_ctx={n_ctx} for "
-                                   f"{self.model_path.name}; free some memory or lower models.n_ctx")
-        self._bctx, self._bctx_n_ctx = ctx, int(lc.llama_n_ctx(ctx))
-        self._bctx_n_batch = int(params.n_batch)
-        self._bbatch = lc.llama_batch_init(self._bctx_n_batch, 0, 1)
-        self._prefix_tokens = []
-        return ctx
-
-    def _free_batch_context(self) -> None:
-        if self._bctx is not None:
-            self._lc.llama_batch_free(self._bbatch)
-            self._lc.llama_free(self._bctx)
-        self._bctx, self._bbatch, self._bctx_n_ctx = None, None, 0
-        self._prefix_tokens = []
-
-    def _sampler(self, temperature: float, seed: int) -> Any:
-        """One sampler chain per sequence, the same stages as llama-cpp-python's (see SAMPLER_*)."""
-        lc = self._lc
-        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
-
-        def add(smpl: Any) -> None:
-            lc.llama_sampler_chain_add(chain, smpl)
-
-        seed = seed & 0xFFFFFFFF
-        if temperature < 0:
-            add(lc.llama_sampler_init_dist(seed))
-        elif temperature == 0:
-            add(lc.llama_sampler_init_greedy())
-        else:
-            add(lc.llama_sampler_init_top_k(SAMPLER_TOP_K))
-            add(lc.llama_sampler_init_typical(SAMPLER_TYPICAL_P, 1))
-            add(lc.llama_sampler_init_top_p(SAMPLER_TOP_P, 1))
-            add(lc.llama_sampler_init_min_p(SAMPLER_MIN_P, 1))
-            add(lc.llama_sampler_init_temp(temperature))
-            add(lc.llama_sampler_init_dist(seed))
-        return chain
-
-    def _decode(self, ctx: Any, n: int, cancel: CancelToken | None, prefill: bool,
-                counter: list[int]) -> bool:
-        """One llama_decode of the first ``n`` batch entries; False when cancelled or aborted."""
-        if self._stopping(cancel):
-            return False
-        batch = self._bbatch
-        batch.n_tokens = n
-        if prefill:  # the abort hook only around prefill (see the module doc on its cost)
-            self._arm_abort_ctx(ctx, cancel, on=True)
-        try:
-            rc = self._lc.llama_decode(ctx, batch)
-        finally:
-            if prefill:
-                self._arm_abort_ctx(ctx, None, on=False)
-                if _LLAMA_LOG.level == logging.CRITICAL:
-                    _LLAMA_LOG.setLevel(logging.ERROR)
-        counter[0] += 1
-        if rc != 0 and self._stopping(cancel):
-            return False
-        if rc != 0:
-            raise RuntimeError(f"llama_decode returned {rc} in the batch context of {self.model_path.name} "
-                               f"(n_ctx={self._bctx_n_ctx})")
-        return True
-
-    def _put(self, j: int, token: int, pos: int, seq_id: int, logits: bool) -> None:
-        b = self._bbatch
-        b.token[j] = token
-        b.pos[j] = pos
-        b.n_seq_id[j] = 1
-        b.seq_id[j][0] = seq_id
-        b.logits[j] = 1 if logits else 0
-
-    def _emit(self, s: _Seq, on_token: TokenSink | None, final: bool) -> None:
-        """Pass new completion text through the think filter, holding back a possible stop-string start."""
-        hold = 0 if final else max((len(x) for x in s.stops), default=1) - 1
-        end = max(s.fed, len(s.raw) - hold)
-        if end > s.fed:
-            vis = s.think.feed(s.raw[s.fed:end])
-            s.fed = end
-            if vis:
-                s.visible.append(vis)
-                if on_token is not None:
-                    on_token(s.index, vis)
-        if final:
-            rest = s.think.flush()
-            if rest and s.finish != "cancelled":
-                s.visible.append(rest)
-                if on_token is not None:
-                    on_token(s.index, rest)
-
-    def _take(self, s: _Seq, token: int, vocab: Any, on_token: TokenSink | None) -> bool:
-        """Record a sampled token; True while the sequence goes on."""
-        lc = self._lc
-        if lc.llama_vocab_is_eog(vocab, token):
-            s.finish = "stop"
-            return False
-        s.n_out += 1
-        buf = ctypes.create_string_buffer(64)
-        n = lc.llama_token_to_piece(vocab, token, buf, 64, 0, False)
-        if n < 0:
-            buf = ctypes.create_string_buffer(-n)
-            n = lc.llama_token_to_piece(vocab, token, buf, -n, 0, False)
-        s.raw += s.decoder.decode(buf.raw[:n])
-        hits = [i for i in (s.raw.find(x, max(0, s.fed - len(x))) for x in s.stops) if i >= 0]
-        if hits:
-            s.raw = s.raw[: min(hits)]
-            s.finish = "stop"
-            return False
-        if s.n_out >= s.max_tokens:
-            s.raw += s.decoder.decode(b"", final=True)
-            s.finish = "length"
-            return False
-        self._emit(s, on_token, final=False)
-        return True
-
     def generate_many(
         self,
         requests: Sequence[GenRequest],
@@ -846,33 +551,10 @@ class LlamaCppGenerator:
     ) -> list[GenResult]:
         """Decode independent requests together: several sequences per ``llama_decode``.
 
-        * **One batch, one seq id per request.** Each request is a llama.cpp sequence
-          (ids 1…) with its own sampler chain seeded with its own seed, its own stop
-          strings and max_tokens; every step decodes one token of every live sequence in
-          one ``llama_decode``, and each samples from its own logits row.
-        * **Shared prefix read once.** The longest common token prefix of the requests
-          (system prompt, instructions, a worked example) is evaluated once into seq 0
-          and its KV cells are shared with every sequence by ``llama_memory_seq_cp`` (a
-          unified KV cache: the cells are tagged with the extra seq ids, not copied).
-          Each sequence then evaluates only its own suffix.
-        * **Prefix kept across calls** (``keep_prefix``, default on): seq 0 stays in the
-          cache, so a later call whose requests start with the same tokens — e.g. the
-          baseline and causal answers of standard RAG, which share the system prompt and
-          the instructions — skips them. A single request shares its whole prompt but
-          the last token this way.
-        * **Capacity.** The batch context has n_ctx cells; requests are taken in order
-          into waves whose prefix + suffixes + max_tokens fit; a request that does not fit
-          with others runs in the next wave. ``last_batch`` tells what was evaluated.
-        * **Cancel** (or close()) stops every sequence within a decode step, or within a
-          prefill graph node through the abort callback; unfinished sequences end as
-          "cancelled" with their partial text, and the cache is cleared.
-        * ``on_token(i, text)`` receives request i's visible text as it is decoded.
-
-        One request gives exactly what :meth:`stream` gives (llama-cpp-python's chat
-        template and sampler chain; tested, greedy and seeded). Several requests give the
-        same texts as one at a time when they share a prefix and differ in short suffixes
-        (tested); in general only up to llama.cpp's layout-dependent last bits (module
-        doc, "Batched decoding"). The same call with the same seeds is reproducible.
+        How (one sequence per request, the shared prefix read once and kept across calls,
+        waves, cancel): :meth:`rag_desktop.backends.llama_batch.BatchDecoder.run`.
+        ``on_token(i, text)`` receives request i's visible text as it is decoded;
+        :attr:`last_batch` tells what was evaluated.
         """
         reqs = list(requests)
         if not reqs:
@@ -884,132 +566,9 @@ class LlamaCppGenerator:
         if not self._enter(llm):
             return [GenResult("", "cancelled", 0, 0) for _ in reqs]
         try:
-            return self._generate_many(llm, reqs, cancel, on_token)
+            return self._batcher.run(llm, reqs, cancel, on_token)
         finally:
             self._leave()
-
-    def _generate_many(self, llm: Any, reqs: list[GenRequest], cancel: CancelToken | None,
-                       on_token: TokenSink | None) -> list[GenResult]:
-        t0 = time.perf_counter()
-        lc = self._lc
-        ctx = self._batch_context(llm)
-        n_ctx = self._bctx_n_ctx
-        n_batch = self._bctx_n_batch
-        mem = lc.llama_get_memory(ctx)
-        vocab = lc.llama_model_get_vocab(llm.model)
-        opens_think = self._template_opens_think()
-        seqs: list[_Seq] = []
-        decodes = [0]
-        try:
-            for i, r in enumerate(reqs):
-                toks, fmt_stops = self._prompt(llm, r.messages)
-                if len(toks) >= n_ctx:
-                    raise ValueError(f"Requested tokens ({len(toks)}) exceed context window of {n_ctx}; the prompt "
-                                     f"must leave room for the answer (see prompting.build_answer_messages)")
-                max_t = r.max_tokens if 0 < r.max_tokens <= n_ctx - len(toks) else n_ctx - len(toks)
-                seqs.append(_Seq(i, toks, max_t, (*fmt_stops, *(x for x in r.stop if x)),
-                                 self._sampler(r.temperature, r.seed), ThinkFilter(start_inside=opens_think),
-                                 codecs.getincrementaldecoder("utf-8")(errors="replace")))
-            # The shared prefix; every sequence keeps at least its last prompt token to evaluate.
-            n_pre = min(_longest_common_prefix([s.tokens for s in seqs]), min(len(s.tokens) for s in seqs) - 1)
-            if len(seqs) == 1 and not self.keep_prefix:
-                n_pre = 0
-            prefix = seqs[0].tokens[:n_pre]
-            for sid in range(1, MAX_BATCH_SEQS + 1):
-                lc.llama_memory_seq_rm(mem, sid, -1, -1)
-            reused = _longest_common_prefix([self._prefix_tokens, prefix]) if self.keep_prefix else 0
-            # Seq 0 keeps exactly the reused part, whatever it held before (positions must follow on).
-            lc.llama_memory_seq_rm(mem, 0, reused, -1)
-            self._prefix_tokens = prefix[:reused]
-            ok = True
-            for start in range(reused, n_pre, n_batch):
-                chunk = prefix[start:start + n_batch]
-                for j, tok in enumerate(chunk):
-                    self._put(j, tok, start + j, 0, False)
-                if not self._decode(ctx, len(chunk), cancel, True, decodes):
-                    ok = False
-                    break
-                self._prefix_tokens = prefix[:start + len(chunk)]
-            evaluated = n_pre - reused
-            waves = 0
-            pending = list(seqs) if ok else []
-            while pending and ok:
-                wave: list[_Seq] = []
-                cells = n_pre
-                for s in pending:
-                    need = len(s.tokens) - n_pre + s.max_tokens
-                    if wave and (cells + need > n_ctx or len(wave) >= MAX_BATCH_SEQS):
-                        break
-                    wave.append(s)
-                    cells += need
-                pending = pending[len(wave):]
-                waves += 1
-                for k, s in enumerate(wave):
-                    # cached = what this request did not evaluate itself: a group's shared prefix (read
-                    # once for all of it), but for a lone request only what an earlier call left —
-                    # its "prefix" is its own prompt, evaluated for it (it used to count as cached, so
-                    # the closed-book and synthesis calls looked free in the per-step tables).
-                    s.seq_id, s.pos, s.cached = k + 1, n_pre, (n_pre if len(seqs) > 1 else reused)
-                    if n_pre:
-                        lc.llama_memory_seq_cp(mem, 0, s.seq_id, 0, n_pre)
-                ok = self._run_wave(ctx, wave, n_pre, n_batch, vocab, cancel, on_token, decodes)
-                evaluated += sum(len(s.tokens) - n_pre for s in wave)
-                for s in wave:
-                    lc.llama_memory_seq_rm(mem, s.seq_id, -1, -1)
-            if not ok:  # cancelled: an aborted decode leaves the cache in an unknown state
-                lc.llama_memory_clear(mem, True)
-                self._prefix_tokens = []
-            for s in seqs:
-                if not s.finish:
-                    s.finish = "cancelled"
-                self._emit(s, on_token, final=True)
-            self.last_batch = BatchStats(
-                requests=len(seqs), prompt_tokens=sum(len(s.tokens) for s in seqs), evaluated_tokens=evaluated,
-                shared_prefix_tokens=n_pre, reused_prefix_tokens=reused,
-                completion_tokens=sum(s.n_out for s in seqs), decode_calls=decodes[0], waves=waves,
-                seconds=time.perf_counter() - t0)
-            return [GenResult("".join(s.visible), s.finish, len(s.tokens), s.n_out, s.cached) for s in seqs]
-        finally:
-            for s in seqs:
-                lc.llama_sampler_free(s.sampler)
-
-    def _run_wave(self, ctx: Any, wave: list[_Seq], n_pre: int, n_batch: int, vocab: Any,
-                  cancel: CancelToken | None, on_token: TokenSink | None, decodes: list[int]) -> bool:
-        """Prefill the suffixes of ``wave`` (several sequences per decode), then decode them together."""
-        lc = self._lc
-        feed = [(s, tok, n_pre + p, p == len(s.tokens) - n_pre - 1)
-                for s in wave for p, tok in enumerate(s.tokens[n_pre:])]
-        nxt: dict[int, int] = {}  # seq index → token to feed next step
-        for start in range(0, len(feed), n_batch):
-            chunk = feed[start:start + n_batch]
-            lasts: list[tuple[_Seq, int]] = []
-            for j, (s, tok, pos, last) in enumerate(chunk):
-                self._put(j, tok, pos, s.seq_id, last)
-                if last:
-                    lasts.append((s, j))
-            if not self._decode(ctx, len(chunk), cancel, True, decodes):
-                return False
-            for s, j in lasts:  # logits rows are only valid until the next decode
-                s.pos = len(s.tokens)
-                tok = lc.llama_sampler_sample(s.sampler, ctx, j)
-                if self._take(s, tok, vocab, on_token):
-                    nxt[s.index] = tok
-        live = [s for s in wave if s.index in nxt]
-        while live:
-            for j, s in enumerate(live):
-                self._put(j, nxt[s.index], s.pos, s.seq_id, True)
-                s.logits_idx = j
-                s.pos += 1
-            if not self._decode(ctx, len(live), cancel, False, decodes):
-                return False
-            still = []
-            for s in live:
-                tok = lc.llama_sampler_sample(s.sampler, ctx, s.logits_idx)
-                if self._take(s, tok, vocab, on_token):
-                    nxt[s.index] = tok
-                    still.append(s)
-            live = still
-        return True
 
 
 def _bind_abort_setter(llama_cpp: Any) -> Any:
@@ -1023,65 +582,3 @@ def _bind_abort_setter(llama_cpp: Any) -> Any:
     fn.argtypes = [ctypes.c_void_p, cb_type, ctypes.c_void_p]
     fn.restype = None
     return fn
-
-
-# --------------------------------------------------------------------------- batched decoding
-
-# llama-cpp-python's default sampler chain (``Llama._init_sampler`` with the
-# ``create_chat_completion`` defaults), rebuilt per sequence below so that a batched
-# request samples as ``stream`` does. Its repetition-penalty stage is omitted: with the
-# defaults (repeat 1.0, frequency 0, presence 0) llama.cpp skips it.
-SAMPLER_TOP_K = 40
-SAMPLER_TYPICAL_P = 1.0
-SAMPLER_TOP_P = 0.95
-SAMPLER_MIN_P = 0.05
-MAX_BATCH_SEQS = 16  # sequences decoded together (seq 0 holds the shared prefix)
-
-
-@dataclass(frozen=True)
-class BatchStats:
-    """What one ``generate_many`` call did: the tokens it evaluated, copied and wrote."""
-
-    requests: int = 0
-    prompt_tokens: int = 0  # every request's whole prompt, summed
-    evaluated_tokens: int = 0  # prompt tokens actually run through the model
-    shared_prefix_tokens: int = 0  # length of the common prefix (read once, copied to each sequence)
-    reused_prefix_tokens: int = 0  # of which kept in the KV cache from the previous call
-    completion_tokens: int = 0
-    decode_calls: int = 0
-    waves: int = 0  # groups of sequences that fitted in the context together
-    seconds: float = 0.0
-
-
-@dataclass
-class _Seq:
-    """One request in flight (see :meth:`LlamaCppGenerator.generate_many`)."""
-
-    index: int
-    tokens: list[int]
-    max_tokens: int
-    stops: tuple[str, ...]
-    sampler: Any
-    think: ThinkFilter
-    decoder: Any
-    seq_id: int = -1
-    pos: int = 0
-    logits_idx: int = -1  # row of the last decode whose logits this sequence samples from
-    raw: str = ""  # decoded completion before stop/think filtering
-    fed: int = 0  # characters of ``raw`` already passed to the think filter
-    visible: list[str] = field(default_factory=list)
-    n_out: int = 0
-    finish: str = ""
-    cached: int = 0
-
-
-def _longest_common_prefix(seqs: Sequence[Sequence[int]]) -> int:
-    if not seqs:
-        return 0
-    n = min(len(s) for s in seqs)
-    first = seqs[0]
-    for i in range(n):
-        t = first[i]
-        if any(s[i] != t for s in seqs[1:]):
-            return i
-    return n

@@ -130,6 +130,7 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
         number = min(max(1, int(page)), n)
         pg = doc[number - 1]
         found: dict[str, int] = {}
+        region_y: float | None = None  # the passage's top on the page, in PDF points
         for h in highlights:
             text = h.text.strip()
             if not text:
@@ -140,6 +141,9 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
             found[h.text] = found.get(h.text, 0) + len(quads)
             if not quads:
                 continue
+            if h.kind == "region":
+                top = min(min(q.ul.y, q.ur.y) for q in quads)
+                region_y = top if region_y is None else min(region_y, top)
             annot = pg.add_highlight_annot(quads)
             annot.set_colors(stroke=h.color)
             annot.set_opacity(h.opacity)
@@ -147,6 +151,7 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
         marked = _mark_words(fitz, pg, words, word_colors or {}, word_opacity, found) if words is not None else 0
         pix = pg.get_pixmap(matrix=fitz.Matrix(zoom, zoom), annots=True, alpha=False)
         return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found, marked,
-                            str(pg.get_label() or ""))
+                            str(pg.get_label() or ""),
+                            None if region_y is None else int((region_y - pg.rect.y0) * zoom))
     finally:
         doc.close()

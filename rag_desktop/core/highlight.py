@@ -36,6 +36,9 @@ class RenderedPage:
     # The page's printed label where the PDF defines one ("87", "iv"; issue 12: a chapter printed
     # as pages 87–89 is physical pages 1–3), "" otherwise. The page box still counts physical pages.
     label: str = ""
+    # Top of the first "region" highlight (the passage) in the PNG's pixels, None when none was
+    # found on the page: the viewer scrolls it into view.
+    region_top: int | None = None
 
 
 def hex_to_rgb(color: str) -> RGB:

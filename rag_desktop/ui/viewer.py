@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QColor, QDesktopServices, QPixmap, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -286,6 +286,15 @@ class ViewerDialog(QDialog):
             self._set_status("viewer.page_status", page=rp.page, n=rp.n_pages, terms=n_terms)
         self.prev_btn.setEnabled(rp.page > 1)
         self.next_btn.setEnabled(rp.page < rp.n_pages)
+        # The passage's start near the top, every time: a passage low on a page was below the fold.
+        # The scroll range follows the new pixmap only after the layout pass, hence the timer.
+        top = rp.region_top
+        bar = self.page_scroll.verticalScrollBar()
+        QTimer.singleShot(0, lambda: bar.setValue(0 if top is None else max(0, top - self._context_px())))
+
+    def _context_px(self) -> int:
+        """Room left above a passage's first line for what leads into it: a tenth of the view."""
+        return self.page_scroll.viewport().height() // 10
 
     # -------------------------------------------------------------- Word / text
     def _load_text(self) -> None:
@@ -330,12 +339,22 @@ class ViewerDialog(QDialog):
             self.found[key] = self.found.get(key, 0) + 1
         self.region = region
         if region is not None:
-            cur = QTextCursor(doc)
-            cur.setPosition(region[0])
-            self.text.setTextCursor(cur)
-            self.text.centerCursor()
+            self._scroll_text_to(region[0])
         self._set_status("viewer.text_status", terms=len(spans),
                          region=tr("viewer.region_found") if region else tr("viewer.region_missing"))
+
+    def _scroll_text_to(self, pos: int) -> None:
+        """Put the line holding ``pos`` near the top of the view (a tenth of it left above), not in the
+        middle where a long passage runs past the fold: scrolled to the end first, so that making the
+        cursor visible brings its line to the top edge, then back by the context."""
+        cur = QTextCursor(self.text.document())
+        cur.setPosition(pos)
+        self.text.setTextCursor(cur)
+        bar = self.text.verticalScrollBar()
+        bar.setValue(bar.maximum())
+        self.text.ensureCursorVisible()
+        line_h = max(1, self.text.fontMetrics().lineSpacing())
+        bar.setValue(max(0, bar.value() - self.text.viewport().height() // 10 // line_h))
 
     @staticmethod
     def _selection(doc: Any, start: int, end: int, color: str, alpha: int) -> QTextEdit.ExtraSelection:

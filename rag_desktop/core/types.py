@@ -310,6 +310,9 @@ class Progress:
     message: str = ""
     eta_s: float | None = None
     path: str = ""
+    # The whole job's share done (0..1) when the job knows it (an ingest: app.ingest_meter); eta_s is
+    # then the whole job's time left, and current/total stay the step's own counts.
+    overall: float | None = None
 
 
 @dataclass(frozen=True)

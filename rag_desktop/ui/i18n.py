@@ -94,6 +94,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "lib.starting": ("Starting…", "正在开始…"),
     "lib.progress": ("{stage} {cur}/{total}: {msg}", "{stage} {cur}/{total}：{msg}"),
     "lib.eta": ("about {eta} left", "预计还需 {eta}"),
+    "lib.progress_share": ("{pct} % of the whole", "总进度 {pct}%"),
     # background calibration of the causal column (app.auto_gate), under the library's progress bar
     "lib.calib.running": ("Calibrating the causal column in the background: probe {done} of {total}",
                           "正在后台校准因果列：第 {done} / {total} 个探针问题"),

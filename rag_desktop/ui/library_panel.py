@@ -36,6 +36,8 @@ from rag_desktop.ui.i18n import has_tr, tr
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import format_eta
 
+PROGRESS_STEPS = 1000  # the bar's resolution for a share of the whole job (0.1 %)
+
 REASON_ROLE = Qt.ItemDataRole.UserRole + 1  # a skipped file's whole reason, on its wrapped row
 
 
@@ -264,7 +266,12 @@ class LibraryPanel(QWidget):
             self.progress_label.setText(tr("lib.starting"))
 
     def show_progress(self, p: Progress) -> None:
-        if p.total > 0:
+        """The whole ingest's share on the bar when the event carries it (app.ingest_meter), the step's
+        own counts in the words; a step's counts on the bar otherwise."""
+        if p.overall is not None:
+            self.progress.setRange(0, PROGRESS_STEPS)
+            self.progress.setValue(int(p.overall * PROGRESS_STEPS))
+        elif p.total > 0:
             self.progress.setRange(0, p.total)
             self.progress.setValue(min(p.current, p.total))
         else:
@@ -272,6 +279,8 @@ class LibraryPanel(QWidget):
         eta = format_eta(p.eta_s)
         stage = tr(f"stage.{p.stage}") if has_tr(f"stage.{p.stage}") else p.stage
         text = tr("lib.progress", stage=stage, cur=p.current, total=p.total, msg=p.message)
+        if p.overall is not None:
+            text = tr("lib.progress_share", pct=int(p.overall * 100)) + " · " + text
         if eta:
             text += " · " + tr("lib.eta", eta=eta)
         self.progress_label.setText(text)

@@ -351,6 +351,9 @@ def test_recalibration_after_enough_change(svc: RagService, tmp_path: Path) -> N
     # A wizard decision (the user's own labels, no fingerprint) is never replaced automatically.
     cat.set_json("gate", {k: v for k, v in cat.get_json("gate").items() if k != "fingerprint"})
     assert auto_gate.needs_calibration(cat) is None
+    # ...but one the removed passage-written calibration stored (no fingerprint either) is replaced.
+    cat.set_json("gate", {**cat.get_json("gate"), "labels": auto_gate.PASSAGE_LABELS})
+    assert auto_gate.needs_calibration(cat) == "decided by the removed passage-written calibration"
 
 
 def test_ingest_hook_starts_background_only_when_asked(svc: RagService, tmp_path: Path,

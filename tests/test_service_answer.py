@@ -136,7 +136,7 @@ def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, caps
                            + json.dumps({"question": "止嗽散", "relevant": [str(folder / "cough_zh.txt")]}),
                            encoding="utf-8")
     other = RagService(svc.library.folder, svc.settings)
-    args = argparse.Namespace(probes_file=probes_file, auto_label=False, probes=30, json=True)
+    args = argparse.Namespace(probes_file=probes_file, probes=None, json=True)
     assert calibrate_command(args, other) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
@@ -150,7 +150,7 @@ def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, caps
         gated.close()
 
 
-def test_auto_label_probes_come_from_sampled_chunks(svc: RagService) -> None:
+def test_wizard_probes_come_from_sampled_chunks(svc: RagService) -> None:
     from rag_desktop.app.calibration import Probe, generate_probes
 
     events = list(generate_probes(svc, 2, seed=3))

@@ -102,6 +102,10 @@ LABEL_KINDS = ("cited", "opened")
 # one (the judge is what fails, docs/evaluation.md §1.2.1), so a few are worth a new decision.
 RECALIBRATE_LABELS = 5
 STATE_VERSION = 1
+# What the removed ``calibrate --auto-label`` stored: a passage's own question labelled by that passage, the
+# design the module docstring explains is wrong. It stored no fingerprint, so without this it would pass
+# for the person's own labels and never be replaced.
+PASSAGE_LABELS = "passage-written probes, source passage as answer"
 NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
 # the labelling method stored with an automatic decision, per judge
 LABELS = "llm-judged pool (title-worded probes)"
@@ -348,6 +352,8 @@ def needs_calibration(catalog: Catalog) -> str | None:
         return "never calibrated"
     old = gate.get("fingerprint")
     if old is None:
+        if gate.get("labels") == PASSAGE_LABELS:
+            return "decided by the removed passage-written calibration"
         return None  # a decision from the wizard or typed probes: the user's own labels, kept
     frac = change_fraction(old, fingerprint(catalog))
     if frac >= RECALIBRATE_FRACTION:

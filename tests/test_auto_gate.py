@@ -1,7 +1,7 @@
-"""The automatic calibration gate (issue 13): probes, judging, resume, cancel, re-calibration, verdict.
+"""The automatic calibration gate: probes, judging, resume, cancel, re-calibration, verdict.
 
 The retrieval (e5, jieba, FAISS), the pooling and the gate math are real; only the local model is a
-scripted collaborator (it writes the probe from the title it is shown and judges by a fixed rule).
+scripted collaborator (it writes the probe from the words it is shown and answers by a fixed rule).
 """
 
 from __future__ import annotations
@@ -43,15 +43,14 @@ ANSWERS = {"guide.txt", "bread.txt", "tea.txt", "tide.txt"}  # what the scripted
 
 
 class ScriptedModel:
-    """The local model as a collaborator: probe = the shown title as a question; judge: yes for the
-    answering documents (recognised by their first words) whose topic shares a word with the question."""
+    """The local model as a collaborator: probe = the shown words as a question; answer: the body of the
+    answering document (recognised by its first words) whose topic shares a word with the question."""
 
     identity = "scripted"
     n_ctx = 4096
 
-    def __init__(self, fail_after: int | None = None, on_call: object = None, biased: bool = False) -> None:
+    def __init__(self, fail_after: int | None = None, on_call: object = None) -> None:
         self.calls: list[str] = []
-        self.biased = biased
         self.fail_after = fail_after
         self.on_call = on_call
 
@@ -65,13 +64,6 @@ class ScriptedModel:
         pass
 
     def reply(self, prompt: str) -> str:
-        if _is_pair(prompt):
-            if self.biased:
-                return "1"  # always the first shown: a pure position bias
-            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
-            t1 = prompt.split("Document 1: ", 1)[1].split("\n", 1)[0]
-            t2 = prompt.split("Document 2: ", 1)[1].split("\n", 1)[0]
-            return "1" if self._accepts(q, t1) or not self._accepts(q, t2) else "2"
         if _is_answer(prompt) or _is_quote(prompt):
             # Answers (or quotes) from the answering document it is shown (ScriptedModel's rule), wherever it stands.
             q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
@@ -80,10 +72,6 @@ class ScriptedModel:
                 if self._accepts(q, title):
                     return body
             return prompt.split("Question: ", 1)[1].split("\n", 1)[0]  # restates the question
-        if _is_judge(prompt):
-            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
-            title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
-            return "yes" if self._accepts(q, title) else "no"
         if "learn about: " in prompt:  # a topic probe: only the shared words are shown
             return f"Question: how does {prompt.split('learn about: ', 1)[1].split(chr(10), 1)[0]} work?"
         if "想了解“" in prompt:  # the Chinese topic probe
@@ -114,7 +102,7 @@ def _zh_topic(prompt: str) -> str:
 
 
 def _probe_calls(model: ScriptedModel) -> int:
-    return sum(1 for c in model.calls if not (_is_judge(c) or _is_pair(c) or _is_answer(c) or _is_quote(c)))
+    return sum(1 for c in model.calls if not (_is_answer(c) or _is_quote(c)))
 
 
 def _is_answer(prompt: str) -> bool:
@@ -123,14 +111,6 @@ def _is_answer(prompt: str) -> bool:
 
 def _is_quote(prompt: str) -> bool:
     return "Question: " in prompt and "Copy the one sentence from the documents above" in prompt
-
-
-def _is_judge(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument: " in prompt and not (_is_answer(prompt) or _is_quote(prompt))
-
-
-def _is_pair(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument 1: " in prompt and not (_is_answer(prompt) or _is_quote(prompt))
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +129,8 @@ def svc(built: Path, tmp_path: Path) -> Iterator[RagService]:
     s.close()
 
 
-CFG = auto_gate.AutoGateConfig(n_probes=5, pool=3, judge="pointwise")
-PAIR = auto_gate.AutoGateConfig(n_probes=5, pool=1, judge="pairwise")
+CFG = auto_gate.AutoGateConfig(n_probes=5, pool=3)
+ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
 
 
 def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = None,
@@ -161,11 +141,7 @@ def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = Non
 # --------------------------------------------------------------------------- judging logic
 
 
-def test_parse_judgement_and_clean_question() -> None:
-    assert auto_gate.parse_judgement("Yes.") and auto_gate.parse_judgement("是")
-    assert auto_gate.parse_judgement("**yes**")
-    assert not auto_gate.parse_judgement("No") and not auto_gate.parse_judgement("否")
-    assert not auto_gate.parse_judgement("") and not auto_gate.parse_judgement("I cannot tell")
+def test_clean_question() -> None:
     assert auto_gate.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
     assert auto_gate.clean_question("问题：如何评估？") == "如何评估？"
     assert auto_gate.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
@@ -231,13 +207,13 @@ def test_run_decides_from_pooled_judgements_and_stores_how(svc: RagService) -> N
     assert decision == expect
     gate = svc.library.catalog.get_json("gate")
     assert gate["decision"] == expect.decision and gate["n_probes"] == len(scored)
-    assert gate["labels"] == auto_gate.LABELS and gate["calibrated_at"]
+    assert gate["labels"] == auto_gate.LABELS_ANSWER and gate["calibrated_at"]
     assert gate["fingerprint"] == auto_gate.fingerprint(svc.library.catalog)
     assert gate["n_unlabelled"] == 5 - len(scored)
     assert auto_gate.needs_calibration(svc.library.catalog) is None
     # The probes were written from titles and headings only, never from a document's body.
     for c in model.calls:
-        if not _is_judge(c):
+        if not (_is_answer(c) or _is_quote(c)):
             assert "Squeeze the lever" not in c and "Feed the starter" not in c
 
 
@@ -388,7 +364,7 @@ def test_verdict_until_and_after_calibration(svc: RagService) -> None:
     assert c.causal_variant == "hybrid"
     cat = svc.library.catalog
     gate = calibrate([1.0] * 12, [0.5] * 12, [0.5] * 12, metric="MRR@10").to_dict()
-    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    gate.update(labels=auto_gate.LABELS_ANSWER, calibrated_at="2026-12-01T15:00:00+00:00")
     cat.set_json("gate", gate)
     c = svc.compare(q)
     # the gate decides what the answers read; the column still shows its own re-ranked order
@@ -422,7 +398,7 @@ def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: py
 
     folder = str(svc.library.folder)
     gate = calibrate([0.5] * 12, [1.0] * 12, [0.8] * 12, metric="MRR@10").to_dict()
-    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    gate.update(labels=auto_gate.LABELS_ANSWER, calibrated_at="2026-12-01T15:00:00+00:00")
     svc.library.catalog.set_json("gate", gate)
     svc.close()
     assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json"]) == 0
@@ -430,7 +406,7 @@ def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: py
     assert out["causal_variant"] == "causal" and out["causal"]["method"] == "causal"
     v = out["verdict"]
     assert v["shown"] == "causal" and v["reason"] == "gate" and v["decision"] == "causal"
-    assert v["n_probes"] == 12 and v["reliability"] == 1.0 and v["labels"] == auto_gate.LABELS
+    assert v["n_probes"] == 12 and v["reliability"] == 1.0 and v["labels"] == auto_gate.LABELS_ANSWER
     assert v["text"].startswith("Re-ranking helps on this library (12 probes, 100% reliable)")
     assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json",
                  "--ranking", "baseline"]) == 0
@@ -485,7 +461,7 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
         auto_gate.log_label(cat, brake, [guide], "liked")
     assert auto_gate.user_labels(cat) == {brake: sorted([guide, notice]), tea: [tea_doc]}
     model = ScriptedModel()
-    _run(svc, model, config=PAIR)
+    _run(svc, model, config=ANSWER)
     st = auto_gate.load_state(cat)
     assert st is not None
     # The labelled questions come first (in the order asked), then the unlabelled one fills the
@@ -494,7 +470,7 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     by_q = {p["question"]: p for p in st["probes"]}
     assert by_q[brake]["relevant"] == sorted([guide, notice]) and by_q[brake]["user_labelled"]
     assert by_q[tea]["relevant"] == [tea_doc] and not by_q[tea]["agreed"]
-    # No model call judged the labelled questions: every pair prompt is about a title probe.
+    # No model call judged the labelled questions: every answer prompt is about a title probe.
     assert not any(brake in c or tea in c for c in model.calls)
     gate = cat.get_json("gate")
     assert gate["n_user_labelled"] == 2 and gate["labels_logged"] == 3
@@ -563,11 +539,11 @@ def test_labels_of_a_removed_document_are_not_used(svc: RagService) -> None:
 
 
 def test_only_user_labelled_probes_say_so() -> None:
-    assert auto_gate._labels_text(auto_gate.LABELS_PAIRWISE, 0, 5) == auto_gate.LABELS_PAIRWISE
-    assert auto_gate._labels_text(auto_gate.LABELS_PAIRWISE, 5, 5) == auto_gate.LABELS_USER
+    assert auto_gate._labels_text(auto_gate.LABELS_ANSWER, 0, 5) == auto_gate.LABELS_ANSWER
+    assert auto_gate._labels_text(auto_gate.LABELS_ANSWER, 5, 5) == auto_gate.LABELS_USER
 
 
-# --------------------------------------------------------------------------- probe sampling and the pairwise judge
+# --------------------------------------------------------------------------- probe sampling
 
 
 def test_stuffing_signal_ranks_the_documents_that_repeat_their_title(svc: RagService) -> None:
@@ -593,62 +569,7 @@ def test_stuffing_signal_ranks_the_documents_that_repeat_their_title(svc: RagSer
     assert auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"), counts) == plan and calls == [1]
 
 
-def test_parse_choice() -> None:
-    assert auto_gate.parse_choice(" 2.") == 2 and auto_gate.parse_choice("Document 1") == 1
-    assert auto_gate.parse_choice("neither") is None
-
-
-def test_pairwise_judge_labels_the_preferred_document_and_a_position_bias_ties(svc: RagService) -> None:
-    _run(svc, ScriptedModel(), config=PAIR)
-    st = auto_gate.load_state(svc.library.catalog)
-    assert st is not None
-    disputed = [p for p in st["probes"] if not p["agreed"]]
-    assert disputed  # the notice and the club news take the baseline's first place from the answers
-    for p in disputed:
-        assert p["judged"][0] == p["rankings"]["baseline"][0]
-        # the scripted judge prefers an answering document: exactly the answering ones stay relevant
-        assert 0 < len(p["relevant"]) < len(p["judged"]) or p["undecided"]
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["labels"] == auto_gate.LABELS_PAIRWISE and gate["model_calls"] == (
-        5 + 2 * sum(len(p["judged"]) - 1 for p in disputed))
-    # A judge that always picks the first document shown prefers nothing once the order is swapped:
-    # every disputed probe is a tie, the decision is "neither", and describe() says the judge could not tell.
-    auto_gate.request_cancel(svc.library.catalog)
-    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
-    decision = _run(svc, ScriptedModel(biased=True), config=PAIR)[-1]
-    assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0
-    assert "could not tell" in auto_gate.describe(gate)
-
-
-# --------------------------------------------------------------------------- the logit judge
-
-
-class ScoringModel(ScriptedModel):
-    """A collaborator that is also a TokenScorer: log P(yes) high for the documents ScriptedModel
-    accepts, lower for the rest; ``flat`` gives every document the same scores (a judge that cannot
-    tell)."""
-
-    def __init__(self, flat: bool = False, unsupported: bool = False) -> None:
-        super().__init__()
-        self.flat = flat
-        self.unsupported = unsupported
-        self.scored: list[str] = []
-
-    def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                             cancel: CancelToken | None = None) -> list[float]:
-        if self.unsupported:  # a server that answers without logprobs
-            raise NotImplementedError("the server returned no token log-probabilities")
-        prompt = messages[-1].content
-        self.scored.append(prompt)
-        q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
-        title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
-        yes = -0.2 if self.flat or self._accepts(q, title) else -1.5
-        return [yes if w.lower() in ("yes", "是") else -2.0 for w in words]
-
-
-LOGIT = auto_gate.AutoGateConfig(n_probes=5, pool=1, judge="logit")
+# --------------------------------------------------------------------------- the answer judge
 
 
 def _disputed_after_run(svc: RagService, model: ScriptedModel, config: auto_gate.AutoGateConfig) -> list[dict]:
@@ -659,61 +580,6 @@ def _disputed_after_run(svc: RagService, model: ScriptedModel, config: auto_gate
     disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
     assert disputed
     return disputed
-
-
-def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
-    class Fixed:
-        def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                                 cancel: CancelToken | None = None) -> list[float]:
-            assert list(words) == ["yes", "Yes", "no", "No"]
-            return [np.log(0.1), np.log(0.3), np.log(0.05), np.log(0.15)]
-
-    hit = Hit(1, 1, "doc", "T", "t.txt", 1, "body", 0.5, 1)
-    margin = auto_gate.score_document(Fixed(), "What is T?", hit, 300)  # type: ignore[arg-type]
-    assert margin == pytest.approx(np.log(0.4) - np.log(0.2))
-    assert auto_gate.best_scored({3: 1.0, 4: 0.95, 5: 0.2}, 0.1) == [3, 4]
-    assert auto_gate.best_scored({3: 1.0, 4: 0.85}, 0.1) == [3]
-    assert auto_gate.best_scored({}, 0.1) == []
-
-
-def test_logit_judge_keeps_the_best_scored_documents_and_says_so(svc: RagService) -> None:
-    model = ScoringModel()
-    disputed = _disputed_after_run(svc, model, LOGIT)
-    for p in disputed:
-        # every pooled document scored once, alone; the relevant set is the best-scored ones
-        assert set(p["scores"]) == {str(d) for d in p["judged"]}
-        best = max(p["scores"].values())
-        assert p["relevant"] == [d for d in p["judged"] if p["scores"][str(d)] >= best - LOGIT.logit_tie]
-    assert not any(_is_judge(c) or _is_pair(c) for c in model.calls)  # nothing sampled to judge
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "logit" and gate["labels"] == auto_gate.LABELS_LOGIT
-    assert gate["model_calls"] == _probe_calls(model) + len(model.scored)
-    assert len(model.scored) == sum(len(p["judged"]) for p in disputed)
-
-
-def test_logit_judge_that_cannot_tell_ties_and_a_plain_generator_falls_back(svc: RagService) -> None:
-    decision = _run(svc, ScoringModel(flat=True), config=LOGIT)[-1]
-    assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0 and "could not tell" in auto_gate.describe(gate)
-    # A generator without likelihoods (an HTTP backend, say) gets the pairwise judge, and the record says so.
-    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
-    model = ScriptedModel()
-    _run(svc, model, config=LOGIT)
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "pairwise" and gate["labels"] == auto_gate.LABELS_PAIRWISE
-    assert any(_is_pair(c) for c in model.calls)
-    assert gate["judge_fallback"] == ""
-    # A scorer that turns out unable to score: the pairwise judge takes over, and the record says why.
-    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
-    unable = ScoringModel(unsupported=True)
-    _run(svc, unable, config=LOGIT)
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "pairwise" and "no token log-probabilities" in gate["judge_fallback"]
-    assert any(_is_pair(c) for c in unable.calls)
-
-
-# --------------------------------------------------------------------------- the answer judge
 
 
 def _support_reference(answer: str, question: str, shown: Sequence[str]) -> list[float]:
@@ -776,7 +642,10 @@ def test_answer_support_asks_in_every_rotation_and_sums() -> None:
     assert orders == [["Tea", "Tide", "Bread"], ["Tide", "Bread", "Tea"], ["Bread", "Tea", "Tide"]]
 
 
-ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
+def test_best_scored_keeps_ties() -> None:
+    assert auto_gate.best_scored({3: 1.0, 4: 0.95, 5: 0.2}, 0.1) == [3, 4]
+    assert auto_gate.best_scored({3: 1.0, 4: 0.85}, 0.1) == [3]
+    assert auto_gate.best_scored({}, 0.1) == []
 
 
 def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() -> None:
@@ -797,7 +666,7 @@ def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() ->
     model = RestatesThenQuotes()
     shares, answers = auto_gate.answer_support(model, q, [press, guide], 400, 60, 0, quote=True)
     assert answers[:2] == [q, q] and len(answers) == 4 and len(model.calls) == 4
-    assert shares[1] > shares[0] + auto_gate.AutoGateConfig().answer_tie  # the quoted sentence is the guideline's
+    assert shares[1] > shares[0] + ANSWER.answer_tie  # the quoted sentence is the guideline's
     # without the fallback, or when an answer already said something, no quote is asked
     assert auto_gate.answer_support(RestatesThenQuotes(), q, [press, guide], 400, 60, 0)[0] == [0.0, 0.0]
     said = Reply("先开展自查，再准备申报材料。")
@@ -806,7 +675,6 @@ def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() ->
 
 
 def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer(svc: RagService) -> None:
-    assert auto_gate.AutoGateConfig().judge == "answer"
     model = ScriptedModel()
     disputed = _disputed_after_run(svc, model, ANSWER)
     for p in disputed:
@@ -819,11 +687,10 @@ def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer
             doc = svc.library.catalog.document(d)
             assert doc is not None
             assert p["undecided"] or any(doc.title in c for c in model.calls if _is_answer(c))
-    # nothing judged by a yes/no or a pair: one answering call per pooled document (its rotations)
-    assert not any(_is_judge(c) or _is_pair(c) for c in model.calls)
+    # one answering call per pooled document (its rotations)
     assert sum(1 for c in model.calls if _is_answer(c)) == sum(len(p["judged"]) for p in disputed)
     gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "answer" and gate["labels"] == auto_gate.LABELS_ANSWER
+    assert gate["labels"] == auto_gate.LABELS_ANSWER
     assert gate["model_calls"] == len(model.calls)
 
 
@@ -870,7 +737,6 @@ def test_topic_words_of_a_real_library_are_surface_words_other_documents_hold(sv
 
 
 def test_probes_are_written_from_shared_words_and_fall_back_to_the_title(svc: RagService) -> None:
-    assert auto_gate.AutoGateConfig().probe_from == "topic"
     model = ScriptedModel()
     _run(svc, model, config=auto_gate.AutoGateConfig(n_probes=6, pool=1))
     st = auto_gate.load_state(svc.library.catalog)
@@ -930,7 +796,7 @@ def test_a_probe_asked_twice_in_a_run_counts_once(svc: RagService) -> None:
         """Writes the same question from every title: two subjects sharing words do this with the 1.5B."""
 
         def reply(self, prompt: str) -> str:
-            if _is_answer(prompt) or _is_judge(prompt) or _is_pair(prompt):
+            if _is_answer(prompt) or _is_quote(prompt):
                 return super().reply(prompt)
             return "How do I check a bicycle brake?"
 

@@ -30,7 +30,7 @@ What this module does instead, per probe (all steps seeded, so a run is reproduc
    question's) are the probe's relevant set (``answer_support``; the default judge, docs/evaluation.md
    §1.2.4: asked to judge instead, the embedded models follow the repeated words or the position). When
    no answer said anything a document holds, the model is asked for the documents' one sentence that
-   best answers, and that labels the probe (``answer_quote``, §1.2.7).
+   best answers, and that labels the probe (``_QUOTE_PROMPT``, §1.2.7).
    The sampled document is *not* assumed relevant.
 4. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
    then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through
@@ -56,9 +56,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import logging
-import math
 import os
 import random
 import re
@@ -83,7 +81,7 @@ from rag_desktop.app.catalog import Catalog
 from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.protocols import Generator, TokenScorer
+from rag_desktop.core.protocols import Generator
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Keyword, Progress
 
 log = logging.getLogger(__name__)
@@ -107,73 +105,46 @@ STATE_VERSION = 1
 # for the person's own labels and never be replaced.
 PASSAGE_LABELS = "passage-written probes, source passage as answer"
 NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
-# the labelling method stored with an automatic decision, per judge
-LABELS = "llm-judged pool (title-worded probes)"
-LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, stuffing-signal sampled)"
+# how the probes of an automatic decision were labelled, stored with it (the heading and the CLI show it)
 LABELS_USER = "your own questions, labelled by the documents their answers cited or you opened"
-LABELS_LOGIT = "llm yes/no likelihood compared across the pooled documents (title-worded probes, " \
-    "stuffing-signal sampled)"
 LABELS_ANSWER = "the local model's answer from the pooled documents; each document labelled by how much of " \
     "that answer it holds (probes: the titles' own questions, else questions on the subjects titles share)"
 
 
 @dataclass(frozen=True)
 class AutoGateConfig:
-    # The cost is the local model's prompt tokens: n_probes × (1 + |pool|) calls of ~100–250 tokens,
-    # |pool| ≤ 3·pool (docs/evaluation.md §1.2 measures it). Paper §4.6 uses n = 30 labelled probes;
-    # 12 is the smallest count above MIN_PROBES_FOR_RELIABILITY with room for a probe the judge
-    # finds nothing for.
+    # The cost is the local model's calls: per probe one to write it, and per disputed probe one answer
+    # per pooled document (twice that when the answers say nothing and a quote is asked for);
+    # docs/evaluation.md §1.2 measures it. Paper §4.6 uses n = 30 labelled probes; 12 is the smallest
+    # count above MIN_PROBES_FOR_RELIABILITY with room for a probe the judge finds nothing for.
     n_probes: int = 12
     # The first document of each ranking is judged (2–3 documents a probe): MRR@10 then says which
     # ranking puts an answering document first, and where the others put it — the question the gate
     # asks. Deeper pools cost one model call per extra document.
     pool: int = 1
     seed: int = 0
-    judge_chars: int = 300  # of the best-matching chunk shown to the judge
     headings: int = 4  # short heading-like lines of the first chunk shown beside the title
-    # "logit": each pooled document scored by the model's own log P(yes) − log P(no) for "does it
-    # answer?", one prompt evaluation and no sampling (score_documents; needs a generator that is a
-    # core.protocols.TokenScorer, else "pairwise" is used and the record says so); the documents
-    # within logit_tie of the best score are the relevant set. "pairwise": the baseline's first
-    # document against each re-ranking's first, both orders (prefer); "pointwise": each pooled
-    # document judged alone by a sampled yes/no (judge), the first design. docs/evaluation.md §1.2.3.
-    # "answer" (the default): the model *answers* the probe from the pooled documents, once per
-    # rotation of their order; each document's label score is the share of the answer's own words
-    # (not the question's) that it holds, weighed by the share of the question's words it holds
-    # (answer_support, on_topic: an unrelated document the model borrowed words from is not
-    # relevant, docs/evaluation.md §1.2.5). The model generates, it never judges, and
-    # the label is read off the text: measured on the sets' own queries (docs/evaluation.md §1.2.4)
-    # this is the one judge of the embedded 1.5B that puts the answering document above keyword-
-    # stuffed and question-restating ones (27 of 40 pairs, 10 ties, 3 wrong; the yes/no likelihood:
-    # 9 of 40), and it needs no likelihoods, so it works through any generator or server.
-    judge: str = "answer"
-    # Scores closer than this (in nats of the yes−no margin) are a tie: both documents count as
-    # relevant, so the probe adds Δ = 0 instead of a difference the prompt's wording could flip.
-    # Our choice; the measured margins of answering vs answer-free documents differ by 0.2–1.5.
-    logit_tie: float = 0.1
-    # The answer judge: support × on_topic is summed over the rotations (0 to the pool's size); documents within
-    # answer_tie of the best are all relevant. Our choice: 0.2 is a tenth of the answer's words over
-    # two answers, less than one word of a short answer, so a document holding a word fewer still counts.
+    # The judge: the model *answers* the probe from the pooled documents, once per rotation of their
+    # order; each document's label score is the share of the answer's own words (not the question's)
+    # that it holds, weighed by the share of the question's words it holds (answer_support, on_topic:
+    # an unrelated document the model borrowed words from is not relevant, docs/evaluation.md §1.2.5).
+    # The model generates, it never judges, and the label is read off the text: measured on the sets'
+    # own queries (docs/evaluation.md §1.2.4) asked to judge instead — yes/no, its likelihood, or which
+    # of two — the embedded models follow the repeated words or the position. The scores are summed
+    # over the rotations (0 to the pool's size); documents within answer_tie of the best are all
+    # relevant. Our choice: 0.2 is a tenth of the answer's words over two answers, less than one word
+    # of a short answer, so a document holding a word fewer still counts.
     answer_tie: float = 0.2
     answer_chars: int = 400  # of each pooled document shown to the answering call (3 fit in ~700 tokens)
     answer_tokens: int = 60  # a one-sentence answer; a longer one only adds words every document repeats
-    # When no answer holds a word of its own that any document holds (the model restated the question,
-    # listed or copied the documents: §1.2.6–1.2.7), ask once more, in every rotation, for the one sentence of
-    # the documents that best answers it (_QUOTE_PROMPT), and label by that. An extractive choice is what a
-    # small model still makes when it will not write an answer; it only runs where the probe would otherwise
-    # be a tie, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
-    answer_quote: bool = True
-    # What a sampled document's probe is written from. "topic" (the default): only the title's words
-    # that other documents also hold (topic_words, at most topic_terms), never the title itself, so
-    # the question is about a subject several documents share and no document wrote it; a title
-    # sharing no word falls back to "title". "title": the title and headings (the earlier design).
-    # Measured (docs/evaluation.md §1.2.5): from a title the 1.5B asks about *that* document ("某平台
-    # 发布个人信息保护影响评估年度报告", "What is ColBERT Late Interaction?" from a product notice), which
-    # that document then answers: the probe never meets the regime where it competes with others.
-    probe_from: str = "topic"
+    # A sampled document's probe is written from the title's words that other documents also hold
+    # (topic_words, at most topic_terms), never from the title itself: the question is then about a
+    # subject several documents share and no document wrote it. Measured (docs/evaluation.md §1.2.5):
+    # shown a whole title, the 1.5B asks about *that* document, which then answers it, so the probe
+    # never meets the regime where documents compete.
     topic_terms: int = 4
-    # Fewer shared words than this is no shared subject ("社区垃圾分类投放指引" shares only 分类, and
-    # "分类是什么？" asks nothing the library is about): the title probe instead.
+    # Fewer shared words than this is no shared subject (a question on one common word asks nothing
+    # the library is about): the title probe instead.
     topic_min: int = 2
 
 
@@ -198,41 +169,6 @@ _TOPIC_PROMPT = {
     "zh": "写出一个人想了解“{words}”时会在搜索框里输入的简短问题（不超过25个字）：问怎么做、如何起作用、为什么或"
     "有什么结论，不要问“是什么”；使用这些词语。只回复问题本身。",
 }
-# The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
-# not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
-# wording it says "yes" to those — and also to an unrelated one (a ColBERTv2 note for a solar-panel
-# question). A judge that says yes to everything makes every ranking's first document relevant, Δ = 0 and
-# the decision "neither" (the baseline order): the safe side. A stronger local model judges better.
-_JUDGE_PROMPT = {
-    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers the "
-    "question? Answer yes if it does, even in part. Answer no if it is about something else, or only names "
-    "the topic without the information.\nAnswer (yes or no):",
-    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？如果给出了（哪怕只是一部分），"
-    "回答“是”；如果它讲的是别的内容，或只提到主题而没有相关信息，回答“否”。\n回答（是或否）：",
-}
-
-
-# Comparative, not absolute: measured (docs/evaluation.md §1.2), the embedded models answer "yes" to
-# nearly any document under _JUDGE_PROMPT, the 1.5B included, so absolute labels carry no signal; a
-# choice between two documents is what a small model can still make.
-_PAIR_PROMPT = {
-    "en": "Question: {q}\n\nDocument 1: {t1}\n{d1}\n\nDocument 2: {t2}\n{d2}\n\nWhich document gives the "
-    "information that answers the question (not just the same words)? Reply with 1 or 2 only.\nAnswer:",
-    "zh": "问题：{q}\n\n文档1：{t1}\n{d1}\n\n文档2：{t2}\n{d2}\n\n哪一份文档给出了回答该问题的信息"
-    "（而不只是出现相同的词语）？只回复1或2。\n回答：",
-}
-
-
-# Read as a likelihood, not sampled (score_documents): measured (docs/evaluation.md §1.2.3) the sampled
-# reply is "yes" for nearly every document, but the margin log P(yes) − log P(no) still orders them.
-_SCORE_PROMPT = {
-    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers "
-    "the question? Answer yes or no.",
-    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？回答“是”或“否”。",
-}
-# Every spelling of the first token a reply may start with, per language.
-_SCORE_WORDS = {"en": (("yes", "Yes"), ("no", "No")), "zh": (("是",), ("否",))}
-
 # The answer judge's prompt: the same documents as the other judges, numbered, and a request for the
 # answer itself. Measured (docs/evaluation.md §1.2.4): asked *which* document answers, the 1.5B follows
 # the position (its log P("1") − log P("2") barely moves when the documents swap); asked for the answer,
@@ -242,7 +178,10 @@ _ANSWER_PROMPT = {
     "documents give. Reply with the answer only.",
     "zh": "问题：{q}\n\n{docs}\n\n用一句简短的话回答问题，写出文档给出的具体信息。只回复答案。",
 }
-# The answer judge's second question, asked only when the answers said nothing (AutoGateConfig.answer_quote).
+# The answer judge's second question, asked in every rotation only when no answer held a word of its own that
+# a document holds (the model restated the question, listed or copied the documents: §1.2.6–1.2.7): an
+# extractive choice is what a small model still makes when it will not write an answer. It only runs where the
+# probe would otherwise be a tie, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
 _QUOTE_PROMPT = {
     "en": "Question: {q}\n\n{docs}\n\nCopy the one sentence from the documents above that best answers the "
     "question. Reply with that sentence only.",
@@ -609,12 +548,6 @@ def clean_question(text: str) -> str:
     return ""
 
 
-def parse_judgement(text: str) -> bool:
-    """yes/是 → True; anything else (no, 否, a refusal, nothing) → False."""
-    s = text.strip().lower().lstrip("*\"'“「 ")
-    return s.startswith("yes") or s.startswith("是") or s.startswith("包含")
-
-
 def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
                 cancel: CancelToken | None = None) -> str:
     lang = "zh" if detect_lang(title + " " + " ".join(heads)) == "zh" else "en"
@@ -691,57 +624,6 @@ def _substantial(question: str) -> bool:
     cjk = sum(1 for ch in question if "\u4e00" <= ch <= "\u9fff")
     words = len([w for w in question.split() if any(c.isalnum() for c in w)])
     return cjk >= 4 or (cjk == 0 and words >= 2)
-
-
-def judge(gen: Generator, question: str, hit: Hit, chars: int, seed: int, cancel: CancelToken | None = None) -> bool:
-    lang = "zh" if detect_lang(question) == "zh" else "en"
-    prompt = _JUDGE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
-    return parse_judgement(_complete(gen, prompt, 3, seed, cancel))
-
-
-def parse_choice(text: str) -> int | None:
-    """The first "1" or "2" of the reply, else None."""
-    for ch in text:
-        if ch in "12":
-            return int(ch)
-    return None
-
-
-def prefer(gen: Generator, question: str, a: Hit, b: Hit, chars: int, seed: int,
-           cancel: CancelToken | None = None) -> int | None:
-    """Which of two documents answers the question: 0 (a), 1 (b), or None (the model changes its
-    mind when the order is swapped: no preference). Two calls, both orders, so a position bias
-    cancels instead of deciding."""
-    lang = "zh" if detect_lang(question) == "zh" else "en"
-
-    def ask(x: Hit, y: Hit) -> int | None:
-        prompt = _PAIR_PROMPT[lang].format(q=question, t1=x.title, d1=x.text[:chars], t2=y.title, d2=y.text[:chars])
-        return parse_choice(_complete(gen, prompt, 3, seed, cancel))
-
-    first, second = ask(a, b), ask(b, a)
-    if first == 1 and second == 2:
-        return 0
-    if first == 2 and second == 1:
-        return 1
-    return None
-
-
-def _logsumexp(xs: Sequence[float]) -> float:
-    top = max(xs)
-    return top + math.log(sum(math.exp(x - top) for x in xs))
-
-
-def score_document(gen: TokenScorer, question: str, hit: Hit, chars: int,
-                   cancel: CancelToken | None = None) -> float:
-    """log P(yes) − log P(no) for "does this document answer the question?" (one prompt evaluation).
-
-    Each reply word's spellings are summed (logsumexp) so "Yes" and "yes" count as one answer.
-    """
-    lang = "zh" if detect_lang(question) == "zh" else "en"
-    yes, no = _SCORE_WORDS[lang]
-    prompt = _SCORE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
-    lp = gen.first_token_logprobs([ChatMessage("user", prompt)], [*yes, *no], cancel=cancel)
-    return _logsumexp(lp[: len(yes)]) - _logsumexp(lp[len(yes):])
 
 
 def best_scored(scores: dict[int, float], tie: float) -> list[int]:
@@ -874,9 +756,6 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     return totals, answers
 
 
-CancelCheck = Callable[[], bool]
-
-
 def run_auto_gate(
     svc: Any,
     generator: Generator | None = None,
@@ -927,8 +806,6 @@ def run_auto_gate(
     _save_state(cat, st)
     t0 = time.monotonic()
     gen = generator or svc.runtime.generator()
-    # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
-    judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
 
     def check() -> None:
         if cancel is not None and cancel.is_set:
@@ -937,53 +814,20 @@ def run_auto_gate(
         if now is not None and now.get("cancel"):
             raise Cancelled()
 
-    def judge_pool(kind: str, question: str, hits: dict[int, Hit],
+    def judge_pool(question: str, hits: dict[int, Hit],
                    i: int) -> tuple[list[int], list[int], bool, dict[str, Any]]:
         """(judged, relevant, undecided, what the probe's record keeps of the judge) of one disputed
         probe's pooled documents."""
-        if kind == "answer":
-            # The model answers from the pooled documents (every rotation); the documents holding most of
-            # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
-            check()
-            pooled = list(hits.items())
-            shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
-                                             cfg.answer_tokens, cfg.seed + 1000 * i, cancel, cfg.answer_quote)
-            st["model_calls"] = st.get("model_calls", 0) + len(answers)  # a call per rotation, quotes included
-            held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
-            judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
-            return judged, best, undecided, kept | {"answers": answers}
-        if kind == "logit" and isinstance(gen, TokenScorer):
-            # Every pooled document scored alone (no position to prefer); the best-scored ones are
-            # the relevant set, so MRR@10 rewards the ranking that put one of them first.
-            scores: dict[int, float] = {}
-            for did, h in hits.items():
-                check()
-                st["model_calls"] = st.get("model_calls", 0) + 1
-                scores[did] = score_document(gen, question, h, cfg.judge_chars, cancel)
-            return _labelled_by_score(scores, cfg.logit_tie)
-        if kind == "pairwise":
-            # The baseline's first document against each re-ranking's first: the gate's own
-            # question. A document consistently beaten (both orders) is not relevant; the
-            # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
-            pooled = list(hits.items())
-            beaten: set[int] = set()
-            for j, (did, h) in enumerate(pooled[1:], start=1):
-                check()
-                st["model_calls"] = st.get("model_calls", 0) + 2
-                won = prefer(gen, question, pooled[0][1], h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel)
-                if won is not None:
-                    beaten.add(did if won == 0 else pooled[0][0])
-            judged = [d for d, _h in pooled]
-            # no consistent preference at all: the judge could not tell
-            return judged, [d for d in judged if d not in beaten], not beaten, {}
-        judged, relevant = [], []
-        for j, (did, h) in enumerate(hits.items()):
-            check()
-            judged.append(did)
-            st["model_calls"] = st.get("model_calls", 0) + 1
-            if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
-                relevant.append(did)
-        return judged, relevant, False, {}
+        # The model answers from the pooled documents (every rotation); the documents holding most of
+        # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
+        check()
+        pooled = list(hits.items())
+        shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
+                                         cfg.answer_tokens, cfg.seed + 1000 * i, cancel, quote=True)
+        st["model_calls"] = st.get("model_calls", 0) + len(answers)  # a call per rotation, quotes included
+        held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
+        judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
+        return judged, best, undecided, kept | {"answers": answers}
 
     try:
         plan: list[int | str] = st["plan"]
@@ -1002,19 +846,18 @@ def run_auto_gate(
                     _save_state(cat, st)
                     continue
                 asks, words, topic_source = "", [], "topic"
-                if cfg.probe_from == "topic":
-                    asks = title_question(doc.title)
-                    if not asks:
-                        surface = r.tokenizer.surface_form
-                        title_kw = r.query_keywords(doc.title, "doc")
-                        words = topic_words(doc.title, title_kw, doc_frequency(), surface, cfg.topic_terms)
-                        named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
-                        if len(words) < cfg.topic_min and named < cfg.topic_min:
-                            # The title names no subject ("第946条", "scan_001"): its body's shared keywords do.
-                            # A title that names one of its own ("社区垃圾分类投放指引") keeps the title probe.
-                            kd = cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
-                            words = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms)
-                            topic_source = "keywords"
+                asks = title_question(doc.title)
+                if not asks:
+                    surface = r.tokenizer.surface_form
+                    title_kw = r.query_keywords(doc.title, "doc")
+                    words = topic_words(doc.title, title_kw, doc_frequency(), surface, cfg.topic_terms)
+                    named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
+                    if len(words) < cfg.topic_min and named < cfg.topic_min:
+                        # The title names no subject ("第946条", "scan_001"): its body's shared keywords do.
+                        # A title that names one of its own ("社区垃圾分类投放指引") keeps the title probe.
+                        kd = cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
+                        words = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms)
+                        topic_source = "keywords"
                 if asks:  # the title's own question, verbatim: no model call
                     question, source = asks, "title-question"
                 elif len(words) >= cfg.topic_min:
@@ -1055,14 +898,7 @@ def run_auto_gate(
                 # nothing is evidence too), not judged: no model call.
                 relevant = [next(iter(hits))]
             else:
-                try:
-                    judged, relevant, undecided, kept = judge_pool(judge_kind, question, hits, i)
-                except NotImplementedError as exc:
-                    # The backend cannot give likelihoods after all (a server that returns no
-                    # logprobs): the pairwise judge for this probe and the rest, and the record says so.
-                    judge_kind = "pairwise"
-                    st["judge_fallback"] = str(exc)
-                    judged, relevant, undecided, kept = judge_pool(judge_kind, question, hits, i)
+                judged, relevant, undecided, kept = judge_pool(question, hits, i)
             st["probes"].append({
                 "question": question,
                 "source": source,
@@ -1074,6 +910,8 @@ def run_auto_gate(
                 "user_labelled": bool(mine),
                 **kept,
             })
+            # a cancel asked during this probe's model calls: saving first would overwrite the request
+            check()
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
     except Cancelled:
@@ -1090,14 +928,12 @@ def run_auto_gate(
     record = decision.to_dict()
     n_user = sum(1 for p in st["probes"] if p.get("user_labelled"))
     record.update(
-        labels=_labels_text(_JUDGE_LABELS[judge_kind], n_user, len(st["probes"])),
-        judge=judge_kind,
-        judge_fallback=st.get("judge_fallback", ""),  # why the logit judge was not used, if it was asked for
+        labels=_labels_text(LABELS_ANSWER, n_user, len(st["probes"])),
         calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
         fingerprint=fp,
         n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
         n_agreed=sum(1 for p in st["probes"] if p.get("agreed")),
-        # Disputed probes on which the pairwise judge changed its mind with the order: counted as
+        # Disputed probes on which every pooled document held as much of the answers: counted as
         # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
         # not tell, not that re-ranking hurts (describe() says so).
         n_undecided=sum(1 for p in st["probes"] if p.get("undecided")),
@@ -1115,9 +951,6 @@ def run_auto_gate(
         cat.set_json(AUTO_KEY, st)
     yield Progress("calibrate", len(st["plan"]), len(st["plan"]), "done")
     yield decision
-
-
-_JUDGE_LABELS = {"answer": LABELS_ANSWER, "logit": LABELS_LOGIT, "pairwise": LABELS_PAIRWISE, "pointwise": LABELS}
 
 
 def _labels_text(method: str, n_user: int, n: int) -> str:
@@ -1204,10 +1037,6 @@ def describe(gate: dict[str, Any] | None) -> str:
     if und is not None:
         text += f"; the judge could not tell the documents apart on {und[0]} of {und[1]} disputed probes"
     return text
-
-
-def dumps_state(catalog: Catalog) -> str:
-    return json.dumps(load_state(catalog) or {}, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

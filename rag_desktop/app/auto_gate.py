@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_desktop.app.calibration import (
     METHODS,
@@ -82,7 +82,19 @@ from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Keyword, Progress
+from rag_desktop.core.types import (
+    Cancelled,
+    CancelToken,
+    ChatMessage,
+    Document,
+    GenEventKind,
+    Hit,
+    Keyword,
+    Progress,
+)
+
+if TYPE_CHECKING:  # annotations only
+    from rag_desktop.app.retrieval import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -756,6 +768,182 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     return totals, answers
 
 
+@dataclass
+class _Run:
+    """What the steps of one calibration run share: the library, its retriever, the model, the settings,
+    the stored state (updated in place) and the subjects' document frequency (computed once, if needed)."""
+
+    cat: Catalog
+    retriever: Retriever
+    gen: Generator
+    cfg: AutoGateConfig
+    st: dict[str, Any]
+    doc_frequency: Callable[[], dict[str, int]]
+    cancel: CancelToken | None
+
+    def check(self) -> None:
+        """Raise Cancelled when the token is set or a cancel was requested through the catalog."""
+        if self.cancel is not None and self.cancel.is_set:
+            raise Cancelled()
+        now = load_state(self.cat)
+        if now is not None and now.get("cancel"):
+            raise Cancelled()
+
+    def called(self, n: int = 1) -> None:
+        self.st["model_calls"] = self.st.get("model_calls", 0) + n
+
+
+def _start_state(cat: Catalog, cfg: AutoGateConfig, fp: list[str], plan: Callable[[], list[int | str]],
+                 clock: Callable[[], float]) -> dict[str, Any]:
+    """The stored run to resume (same library, same settings, not finished), else a new one with its
+    plan; marked running in this process, with any earlier cancel request cleared."""
+    st = load_state(cat)
+    resumable = (
+        st is not None
+        and st.get("fingerprint") == fp
+        and st.get("config") == cfg.__dict__
+        and st.get("status") in ("running", "cancelled", "failed")
+    )
+    if st is None or not resumable:
+        st = {"version": STATE_VERSION, "fingerprint": fp, "config": dict(cfg.__dict__), "plan": plan(),
+              "probes": [], "started": clock()}
+    st.update(status="running", pid=os.getpid(), cancel=False, error="")
+    _save_state(cat, st)
+    return st
+
+
+def _document_probe(run: _Run, doc: Document, i: int) -> tuple[str, str]:
+    """A sampled document's probe and its source: the title's own question verbatim ("title-question", no
+    model call); else a question on the subject the title shares with other documents ("topic") or, for a
+    title that names no subject at all, on its body's shared keywords ("keywords"); else a question from
+    the title and its headings ("title")."""
+    cfg, r = run.cfg, run.retriever
+    asks = title_question(doc.title)
+    if asks:
+        return asks, "title-question"
+    surface = r.tokenizer.surface_form
+    title_kw = r.query_keywords(doc.title, "doc")
+    words = topic_words(doc.title, title_kw, run.doc_frequency(), surface, cfg.topic_terms)
+    source = "topic"
+    named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
+    if len(words) < cfg.topic_min and named < cfg.topic_min:
+        # A title made of numbers and place words names no subject: its body's shared keywords do. A title
+        # with subject words of its own, even unshared ones, still describes its document best.
+        kd = run.cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
+        words = keyword_topic(kd, run.doc_frequency(), surface, cfg.topic_terms)
+        source = "keywords"
+    if len(words) >= cfg.topic_min:
+        question = write_topic_probe(run.gen, words, doc.title, cfg.seed + i, run.cancel)
+    else:
+        chunks = run.cat.chunks_of(doc.doc_id)
+        heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
+        question, source = write_probe(run.gen, doc.title, heads, cfg.seed + i, run.cancel), "title"
+    run.called()
+    return question, source
+
+
+def _judge_by_answer(run: _Run, question: str, hits: dict[int, Hit],
+                     i: int) -> tuple[list[int], list[int], bool, dict[str, Any]]:
+    """(judged, relevant, undecided, what the probe's record keeps of the judge) of one disputed probe's
+    pooled documents: the model answers from them (every rotation); the documents holding most of the
+    answer's own words are the relevant set. All tied (every share 0 included): undecided."""
+    run.check()
+    pooled = list(hits.items())
+    cfg = run.cfg
+    shares, answers = answer_support(run.gen, question, [h for _d, h in pooled], cfg.answer_chars,
+                                     cfg.answer_tokens, cfg.seed + 1000 * i, run.cancel, quote=True)
+    run.called(len(answers))  # a call per rotation, quotes included
+    held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
+    judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
+    return judged, best, undecided, kept | {"answers": answers}
+
+
+def _ranked_probe(run: _Run, question: str, source: str, mine: list[int], i: int) -> dict[str, Any]:
+    """The probe ranked by the three methods and labelled over the pool of their first documents: its record."""
+    r = run.retriever
+    ctx = r.context(question, "doc")
+    ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0], "hybrid": r.rerank(ctx, "hybrid")[0]}
+    hits: dict[int, Hit] = {}
+    for m in METHODS:
+        for h in ranked[m].hits[: run.cfg.pool]:
+            hits.setdefault(h.doc_id, h)
+    tops = {tuple(h.doc_id for h in ranked[m].hits[: run.cfg.pool]) for m in METHODS}
+    relevant: list[int] = []
+    judged: list[int] = []
+    undecided = False
+    kept: dict[str, Any] = {}  # the judge's scores and answers
+    if mine:
+        # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
+        # then asks which ranking puts one of those documents first.
+        relevant, judged = list(mine), list(mine)
+    elif len(tops) == 1 and hits:
+        # Undisputed: the three rankings share their pooled prefix, so whichever of those
+        # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
+        # whatever a judge would say. Counted as such (a probe where re-ranking changes
+        # nothing is evidence too), not judged: no model call.
+        relevant = [next(iter(hits))]
+    else:
+        judged, relevant, undecided, kept = _judge_by_answer(run, question, hits, i)
+    return {
+        "question": question,
+        "source": source,
+        "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
+        "relevant": relevant,
+        "judged": judged,
+        "agreed": len(tops) == 1 and not mine,
+        "undecided": undecided,
+        "user_labelled": bool(mine),
+        **kept,
+    }
+
+
+def _probe(run: _Run, entry: int | str, i: int) -> dict[str, Any]:
+    """The record of the plan's probe ``entry``: a question the person asked (str) or a document (id)."""
+    mine: list[int] = []  # the person's own labels for their own question (log_label)
+    if isinstance(entry, str):
+        question, source = entry, "asked"
+        mine = user_labels(run.cat).get(entry, [])
+    else:
+        doc = run.cat.document(entry)
+        if doc is None:  # removed meanwhile: the fingerprint check makes this rare
+            return {"question": "", "rankings": {}, "relevant": [], "doc": entry}
+        question, source = _document_probe(run, doc, i)
+    if _same_question(question) in {_same_question(p["question"]) for p in run.st["probes"]}:
+        # Asked already in this run (two titles sharing the same words give the same subject probe;
+        # a person's question that a title also asks): counted once, so no question weighs double.
+        return {"question": question, "source": source, "duplicate": True, "rankings": {}, "relevant": [],
+                "judged": []}
+    return _ranked_probe(run, question, source, mine, i)
+
+
+def _gate_record(cat: Catalog, st: dict[str, Any], decision: GateDecision, fp: list[str],
+                 clock: Callable[[], float]) -> dict[str, Any]:
+    """The stored decision: the gate's fields, how its probes were labelled, and the counts
+    ``needs_calibration`` compares against."""
+    probes = st["probes"]
+    n_user = sum(1 for p in probes if p.get("user_labelled"))
+    record = decision.to_dict()
+    record.update(
+        labels=_labels_text(LABELS_ANSWER, n_user, len(probes)),
+        calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
+        fingerprint=fp,
+        n_judged=sum(len(p.get("judged", [])) for p in probes),
+        n_agreed=sum(1 for p in probes if p.get("agreed")),
+        # Disputed probes on which every pooled document held as much of the answers: counted as
+        # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
+        # not tell, not that re-ranking hurts (describe() says so).
+        n_undecided=sum(1 for p in probes if p.get("undecided")),
+        model_calls=st.get("model_calls", 0),
+        n_unlabelled=sum(1 for p in probes if not p["relevant"] and not p.get("duplicate")),
+        n_duplicate=sum(1 for p in probes if p.get("duplicate")),
+        n_asked=sum(1 for p in probes if p.get("source") == "asked"),
+        questions_logged=_question_log(cat)[0],
+        n_user_labelled=n_user,
+        labels_logged=int((cat.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)),
+    )
+    return record
+
+
 def run_auto_gate(
     svc: Any,
     generator: Generator | None = None,
@@ -780,138 +968,19 @@ def run_auto_gate(
         # subject probes' document frequency, and only read when one of them needs it
         return document_term_counts(cat)
 
-    @functools.cache
-    def doc_frequency() -> dict[str, int]:
-        # only when a document probe is written (a plan of asked questions needs none)
-        return document_frequency(term_counts())
-
-    st = load_state(cat)
-    resumable = (
-        st is not None
-        and st.get("fingerprint") == fp
-        and st.get("config") == cfg.__dict__
-        and st.get("status") in ("running", "cancelled", "failed")
-    )
-    if not resumable:
-        st = {
-            "version": STATE_VERSION,
-            "fingerprint": fp,
-            "config": dict(cfg.__dict__),
-            "plan": make_plan(cat, cfg.n_probes, cfg.seed, lambda t: r.query_keywords(t, "doc"), term_counts),
-            "probes": [],
-            "started": clock(),
-        }
-    assert st is not None
-    st.update(status="running", pid=os.getpid(), cancel=False, error="")
-    _save_state(cat, st)
+    st = _start_state(cat, cfg, fp, lambda: make_plan(cat, cfg.n_probes, cfg.seed,
+                                                      lambda t: r.query_keywords(t, "doc"), term_counts), clock)
     t0 = time.monotonic()
-    gen = generator or svc.runtime.generator()
-
-    def check() -> None:
-        if cancel is not None and cancel.is_set:
-            raise Cancelled()
-        now = load_state(cat)
-        if now is not None and now.get("cancel"):
-            raise Cancelled()
-
-    def judge_pool(question: str, hits: dict[int, Hit],
-                   i: int) -> tuple[list[int], list[int], bool, dict[str, Any]]:
-        """(judged, relevant, undecided, what the probe's record keeps of the judge) of one disputed
-        probe's pooled documents."""
-        # The model answers from the pooled documents (every rotation); the documents holding most of
-        # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
-        check()
-        pooled = list(hits.items())
-        shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
-                                         cfg.answer_tokens, cfg.seed + 1000 * i, cancel, quote=True)
-        st["model_calls"] = st.get("model_calls", 0) + len(answers)  # a call per rotation, quotes included
-        held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
-        judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
-        return judged, best, undecided, kept | {"answers": answers}
-
+    run = _Run(cat, r, generator or svc.runtime.generator(), cfg, st,
+               functools.cache(lambda: document_frequency(term_counts())), cancel)
     try:
         plan: list[int | str] = st["plan"]
         for i in range(len(st["probes"]), len(plan)):
-            check()
-            entry = plan[i]
+            run.check()
             yield Progress("calibrate", i, len(plan), f"probe {i + 1} of {len(plan)}")
-            mine: list[int] = []  # the person's own labels for their own question (log_label)
-            if isinstance(entry, str):  # the person's own question
-                question, source = entry, "asked"
-                mine = user_labels(cat).get(entry, [])
-            else:
-                doc = cat.document(entry)
-                if doc is None:  # removed meanwhile: the fingerprint check makes this rare
-                    st["probes"].append({"question": "", "rankings": {}, "relevant": [], "doc": entry})
-                    _save_state(cat, st)
-                    continue
-                asks, words, topic_source = "", [], "topic"
-                asks = title_question(doc.title)
-                if not asks:
-                    surface = r.tokenizer.surface_form
-                    title_kw = r.query_keywords(doc.title, "doc")
-                    words = topic_words(doc.title, title_kw, doc_frequency(), surface, cfg.topic_terms)
-                    named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
-                    if len(words) < cfg.topic_min and named < cfg.topic_min:
-                        # The title names no subject ("第946条", "scan_001"): its body's shared keywords do.
-                        # A title that names one of its own ("社区垃圾分类投放指引") keeps the title probe.
-                        kd = cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
-                        words = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms)
-                        topic_source = "keywords"
-                if asks:  # the title's own question, verbatim: no model call
-                    question, source = asks, "title-question"
-                elif len(words) >= cfg.topic_min:
-                    question, source = write_topic_probe(gen, words, doc.title, cfg.seed + i, cancel), topic_source
-                else:
-                    chunks = cat.chunks_of(doc.doc_id)
-                    heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
-                    question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
-                if source != "title-question":
-                    st["model_calls"] = st.get("model_calls", 0) + 1
-            if _same_question(question) in {_same_question(p["question"]) for p in st["probes"]}:
-                # Asked already in this run (two titles sharing the same words give the same subject probe;
-                # a person's question that a title also asks): counted once, so no question weighs double.
-                st["probes"].append({"question": question, "source": source, "duplicate": True,
-                                     "rankings": {}, "relevant": [], "judged": []})
-                _save_state(cat, st)
-                continue
-            ctx = r.context(question, "doc")
-            ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
-                      "hybrid": r.rerank(ctx, "hybrid")[0]}
-            hits: dict[int, Hit] = {}
-            for m in METHODS:
-                for h in ranked[m].hits[: cfg.pool]:
-                    hits.setdefault(h.doc_id, h)
-            tops = {tuple(h.doc_id for h in ranked[m].hits[: cfg.pool]) for m in METHODS}
-            relevant: list[int] = []
-            judged: list[int] = []
-            undecided = False
-            kept: dict[str, Any] = {}  # the judge's scores (and the answer judge's answers)
-            if mine:
-                # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
-                # then asks which ranking puts one of those documents first.
-                relevant, judged = list(mine), list(mine)
-            elif len(tops) == 1 and hits:
-                # Undisputed: the three rankings share their pooled prefix, so whichever of those
-                # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
-                # whatever a judge would say. Counted as such (a probe where re-ranking changes
-                # nothing is evidence too), not judged: no model call.
-                relevant = [next(iter(hits))]
-            else:
-                judged, relevant, undecided, kept = judge_pool(question, hits, i)
-            st["probes"].append({
-                "question": question,
-                "source": source,
-                "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
-                "relevant": relevant,
-                "judged": judged,
-                "agreed": len(tops) == 1 and not mine,
-                "undecided": undecided,
-                "user_labelled": bool(mine),
-                **kept,
-            })
+            st["probes"].append(_probe(run, plan[i], i))
             # a cancel asked during this probe's model calls: saving first would overwrite the request
-            check()
+            run.check()
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
     except Cancelled:
@@ -925,31 +994,12 @@ def run_auto_gate(
         raise
     st["status"] = "done"
     st["seconds"] = round(st.get("seconds", 0.0) + time.monotonic() - t0, 1)
-    record = decision.to_dict()
-    n_user = sum(1 for p in st["probes"] if p.get("user_labelled"))
-    record.update(
-        labels=_labels_text(LABELS_ANSWER, n_user, len(st["probes"])),
-        calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
-        fingerprint=fp,
-        n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
-        n_agreed=sum(1 for p in st["probes"] if p.get("agreed")),
-        # Disputed probes on which every pooled document held as much of the answers: counted as
-        # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
-        # not tell, not that re-ranking hurts (describe() says so).
-        n_undecided=sum(1 for p in st["probes"] if p.get("undecided")),
-        model_calls=st.get("model_calls", 0),
-        n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"] and not p.get("duplicate")),
-        n_duplicate=sum(1 for p in st["probes"] if p.get("duplicate")),
-        n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
-        questions_logged=_question_log(cat)[0],
-        n_user_labelled=n_user,
-        labels_logged=int((cat.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)),
-    )
+    record = _gate_record(cat, st, decision, fp, clock)
     with cat.transaction():
         cat.set_json(GATE_KEY, record)
         st["updated"] = clock()
         cat.set_json(AUTO_KEY, st)
-    yield Progress("calibrate", len(st["plan"]), len(st["plan"]), "done")
+    yield Progress("calibrate", len(plan), len(plan), "done")
     yield decision
 
 

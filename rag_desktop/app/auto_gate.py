@@ -1,55 +1,33 @@
-"""The automatic calibration gate (issue 13): paper 000 §4.6 without a person labelling.
+"""The automatic calibration gate: paper 000 §4.6 without a person labelling (``calibrate --auto``).
 
-Why not "a question written from one passage, that passage is the answer": such a question
-is answered by its passage in its own words, so the baseline puts it first and the probes never
-exercise the regime the re-ranker exists for (documents that repeat the question's words without
-answering it). Measured: on a poisoned fact-checking set that gate said "neither, 100 %
-reliable" while the labelled queries gain +0.21 MRR@10 with the hybrid.
+Not "a question written from one passage, that passage is the answer": such a question repeats its
+passage's words, so the baseline ranks it first and the probes never meet the regime the re-ranker
+exists for (documents that repeat the question's words without answering it). Measured on a poisoned
+fact-checking set: that design said "neither, 100 % reliable" where labelled queries gain +0.21 MRR@10.
 
-What this module does instead, per probe (all steps seeded, so a run is reproducible):
+Per probe (all steps seeded, so a run is reproducible):
 
-1. **Probes phrased as people ask.** First the person's own questions to this library (the
-   ``question_log`` that ``RagService.compare`` keeps; the most recent, up to half the probes);
-   the rest from sampled documents (``make_plan``: titles that ask a question and the strongest
-   stuffing signals first, then a seeded random sample), never from a body:
-   a title that asks a question is the probe verbatim (``title_question``); otherwise the local
-   model writes the short question a person would type about the *subject* the title shares with
-   other documents, shown only those shared words (``topic_words``), so the question is about a
-   subject several documents compete for, not about the one document (a notice, an
-   advertisement) that would answer a question about itself; a title sharing fewer than two
-   words is shown with its headings instead. People name a topic by its title words, and those
-   are exactly the words a keyword-stuffed document repeats, so the probe meets the stuffing
-   where it exists.
-2. **The person's own labels where they exist** (``log_label``): for a question they asked, the
-   documents its answer cited and the documents they opened are its relevant set, with no model
-   asked; such questions come first in the plan, up to all of it.
-3. **Otherwise relevance labelled over the pool.** The probe is ranked by baseline, causal and
-   hybrid; the union of each ranking's top ``pool`` documents (TREC-style pooling) is shown to the
-   local model (title + the start of its best-matching chunk), which *answers* the probe from them,
-   once per rotation of their order; the documents holding most of the answer's own words (not the
-   question's) are the probe's relevant set (``answer_support``; the default judge, docs/evaluation.md
-   §1.2.4: asked to judge instead, the embedded models follow the repeated words or the position). When
-   no answer said anything a document holds, the model is asked for the documents' one sentence that
-   best answers, and that labels the probe (``_QUOTE_PROMPT``, §1.2.7).
-   The sampled document is *not* assumed relevant.
-4. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
-   then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through
-   ``app.calibration.score_labels`` — the same code the wizard and ``calibrate`` use.
+1. **Probes phrased as people ask.** The person's own recent questions (``log_question``, up to half
+   the plan), then sampled documents (``make_plan``: question titles and the strongest stuffing signals
+   first, then a seeded sample), never a body: a title's own question verbatim (``title_question``),
+   else a question the model writes about the subject the title shares with other documents, shown only
+   those words (``topic_words``), else one from the title and its headings. People name a topic in its
+   title's words, the words a keyword-stuffed document repeats, so the probe meets the stuffing.
+2. **The person's own labels where they exist** (``log_label``): the documents an answer to their
+   question cited or that they opened are its relevant set, no model asked.
+3. **Otherwise labelled over the pool**: the union of the three rankings' first ``pool`` documents is
+   shown to the model, which *answers* the probe from them once per rotation of their order; the
+   documents holding most of the answer's own words are relevant (``answer_support``).
+4. **The gate itself is unchanged**: MRR@10 per probe and method, then ``core.gate.calibrate`` through
+   ``app.calibration.score_labels`` — the code the wizard and ``calibrate --probes-file`` use.
 
-Runs as a background process after an ingest that changed the library (``start_background``;
-``RagService.ingest(calibrate_after=True)`` from the CLI and the app), at low priority, so it
-never blocks questions: the catalog is WAL-mode SQLite and the run writes one small row per
-probe. Progress, the plan and every finished probe are stored in the catalog (meta key
-``gate_auto``), so a crash or a kill resumes where it stopped, and a cancel request
-(``request_cancel``) is honoured between two model calls.
-
-When to re-calibrate (``needs_calibration``): never calibrated; the encoder changed (a
-re-embed drops the decision); at least ``RECALIBRATE_FRACTION`` of the documents were
-added, removed or changed since the decision (by content hash); or ``RECALIBRATE_QUESTIONS``
-new questions were asked since (they become probes), or ``RECALIBRATE_LABELS`` questions got
-labels. Our choice: a fifth of a library is
-enough new material to move its regime, and fewer changes are within what a dozen probes can
-resolve anyway; twenty new questions would replace most of the question half of the probes.
+Runs in a detached low-priority process (``start_background``) that never blocks questions; the plan
+and every finished probe are stored in the catalog (``AUTO_KEY``), so a crash resumes where it stopped
+and a cancel (``request_cancel``) is honoured between model calls. ``needs_calibration`` says when to run
+again: never calibrated; ``RECALIBRATE_FRACTION`` of the documents changed (by content hash); or
+``RECALIBRATE_QUESTIONS`` new questions or ``RECALIBRATE_LABELS`` new labels since. Our choice: a fifth
+of a library can move its regime, fewer changes are within what a dozen probes resolve; twenty new
+questions replace most of the question half of the probes.
 """
 
 from __future__ import annotations
@@ -181,19 +159,18 @@ _TOPIC_PROMPT = {
     "zh": "写出一个人想了解“{words}”时会在搜索框里输入的简短问题（不超过25个字）：问怎么做、如何起作用、为什么或"
     "有什么结论，不要问“是什么”；使用这些词语。只回复问题本身。",
 }
-# The answer judge's prompt: the same documents as the other judges, numbered, and a request for the
-# answer itself. Measured (docs/evaluation.md §1.2.4): asked *which* document answers, the 1.5B follows
-# the position (its log P("1") − log P("2") barely moves when the documents swap); asked for the answer,
-# it writes "Tomas Rehn plays the protagonist" in both orders, a fact only the answering document holds.
+# The answer judge's prompt: the pooled documents, numbered, and a request for the answer itself. Measured
+# (docs/evaluation.md §1.2.4): asked *which* document answers, the 1.5B follows the position; asked for the
+# answer, it writes the same fact in both orders, and only the answering document holds that fact.
 _ANSWER_PROMPT = {
     "en": "Question: {q}\n\n{docs}\n\nAnswer the question in one short sentence, with the specific facts the "
     "documents give. Reply with the answer only.",
     "zh": "问题：{q}\n\n{docs}\n\n用一句简短的话回答问题，写出文档给出的具体信息。只回复答案。",
 }
-# The answer judge's second question, asked in every rotation only when no answer held a word of its own that
-# a document holds (the model restated the question, listed or copied the documents: §1.2.6–1.2.7): an
-# extractive choice is what a small model still makes when it will not write an answer. It only runs where the
-# probe would otherwise be a tie, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
+# The answer judge's second question, asked only when no answer held a word of its own that a document holds
+# (the model restated the question, listed or copied the documents): an extractive choice is what a small model
+# still makes when it will not write an answer, and a probe that would otherwise be a tie is the only place it
+# runs, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
 _QUOTE_PROMPT = {
     "en": "Question: {q}\n\n{docs}\n\nCopy the one sentence from the documents above that best answers the "
     "question. Reply with that sentence only.",
@@ -405,17 +382,16 @@ def document_frequency(counts: dict[int, dict[str, int]]) -> dict[str, int]:
 
 
 # Words that name a place in a document or a file, not what it is about: a title made of these and of numbers
-# ("第946条", "Article 12", "scan_001", "Untitled") names no subject. Seen on a library of statute articles
-# titled by number alone: shown "第946条", the 1.5B wrote "如何在搜索框里输入简短问题" (the prompt read back) for 8
-# of 12 probes, and the gate decided on the 4 left.
+# (an article number, "Untitled", a scan's file name) names no subject, and shown only such a title a small
+# model has nothing to ask and reads the prompt back (docs/evaluation.md §1.2.6).
 _PLACE_WORDS = frozenset({"article", "section", "chapter", "part", "page", "clause", "appendix", "annex", "untitled",
                           "document", "doc", "file", "scan", "image", "copy", "draft", "version", "new"})
 _NUMERAL_CHARS = frozenset("0123456789第条款章节项编卷页零〇一二两三四五六七八九十百千万")
 
 
 def is_subject_word(word: str) -> bool:
-    """False for a number (46, 第一千, 九条) or a place word (Article, page, scan): such a word names where
-    a text stands, not what it is about."""
+    """False for a number (in digits or Chinese numerals) or a place word (Article, page, scan): such a
+    word names where a text stands, not what it is about."""
     w = word.casefold().strip()
     return bool(w) and w not in _PLACE_WORDS and not all(ch in _NUMERAL_CHARS for ch in w)
 
@@ -428,8 +404,8 @@ def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int
     These are the words a person names a shared subject by, and the words any document that
     competes for that subject repeats; the title's own words that no other document holds
     (a notice's date, a company's name) would only lead back to the one document. The title's
-    order, not the keyword weight: the first shared words of "个人信息保护影响评估怎么做？宣传周活动
-    启动" are the subject (个人信息 保护 影响 评估); by weight the rarer 启动 and 活动 came first.
+    order, not the keyword weight: a title names its subject first, and the rarer words after it
+    (an event, an announcement) weigh more.
     """
     low = title.casefold()
     words = [(at if (at := low.find(w.casefold())) >= 0 else len(low), w)
@@ -439,7 +415,7 @@ def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int
 
 def _shared_subjects(keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str]) -> Iterator[str]:
     """The weighted ``keywords`` that another document also holds (df ≥ 2) and that are subject words
-    (第一千 is shared by a thousand articles and is no subject), as surface words, each once, in order."""
+    (an article number is shared by many articles and is no subject), as surface words, each once, in order."""
     seen: set[str] = set()
     for k in keywords:
         if k.weight <= 0 or df.get(k.term, 0) < 2:
@@ -457,8 +433,8 @@ def keyword_topic(doc_keywords: Sequence[Keyword], df: dict[str, int], surface: 
     as the words people write.
 
     The same idea as ``topic_words`` — a subject several documents compete for, in words no one
-    document wrote as a question — read off the body's keywords because the title has none
-    ("第946条"). Not a question written from the passage: the model is shown the words only.
+    document wrote as a question — read off the body's keywords because the title has none (a
+    number). Not a question written from the passage: the model is shown the words only.
     """
     return list(itertools.islice(_shared_subjects(doc_keywords, df, surface), n))
 
@@ -527,8 +503,8 @@ def make_plan(catalog: Catalog, n: int, seed: int,
     if title_terms is not None and k > 0:
         sc = stuffing_scores(catalog, title_terms, counts() if counts is not None else None)
         # Titles that ask a question first: it is the library's own record of a question people ask
-        # (an FAQ entry, a stuffed "失眠怎么办？…" notice, a poisoned passage opening with its target
-        # question), taken verbatim as the probe (title_question); then the strongest signal.
+        # (an FAQ entry, a stuffed notice headed by the question, a poisoned passage opening with its
+        # target question), taken verbatim as the probe (title_question); then the strongest signal.
         asks = {d.doc_id for d in docs if title_question(d.title)}
         by_signal = sorted(docs, key=lambda d: (d.doc_id not in asks, -sc.get(d.doc_id, 0.0)))  # stable on ties
         picked = [d.doc_id for d in by_signal[: (k + 1) // 2] if d.doc_id in asks or sc.get(d.doc_id, 0.0) > 0]
@@ -554,7 +530,7 @@ def clean_question(text: str) -> str:
         for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
             if s.startswith(prefix):
                 s = s[len(prefix):].strip()
-        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # "1. 失眠怎么办？": the 1.5B numbers a single question
+        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # a small model numbers even a single question
         if s:
             return s
     return ""
@@ -565,28 +541,28 @@ def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
     lang = "zh" if detect_lang(title + " " + " ".join(heads)) == "zh" else "en"
     lines = "\n".join([title, *heads])
     q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
-    # A silent or degenerate reply ("什么？", seen with the 1.5B): the title is what a person would type.
+    # A silent or degenerate reply (one word, "what?"): the title is what a person would type.
     return q if _substantial(q) and not _reads_prompt(q, _PROBE_PROMPT[lang]) else title
 
 
-# The instruction's own words: a "question" holding them is the prompt read back ("如何在搜索框里输入简短问题",
-# the 1.5B shown a title with nothing to ask about), not a question about the library.
+# The instruction's own words: a "question" holding them is the prompt read back (what a small model does
+# when shown a title with nothing to ask about), not a question about the library.
 _PROMPT_WORDS = ("search box", "搜索框")
 
 
 def _reads_prompt(question: str, template: str) -> bool:
     """Whether ``question`` is the instruction read back: it names the search box, or it is a piece of
-    the prompt's own wording ("如何起作用", from "问怎么做、如何起作用、为什么…")."""
+    the prompt's own wording (one of the question forms the prompt lists)."""
     low = question.casefold()
     core = question.strip().rstrip("?？").strip()
     return any(w in low for w in _PROMPT_WORDS) or (bool(core) and core.casefold() in template.casefold())
 
 
-# Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out:
-# "几个误区", "谁" inside names).
+# Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out: they
+# also occur outside questions, 几 in 几个 "a few", 谁 inside names).
 _EN_ASK = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how", "is", "are", "was",
                      "were", "do", "does", "did", "can", "could", "should", "will", "would"])
-_EN_ASK_AFTER = frozenset(["in", "of", "at", "for", "from", "by", "on", "to"])  # "In which city …"
+_EN_ASK_AFTER = frozenset(["in", "of", "at", "for", "from", "by", "on", "to"])  # a preposition before the question word
 _ZH_ASK = ("如何", "怎么", "怎样", "为什么", "为何", "什么", "哪", "是否", "吗", "多少", "何时")
 
 
@@ -594,13 +570,11 @@ def title_question(title: str) -> str:
     """The question a title asks, verbatim, or "".
 
     A title that is a question, or opens with one, is the question people type: an FAQ entry, a
-    keyword-stuffed notice headed "失眠怎么办？中医治疗失眠专科门诊开诊", a poisoned passage that
-    opens with the question it targets. Taken as it is, with no model call, it cannot be garbled
-    (measured, docs/evaluation.md §1.2.5: from its shared words the 1.5B rewrote "In which city was
-    the director of The Glass Harbour born?" as "What is the role of a city director in the harbour?").
-    A clause ending in a question mark counts; a whole title without one counts when it opens (en) or
-    holds (zh) an interrogative ("Who plays …", "临州博物馆何时首次对公众开放"). A heading's clause
-    after a colon ("ColBERT Late Interaction: How Relevance Is Computed") is not a question.
+    keyword-stuffed notice headed by the question, a poisoned passage that opens with the question
+    it targets. Taken as it is, with no model call, it cannot be garbled (measured, docs/evaluation.md
+    §1.2.5: rewritten from its shared words, a multi-hop question lost its second hop). A clause
+    ending in a question mark counts; a whole title without one counts when it opens (en) or holds
+    (zh) an interrogative. A heading's clause after a colon ("X: How Y Works") is not a question.
     """
     for clause in re.split(r"(?<=[?？])", title):
         c = clause.strip()
@@ -673,11 +647,9 @@ def on_topic(question: str, shown: Sequence[str]) -> list[float]:
 
     on(q, D) = |T(q) ∩ T(D)| / |T(q)|, the same token sets as ``support``. The answer judge weighs
     each document's support by it (``answer_support``): relevance needs both the answer's words and the
-    question's subject. Measured on the real demo folder (docs/evaluation.md §1.2.5): shown the
-    stuffed seminar notice and an unrelated note on retrieval for "What did the Wason selection task
-    show?", the 1.5B answered "The Wason selection task showed that neural retrievers can be
-    categorized into two families…" — words only the unrelated note holds, so support alone labelled
-    it. A stuffed document holds the question's words and not the answer's, an unrelated one the
+    question's subject: shown a stuffed document and an unrelated one, a small model may answer with
+    the unrelated one's words (docs/evaluation.md §1.2.5), which support alone would label relevant.
+    A stuffed document holds the question's words and not the answer's, an unrelated one the
     reverse; the product gives both ≈ 0.
     """
     words = content_tokens(question)
@@ -693,16 +665,12 @@ def _answer_only(answer: str, lang: str, shown: Sequence[tuple[str, str]] = ()) 
     """The answer without the prompt's document labels; "" when it names two or more documents, or
     when it copies one of the ``shown`` documents (title, shown text) from its title on.
 
-    Seen with the 1.5B (docs/evaluation.md §1.2.5): instead of answering, it lists the documents
-    ("文档 1: 个人信息保护影响评估实施步骤 / 文档 2: 数据出境安全评估申报工作指南") or summarises each
-    in turn. Such a reply holds every document's own words, so it would prefer whichever has the
-    longest title; it answers nothing, so it prefers no document. One label ("according to
-    Document 2, …") is a citation: the label goes, the answer stays.
-
-    A copy (§1.2.6): asked "如何评估数据出口安全？", the 1.5B replied with the first document's title, its
-    heading and its by-line verbatim — the prompt echoed, which holds that document's words and so
-    "supports" whichever stood first (here the stuffed press release). ``copies`` tells it from an
-    answer that quotes a document's sentences, which is what an extractive answer does.
+    A small model may list the documents or summarise each in turn instead of answering
+    (docs/evaluation.md §1.2.5): such a reply holds every document's own words, so it would prefer
+    whichever has the longest title; it answers nothing, so it prefers no document. One label
+    ("according to Document 2, …") is a citation: the label goes, the answer stays. It may also read
+    the first document back from its title on (§1.2.6), which "supports" whichever stood first;
+    ``copies`` tells that from an answer quoting a document's sentences, as an extractive answer does.
     """
     pattern = re.compile(rf"{_DOC_LABEL[lang]}\s*(\d+)", re.IGNORECASE)
     if len(set(pattern.findall(answer))) >= 2 or any(copies(answer, title, text) for title, text in shown):
@@ -717,9 +685,9 @@ def copies(answer: str, title: str, text: str) -> bool:
     """Whether ``answer`` reproduces the document from its title on: the title and the next
     ``ECHO_CHARS`` characters of the document's text as they stand (whitespace ignored).
 
-    Our choice of test: an answer may name a title as its subject ("大模型预训练数据清洗流程包括…") and
-    may quote any sentence of the body; only a copy of the title *followed by the document's own next
-    words* is the prompt read back. A title of under 4 characters is too short to tell.
+    Our choice of test: an answer may name a title as its subject and may quote any sentence of the
+    body; only a copy of the title *followed by the document's own next words* is the prompt read
+    back. A title of under 4 characters is too short to tell.
     """
     head = "".join(title.split())
     if len(head) < 4:

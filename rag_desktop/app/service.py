@@ -654,7 +654,7 @@ class RagService:
     def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
         """Keep the person's relevance signal for a question they asked ("cited": its answer cites
         these documents; "opened": they opened one), as the automatic gate's labels
-        (``auto_gate.log_label``, issue 13). Never fails the caller: a label is worth less than
+        (``auto_gate.log_label``). Never fails the caller: a label is worth less than
         the answer or the viewer that produced it."""
         from rag_desktop.app import auto_gate
 

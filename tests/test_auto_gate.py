@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from library_helpers import ingest_texts
 
-from rag_desktop.app import auto_gate
+from rag_desktop.app import auto_gate, gate_probes, question_log
 from rag_desktop.app.calibration import TOP, score_labels
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
@@ -142,11 +142,11 @@ def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = Non
 
 
 def test_clean_question() -> None:
-    assert auto_gate.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
-    assert auto_gate.clean_question("问题：如何评估？") == "如何评估？"
-    assert auto_gate.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
-    assert auto_gate.clean_question("2) How do brakes work?") == "How do brakes work?"
-    assert auto_gate.clean_question("5G是什么？") == "5G是什么？"
+    assert gate_probes.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
+    assert gate_probes.clean_question("问题：如何评估？") == "如何评估？"
+    assert gate_probes.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
+    assert gate_probes.clean_question("2) How do brakes work?") == "How do brakes work?"
+    assert gate_probes.clean_question("5G是什么？") == "5G是什么？"
 
 
 
@@ -163,16 +163,16 @@ class Reply(ScriptedModel):
 
 def test_a_degenerate_probe_is_replaced_by_the_title() -> None:
     title = "数据出境安全评估工作指引"
-    assert auto_gate.write_probe(Reply("什么？"), title, [], 0) == title  # seen with the 1.5B
-    assert auto_gate.write_probe(Reply(""), title, [], 0) == title
-    assert auto_gate.write_probe(Reply("Why?"), "Checking a bicycle brake", [], 0) == "Checking a bicycle brake"
-    assert auto_gate.write_probe(Reply("如何评估数据出境的安全？"), title, [], 0) == "如何评估数据出境的安全？"
-    assert auto_gate.write_probe(Reply("How do brakes work?"), "Brakes", [], 0) == "How do brakes work?"
+    assert gate_probes.write_probe(Reply("什么？"), title, [], 0) == title  # seen with the 1.5B
+    assert gate_probes.write_probe(Reply(""), title, [], 0) == title
+    assert gate_probes.write_probe(Reply("Why?"), "Checking a bicycle brake", [], 0) == "Checking a bicycle brake"
+    assert gate_probes.write_probe(Reply("如何评估数据出境的安全？"), title, [], 0) == "如何评估数据出境的安全？"
+    assert gate_probes.write_probe(Reply("How do brakes work?"), "Brakes", [], 0) == "How do brakes work?"
 
 
 def test_heading_lines_keep_short_title_like_lines() -> None:
     text = "Report 2025\n\n## Scope\nThis sentence ends with a period.\nMethods and data\n" + "x" * 80
-    assert auto_gate._heading_lines(text, "Report 2025", 3) == ["## Scope", "Methods and data"]
+    assert gate_probes.heading_lines(text, "Report 2025", 3) == ["## Scope", "Methods and data"]
 
 
 # --------------------------------------------------------------------------- a full run
@@ -422,7 +422,7 @@ def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagS
     asked = ["how do I check a bicycle brake", "what temperature for green tea", "how do I check a bicycle brake"]
     for q in asked:
         svc.compare(q)
-    n, recent = auto_gate._question_log(cat)
+    n, recent = question_log.question_log(cat)
     assert n == 3 and recent == ["what temperature for green tea", "how do I check a bicycle brake"]
     model = ScriptedModel()
     _run(svc, model)  # 5 probes: the 2 most recent questions (5 // 2) and 3 from titles
@@ -437,9 +437,9 @@ def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagS
     assert gate["n_asked"] == 2 and gate["questions_logged"] == 3
     assert auto_gate.needs_calibration(cat) is None
     for i in range(auto_gate.RECALIBRATE_QUESTIONS - 1):
-        auto_gate.log_question(cat, f"question {i}")
+        question_log.log_question(cat, f"question {i}")
     assert auto_gate.needs_calibration(cat) is None
-    auto_gate.log_question(cat, "one more question")
+    question_log.log_question(cat, "one more question")
     assert auto_gate.needs_calibration(cat) == "20 new questions since the last calibration"
 
 
@@ -458,8 +458,8 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     svc.note_relevant(tea, [tea_doc], "opened")
     svc.note_relevant("a question never asked here", [guide], "cited")  # not a probe of this library: ignored
     with pytest.raises(ValueError, match="unknown label kind"):
-        auto_gate.log_label(cat, brake, [guide], "liked")
-    assert auto_gate.user_labels(cat) == {brake: sorted([guide, notice]), tea: [tea_doc]}
+        question_log.log_label(cat, brake, [guide], "liked")
+    assert question_log.user_labels(cat) == {brake: sorted([guide, notice]), tea: [tea_doc]}
     model = ScriptedModel()
     _run(svc, model, config=ANSWER)
     st = auto_gate.load_state(cat)
@@ -488,9 +488,9 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     svc.note_relevant(tea, [guide], "cited")
     assert auto_gate.needs_calibration(cat) == "5 new answers cited or documents opened since the last calibration"
     # Repeating a label is not news.
-    n = cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"]
+    n = cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"]
     svc.note_relevant(tea, [guide], "cited")
-    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == n
+    assert cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"] == n
 
 
 def test_labels_survive_the_questions_asked_after_them(svc: RagService) -> None:
@@ -505,12 +505,12 @@ def test_labels_survive_the_questions_asked_after_them(svc: RagService) -> None:
     svc.compare(tea)
     svc.note_relevant(tea, [tea_doc], "cited")
     svc.compare(brake)  # asked again: still one question, still labelled
-    assert auto_gate.user_labels(cat) == {brake: [guide], tea: [tea_doc]}
-    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2
-    for i in range(auto_gate.QUESTION_LOG_MAX - 1):
-        auto_gate.log_question(cat, f"question {i}")
-    assert auto_gate.user_labels(cat) == {brake: [guide]}  # tea fell out of the recent log
-    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2  # the count of labels given stays
+    assert question_log.user_labels(cat) == {brake: [guide], tea: [tea_doc]}
+    assert cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"] == 2
+    for i in range(question_log.QUESTION_LOG_MAX - 1):
+        question_log.log_question(cat, f"question {i}")
+    assert question_log.user_labels(cat) == {brake: [guide]}  # tea fell out of the recent log
+    assert cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"] == 2  # the count of labels given stays
 
 
 def test_enough_labelled_questions_make_the_whole_plan(svc: RagService) -> None:
@@ -521,8 +521,8 @@ def test_enough_labelled_questions_make_the_whole_plan(svc: RagService) -> None:
     for q, d in zip(qs, docs, strict=True):
         svc.compare(q)
         svc.note_relevant(q, [d], "cited")
-    assert auto_gate.make_plan(cat, 5, seed=0) == qs  # 3 of 5 labelled: theirs alone
-    assert auto_gate.make_plan(cat, 7, seed=0)[:3] == qs and len(auto_gate.make_plan(cat, 7, seed=0)) == 7
+    assert gate_probes.make_plan(cat, 5, seed=0) == qs  # 3 of 5 labelled: theirs alone
+    assert gate_probes.make_plan(cat, 7, seed=0)[:3] == qs and len(gate_probes.make_plan(cat, 7, seed=0)) == 7
     model = ScriptedModel()
     _run(svc, model)
     st = auto_gate.load_state(cat)
@@ -535,7 +535,7 @@ def test_labels_of_a_removed_document_are_not_used(svc: RagService) -> None:
     svc.compare("how do I check a bicycle brake")
     guide = _doc_id(svc, "guide.txt")
     svc.note_relevant("how do I check a bicycle brake", [guide, 999_999], "opened")
-    assert auto_gate.user_labels(cat) == {"how do I check a bicycle brake": [guide]}
+    assert question_log.user_labels(cat) == {"how do I check a bicycle brake": [guide]}
 
 
 def test_only_user_labelled_probes_say_so() -> None:
@@ -549,24 +549,24 @@ def test_only_user_labelled_probes_say_so() -> None:
 def test_stuffing_signal_ranks_the_documents_that_repeat_their_title(svc: RagService) -> None:
     cat = svc.library.catalog
     r = svc.retriever()
-    sc = auto_gate.stuffing_scores(cat, lambda t: r.query_keywords(t, "doc"))
+    sc = gate_probes.stuffing_scores(cat, lambda t: r.query_keywords(t, "doc"))
     by_name = {Path(d.path).name: sc[d.doc_id] for d in cat.documents()}
     # The notice and the club news repeat their title's words; the guide and the recipe spend theirs on the answer.
     assert by_name["notice.txt"] > by_name["guide.txt"] and by_name["bread_club.txt"] > by_name["bread.txt"]
     assert max(by_name, key=by_name.__getitem__) in {"notice.txt", "bread_club.txt"}
     # A plan of 4 documents: the 2 strongest signals first, then a seeded random 2 of the rest.
-    plan = auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))
+    plan = gate_probes.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))
     names = [Path(d.path).name for e in plan for d in cat.documents() if d.doc_id == e]
     assert set(names[:2]) == {"notice.txt", "bread_club.txt"} and len(set(names)) == 4
-    assert plan == auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))  # stable
+    assert plan == gate_probes.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))  # stable
     # The run hands the plan the term counts it shares with its subject probes: the same plan, one sum.
     calls: list[int] = []
 
     def counts() -> dict[int, dict[str, int]]:
         calls.append(1)
-        return auto_gate.document_term_counts(cat)
+        return gate_probes.document_term_counts(cat)
 
-    assert auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"), counts) == plan and calls == [1]
+    assert gate_probes.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"), counts) == plan and calls == [1]
 
 
 # --------------------------------------------------------------------------- the answer judge
@@ -715,24 +715,24 @@ def test_topic_words_keep_the_shared_title_words_in_the_titles_order() -> None:
            Keyword("保护", 1.0), Keyword("影响", 0.8), Keyword("宣传周", 0.5), Keyword("怎么", 0.0)]
     df = {"启动": 2, "活动": 3, "评估": 5, "个人信息": 4, "保护": 6, "影响": 2, "宣传周": 1, "怎么": 9}
     title = "个人信息保护影响评估怎么做？宣传周活动启动"
-    words = auto_gate.topic_words(title, kws, df, lambda t: t, 4)
+    words = gate_probes.topic_words(title, kws, df, lambda t: t, 4)
     # 宣传周 is this document's alone (df 1), 怎么 carries no weight; the rest in the title's order
     assert words == ["个人信息", "保护", "影响", "评估"]
-    everything = auto_gate.topic_words(title, kws, df, lambda t: t, 10)
+    everything = gate_probes.topic_words(title, kws, df, lambda t: t, 10)
     assert everything == ["个人信息", "保护", "影响", "评估", "活动", "启动"]
-    assert auto_gate.topic_words(title, kws, {}, lambda t: t, 4) == []
+    assert gate_probes.topic_words(title, kws, {}, lambda t: t, 4) == []
 
 
 def test_topic_words_of_a_real_library_are_surface_words_other_documents_hold(svc: RagService) -> None:
     cat = svc.library.catalog
     r = svc.retriever()
-    df = auto_gate.document_frequency(auto_gate.document_term_counts(cat))
+    df = gate_probes.document_frequency(gate_probes.document_term_counts(cat))
     title = "Bicycle brake workshop: checking a bicycle brake"
-    words = auto_gate.topic_words(title, r.query_keywords(title, "doc"), df, r.tokenizer.surface_form, 4)
+    words = gate_probes.topic_words(title, r.query_keywords(title, "doc"), df, r.tokenizer.surface_form, 4)
     # the guide holds "checking a bicycle brake" too; "workshop" is the notice's alone; surface words, not
     # Snowball stems ("bicycl", "check")
     assert words == ["bicycle", "brake", "checking"]
-    assert auto_gate.topic_words("Brewing green tea", r.query_keywords("Brewing green tea", "doc"), df,
+    assert gate_probes.topic_words("Brewing green tea", r.query_keywords("Brewing green tea", "doc"), df,
                                  r.tokenizer.surface_form, 4) == []
 
 
@@ -830,14 +830,14 @@ def test_a_probe_asked_twice_in_a_run_counts_once(svc: RagService) -> None:
     ("What?", ""),  # asks nothing a ranking could answer
 ])
 def test_title_question_is_the_question_a_title_asks(title: str, asks: str) -> None:
-    assert auto_gate.title_question(title) == asks
+    assert gate_probes.title_question(title) == asks
 
 
 def test_numbers_and_place_words_name_no_subject() -> None:
     for word in ("946", "第一千", "九条", "第六章", "Article", "page", "scan", "Untitled"):
-        assert not auto_gate.is_subject_word(word), word
+        assert not gate_probes.is_subject_word(word), word
     for word in ("民法典", "用人单位", "brake", "tidal", "2025年"):
-        assert auto_gate.is_subject_word(word), word
+        assert gate_probes.is_subject_word(word), word
 
 
 def test_keyword_topic_takes_the_shared_subject_words_strongest_first() -> None:
@@ -845,18 +845,18 @@ def test_keyword_topic_takes_the_shared_subject_words_strongest_first() -> None:
           Keyword("租赁物", 1.5), Keyword("义务", 1.0), Keyword("应当", 0.0)]
     df = {"出租人": 4, "第一千": 900, "维修": 2, "青岚": 1, "租赁物": 3, "义务": 7, "应当": 50}
     # 第一千 is a number, 青岚 this document's alone, 应当 carries no weight
-    assert auto_gate.keyword_topic(kd, df, lambda t: t, 3) == ["出租人", "维修", "租赁物"]
-    assert auto_gate.keyword_topic(kd, {}, lambda t: t, 3) == []
+    assert gate_probes.keyword_topic(kd, df, lambda t: t, 3) == ["出租人", "维修", "租赁物"]
+    assert gate_probes.keyword_topic(kd, {}, lambda t: t, 3) == []
 
 
 def test_a_probe_that_reads_the_prompt_back_is_not_a_question() -> None:
     # seen with the 1.5B shown the title "第946条" and nothing else
-    assert auto_gate.write_probe(Reply("如何在搜索框里输入简短问题"), "第946条", [], 0) == "第946条"
-    assert auto_gate.write_topic_probe(Reply("What would a person type into a search box?"), ["tidal", "barrier"],
+    assert gate_probes.write_probe(Reply("如何在搜索框里输入简短问题"), "第946条", [], 0) == "第946条"
+    assert gate_probes.write_topic_probe(Reply("What would a person type into a search box?"), ["tidal", "barrier"],
                                        "Tidal barrier", 0) == "Tidal barrier"
     # a piece of the instruction itself (the zh topic prompt asks "怎么做、如何起作用、为什么")
-    assert auto_gate.write_topic_probe(Reply("如何起作用？"), ["解除", "合同"], "第12条", 0) == "第12条"
-    assert auto_gate.write_topic_probe(Reply("如何解除合同？"), ["解除", "合同"], "第12条", 0) == "如何解除合同？"
+    assert gate_probes.write_topic_probe(Reply("如何起作用？"), ["解除", "合同"], "第12条", 0) == "第12条"
+    assert gate_probes.write_topic_probe(Reply("如何解除合同？"), ["解除", "合同"], "第12条", 0) == "如何解除合同？"
 
 
 ARTICLES = {
@@ -894,7 +894,7 @@ def test_a_question_title_is_its_own_probe_with_no_model_call(tmp_path: Path) ->
     s = ingest_texts(tmp_path, texts, Settings().replace("retrieval", default_method="gated"))
     try:
         r = s.retriever()
-        plan = auto_gate.make_plan(s.library.catalog, 4, 0, lambda t: r.query_keywords(t, "doc"))
+        plan = gate_probes.make_plan(s.library.catalog, 4, 0, lambda t: r.query_keywords(t, "doc"))
         first = s.library.catalog.document(int(plan[0]))
         # the library's own question leads the plan, ahead of the notice's stronger stuffing signal
         assert first is not None and Path(first.path).name == "faq.txt"

@@ -59,18 +59,18 @@ def test_answer_streams_and_maps_citations_to_pages(svc: RagService) -> None:
 
 
 def test_an_answer_labels_its_question_with_the_documents_it_cites(svc: RagService) -> None:
-    from rag_desktop.app import auto_gate
+    from rag_desktop.app import question_log
 
     q = "Which cards does the Wason selection task ask to turn?"
     ranked = svc.compare(q).causal
     answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
     cited = sorted({c.doc_id for c in answer.citations if c.valid and c.doc_id})
     assert cited, "the scripted answer cites a source"
-    assert auto_gate.user_labels(svc.library.catalog).get(q) == cited
+    assert question_log.user_labels(svc.library.catalog).get(q) == cited
     # A question answered without being asked through compare (not in this library's log) labels nothing.
     other = "How long do the noodles cook?"
     list(svc.answer(other, ranked, n_sources=2))
-    assert other not in auto_gate.user_labels(svc.library.catalog)
+    assert other not in question_log.user_labels(svc.library.catalog)
 
 
 def test_a_scripted_citation_its_passage_does_not_hold_is_removed_and_reported(svc: RagService) -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The automatic calibration gate at library scale (issue 13; docs/benchmarks.md §10).
+"""The automatic calibration gate at library scale (docs/benchmarks.md §10).
 
 The gate's model calls are fixed by the probe count; what grows with the library is the part
 before them: the per-document term counts, the stuffing signal of every title, the plan, and
@@ -85,7 +85,7 @@ def library(work: Path, n: int) -> tuple[RagService, float | None]:
 def one_probe_model_seconds(svc: RagService, repeats: int) -> bc.Samples:
     """One probe's model work as the gate does it: write a topic probe, then answer it from two documents
     in both orders (the answer judge with a pool of two)."""
-    from rag_desktop.app import auto_gate
+    from rag_desktop.app import auto_gate, gate_probes
 
     gen = svc.runtime.generator()
     r = svc.retriever()
@@ -93,7 +93,7 @@ def one_probe_model_seconds(svc: RagService, repeats: int) -> bc.Samples:
     words = ["用人单位", "解除合同"]
 
     def run() -> None:
-        q = auto_gate.write_topic_probe(gen, words, doc.title, 0)
+        q = gate_probes.write_topic_probe(gen, words, doc.title, 0)
         hits = r.context(q, "doc").baseline.hits[:2]
         auto_gate.answer_support(gen, q, hits, 400, 60, 0)
 
@@ -103,15 +103,15 @@ def one_probe_model_seconds(svc: RagService, repeats: int) -> bc.Samples:
 def model_free(svc: RagService, repeats: int) -> dict[str, bc.Samples]:
     """The gate's library-size part: a new plan (term counts, stuffing signal, document frequency)
     and one probe's retrieval (baseline, causal and hybrid), timed interleaved."""
-    from rag_desktop.app import auto_gate
+    from rag_desktop.app import gate_probes
 
     cat = svc.library.catalog
     r = svc.retriever()
 
     def plan() -> None:
-        counts = auto_gate.document_term_counts(cat)
-        auto_gate.make_plan(cat, 12, 0, lambda t: r.query_keywords(t, "doc"), lambda: counts)
-        auto_gate.document_frequency(counts)
+        counts = gate_probes.document_term_counts(cat)
+        gate_probes.make_plan(cat, 12, 0, lambda t: r.query_keywords(t, "doc"), lambda: counts)
+        gate_probes.document_frequency(counts)
 
     def probe_retrieval() -> None:
         ctx = r.context("用人单位在什么情况下应当支付赔偿金？", "doc")

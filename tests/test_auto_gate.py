@@ -1,7 +1,7 @@
-"""The automatic calibration gate (issue 13): probes, judging, resume, cancel, re-calibration, verdict.
+"""The automatic calibration gate: probes, judging, resume, cancel, re-calibration, verdict.
 
 The retrieval (e5, jieba, FAISS), the pooling and the gate math are real; only the local model is a
-scripted collaborator (it writes the probe from the title it is shown and judges by a fixed rule).
+scripted collaborator (it writes the probe from the words it is shown and answers by a fixed rule).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from library_helpers import ingest_texts
 
-from rag_desktop.app import auto_gate
+from rag_desktop.app import auto_gate, gate_probes, question_log
 from rag_desktop.app.calibration import TOP, score_labels
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
@@ -43,15 +43,14 @@ ANSWERS = {"guide.txt", "bread.txt", "tea.txt", "tide.txt"}  # what the scripted
 
 
 class ScriptedModel:
-    """The local model as a collaborator: probe = the shown title as a question; judge: yes for the
-    answering documents (recognised by their first words) whose topic shares a word with the question."""
+    """The local model as a collaborator: probe = the shown words as a question; answer: the body of the
+    answering document (recognised by its first words) whose topic shares a word with the question."""
 
     identity = "scripted"
     n_ctx = 4096
 
-    def __init__(self, fail_after: int | None = None, on_call: object = None, biased: bool = False) -> None:
+    def __init__(self, fail_after: int | None = None, on_call: object = None) -> None:
         self.calls: list[str] = []
-        self.biased = biased
         self.fail_after = fail_after
         self.on_call = on_call
 
@@ -65,13 +64,6 @@ class ScriptedModel:
         pass
 
     def reply(self, prompt: str) -> str:
-        if _is_pair(prompt):
-            if self.biased:
-                return "1"  # always the first shown: a pure position bias
-            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
-            t1 = prompt.split("Document 1: ", 1)[1].split("\n", 1)[0]
-            t2 = prompt.split("Document 2: ", 1)[1].split("\n", 1)[0]
-            return "1" if self._accepts(q, t1) or not self._accepts(q, t2) else "2"
         if _is_answer(prompt) or _is_quote(prompt):
             # Answers (or quotes) from the answering document it is shown (ScriptedModel's rule), wherever it stands.
             q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
@@ -80,10 +72,6 @@ class ScriptedModel:
                 if self._accepts(q, title):
                     return body
             return prompt.split("Question: ", 1)[1].split("\n", 1)[0]  # restates the question
-        if _is_judge(prompt):
-            q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
-            title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
-            return "yes" if self._accepts(q, title) else "no"
         if "learn about: " in prompt:  # a topic probe: only the shared words are shown
             return f"Question: how does {prompt.split('learn about: ', 1)[1].split(chr(10), 1)[0]} work?"
         if "想了解“" in prompt:  # the Chinese topic probe
@@ -114,7 +102,7 @@ def _zh_topic(prompt: str) -> str:
 
 
 def _probe_calls(model: ScriptedModel) -> int:
-    return sum(1 for c in model.calls if not (_is_judge(c) or _is_pair(c) or _is_answer(c) or _is_quote(c)))
+    return sum(1 for c in model.calls if not (_is_answer(c) or _is_quote(c)))
 
 
 def _is_answer(prompt: str) -> bool:
@@ -123,14 +111,6 @@ def _is_answer(prompt: str) -> bool:
 
 def _is_quote(prompt: str) -> bool:
     return "Question: " in prompt and "Copy the one sentence from the documents above" in prompt
-
-
-def _is_judge(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument: " in prompt and not (_is_answer(prompt) or _is_quote(prompt))
-
-
-def _is_pair(prompt: str) -> bool:
-    return "Question: " in prompt and "\nDocument 1: " in prompt and not (_is_answer(prompt) or _is_quote(prompt))
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +129,8 @@ def svc(built: Path, tmp_path: Path) -> Iterator[RagService]:
     s.close()
 
 
-CFG = auto_gate.AutoGateConfig(n_probes=5, pool=3, judge="pointwise")
-PAIR = auto_gate.AutoGateConfig(n_probes=5, pool=1, judge="pairwise")
+CFG = auto_gate.AutoGateConfig(n_probes=5, pool=3)
+ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
 
 
 def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = None,
@@ -161,16 +141,12 @@ def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = Non
 # --------------------------------------------------------------------------- judging logic
 
 
-def test_parse_judgement_and_clean_question() -> None:
-    assert auto_gate.parse_judgement("Yes.") and auto_gate.parse_judgement("是")
-    assert auto_gate.parse_judgement("**yes**")
-    assert not auto_gate.parse_judgement("No") and not auto_gate.parse_judgement("否")
-    assert not auto_gate.parse_judgement("") and not auto_gate.parse_judgement("I cannot tell")
-    assert auto_gate.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
-    assert auto_gate.clean_question("问题：如何评估？") == "如何评估？"
-    assert auto_gate.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
-    assert auto_gate.clean_question("2) How do brakes work?") == "How do brakes work?"
-    assert auto_gate.clean_question("5G是什么？") == "5G是什么？"
+def test_clean_question() -> None:
+    assert gate_probes.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
+    assert gate_probes.clean_question("问题：如何评估？") == "如何评估？"
+    assert gate_probes.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
+    assert gate_probes.clean_question("2) How do brakes work?") == "How do brakes work?"
+    assert gate_probes.clean_question("5G是什么？") == "5G是什么？"
 
 
 
@@ -187,16 +163,16 @@ class Reply(ScriptedModel):
 
 def test_a_degenerate_probe_is_replaced_by_the_title() -> None:
     title = "数据出境安全评估工作指引"
-    assert auto_gate.write_probe(Reply("什么？"), title, [], 0) == title  # seen with the 1.5B
-    assert auto_gate.write_probe(Reply(""), title, [], 0) == title
-    assert auto_gate.write_probe(Reply("Why?"), "Checking a bicycle brake", [], 0) == "Checking a bicycle brake"
-    assert auto_gate.write_probe(Reply("如何评估数据出境的安全？"), title, [], 0) == "如何评估数据出境的安全？"
-    assert auto_gate.write_probe(Reply("How do brakes work?"), "Brakes", [], 0) == "How do brakes work?"
+    assert gate_probes.write_probe(Reply("什么？"), title, [], 0) == title  # seen with the 1.5B
+    assert gate_probes.write_probe(Reply(""), title, [], 0) == title
+    assert gate_probes.write_probe(Reply("Why?"), "Checking a bicycle brake", [], 0) == "Checking a bicycle brake"
+    assert gate_probes.write_probe(Reply("如何评估数据出境的安全？"), title, [], 0) == "如何评估数据出境的安全？"
+    assert gate_probes.write_probe(Reply("How do brakes work?"), "Brakes", [], 0) == "How do brakes work?"
 
 
 def test_heading_lines_keep_short_title_like_lines() -> None:
     text = "Report 2025\n\n## Scope\nThis sentence ends with a period.\nMethods and data\n" + "x" * 80
-    assert auto_gate._heading_lines(text, "Report 2025", 3) == ["## Scope", "Methods and data"]
+    assert gate_probes.heading_lines(text, "Report 2025", 3) == ["## Scope", "Methods and data"]
 
 
 # --------------------------------------------------------------------------- a full run
@@ -231,13 +207,13 @@ def test_run_decides_from_pooled_judgements_and_stores_how(svc: RagService) -> N
     assert decision == expect
     gate = svc.library.catalog.get_json("gate")
     assert gate["decision"] == expect.decision and gate["n_probes"] == len(scored)
-    assert gate["labels"] == auto_gate.LABELS and gate["calibrated_at"]
+    assert gate["labels"] == auto_gate.LABELS_ANSWER and gate["calibrated_at"]
     assert gate["fingerprint"] == auto_gate.fingerprint(svc.library.catalog)
     assert gate["n_unlabelled"] == 5 - len(scored)
     assert auto_gate.needs_calibration(svc.library.catalog) is None
     # The probes were written from titles and headings only, never from a document's body.
     for c in model.calls:
-        if not _is_judge(c):
+        if not (_is_answer(c) or _is_quote(c)):
             assert "Squeeze the lever" not in c and "Feed the starter" not in c
 
 
@@ -351,6 +327,9 @@ def test_recalibration_after_enough_change(svc: RagService, tmp_path: Path) -> N
     # A wizard decision (the user's own labels, no fingerprint) is never replaced automatically.
     cat.set_json("gate", {k: v for k, v in cat.get_json("gate").items() if k != "fingerprint"})
     assert auto_gate.needs_calibration(cat) is None
+    # ...but one the removed passage-written calibration stored (no fingerprint either) is replaced.
+    cat.set_json("gate", {**cat.get_json("gate"), "labels": auto_gate.PASSAGE_LABELS})
+    assert auto_gate.needs_calibration(cat) == "decided by the removed passage-written calibration"
 
 
 def test_ingest_hook_starts_background_only_when_asked(svc: RagService, tmp_path: Path,
@@ -385,7 +364,7 @@ def test_verdict_until_and_after_calibration(svc: RagService) -> None:
     assert c.causal_variant == "hybrid"
     cat = svc.library.catalog
     gate = calibrate([1.0] * 12, [0.5] * 12, [0.5] * 12, metric="MRR@10").to_dict()
-    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    gate.update(labels=auto_gate.LABELS_ANSWER, calibrated_at="2026-12-01T15:00:00+00:00")
     cat.set_json("gate", gate)
     c = svc.compare(q)
     # the gate decides what the answers read; the column still shows its own re-ranked order
@@ -419,7 +398,7 @@ def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: py
 
     folder = str(svc.library.folder)
     gate = calibrate([0.5] * 12, [1.0] * 12, [0.8] * 12, metric="MRR@10").to_dict()
-    gate.update(labels=auto_gate.LABELS, calibrated_at="2026-12-01T15:00:00+00:00")
+    gate.update(labels=auto_gate.LABELS_ANSWER, calibrated_at="2026-12-01T15:00:00+00:00")
     svc.library.catalog.set_json("gate", gate)
     svc.close()
     assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json"]) == 0
@@ -427,7 +406,7 @@ def test_cli_compare_json_says_what_the_column_shows(svc: RagService, capsys: py
     assert out["causal_variant"] == "causal" and out["causal"]["method"] == "causal"
     v = out["verdict"]
     assert v["shown"] == "causal" and v["reason"] == "gate" and v["decision"] == "causal"
-    assert v["n_probes"] == 12 and v["reliability"] == 1.0 and v["labels"] == auto_gate.LABELS
+    assert v["n_probes"] == 12 and v["reliability"] == 1.0 and v["labels"] == auto_gate.LABELS_ANSWER
     assert v["text"].startswith("Re-ranking helps on this library (12 probes, 100% reliable)")
     assert main(["compare", "how do I check a bicycle brake", "--library", folder, "--json",
                  "--ranking", "baseline"]) == 0
@@ -443,7 +422,7 @@ def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagS
     asked = ["how do I check a bicycle brake", "what temperature for green tea", "how do I check a bicycle brake"]
     for q in asked:
         svc.compare(q)
-    n, recent = auto_gate._question_log(cat)
+    n, recent = question_log.question_log(cat)
     assert n == 3 and recent == ["what temperature for green tea", "how do I check a bicycle brake"]
     model = ScriptedModel()
     _run(svc, model)  # 5 probes: the 2 most recent questions (5 // 2) and 3 from titles
@@ -458,9 +437,9 @@ def test_the_persons_questions_become_probes_and_trigger_recalibration(svc: RagS
     assert gate["n_asked"] == 2 and gate["questions_logged"] == 3
     assert auto_gate.needs_calibration(cat) is None
     for i in range(auto_gate.RECALIBRATE_QUESTIONS - 1):
-        auto_gate.log_question(cat, f"question {i}")
+        question_log.log_question(cat, f"question {i}")
     assert auto_gate.needs_calibration(cat) is None
-    auto_gate.log_question(cat, "one more question")
+    question_log.log_question(cat, "one more question")
     assert auto_gate.needs_calibration(cat) == "20 new questions since the last calibration"
 
 
@@ -479,10 +458,10 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     svc.note_relevant(tea, [tea_doc], "opened")
     svc.note_relevant("a question never asked here", [guide], "cited")  # not a probe of this library: ignored
     with pytest.raises(ValueError, match="unknown label kind"):
-        auto_gate.log_label(cat, brake, [guide], "liked")
-    assert auto_gate.user_labels(cat) == {brake: sorted([guide, notice]), tea: [tea_doc]}
+        question_log.log_label(cat, brake, [guide], "liked")
+    assert question_log.user_labels(cat) == {brake: sorted([guide, notice]), tea: [tea_doc]}
     model = ScriptedModel()
-    _run(svc, model, config=PAIR)
+    _run(svc, model, config=ANSWER)
     st = auto_gate.load_state(cat)
     assert st is not None
     # The labelled questions come first (in the order asked), then the unlabelled one fills the
@@ -491,7 +470,7 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     by_q = {p["question"]: p for p in st["probes"]}
     assert by_q[brake]["relevant"] == sorted([guide, notice]) and by_q[brake]["user_labelled"]
     assert by_q[tea]["relevant"] == [tea_doc] and not by_q[tea]["agreed"]
-    # No model call judged the labelled questions: every pair prompt is about a title probe.
+    # No model call judged the labelled questions: every answer prompt is about a title probe.
     assert not any(brake in c or tea in c for c in model.calls)
     gate = cat.get_json("gate")
     assert gate["n_user_labelled"] == 2 and gate["labels_logged"] == 3
@@ -509,9 +488,9 @@ def test_the_persons_cited_and_opened_documents_label_their_questions(svc: RagSe
     svc.note_relevant(tea, [guide], "cited")
     assert auto_gate.needs_calibration(cat) == "5 new answers cited or documents opened since the last calibration"
     # Repeating a label is not news.
-    n = cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"]
+    n = cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"]
     svc.note_relevant(tea, [guide], "cited")
-    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == n
+    assert cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"] == n
 
 
 def test_labels_survive_the_questions_asked_after_them(svc: RagService) -> None:
@@ -526,12 +505,12 @@ def test_labels_survive_the_questions_asked_after_them(svc: RagService) -> None:
     svc.compare(tea)
     svc.note_relevant(tea, [tea_doc], "cited")
     svc.compare(brake)  # asked again: still one question, still labelled
-    assert auto_gate.user_labels(cat) == {brake: [guide], tea: [tea_doc]}
-    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2
-    for i in range(auto_gate.QUESTION_LOG_MAX - 1):
-        auto_gate.log_question(cat, f"question {i}")
-    assert auto_gate.user_labels(cat) == {brake: [guide]}  # tea fell out of the recent log
-    assert cat.get_json(auto_gate.QUESTION_LOG_KEY)["n_labels"] == 2  # the count of labels given stays
+    assert question_log.user_labels(cat) == {brake: [guide], tea: [tea_doc]}
+    assert cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"] == 2
+    for i in range(question_log.QUESTION_LOG_MAX - 1):
+        question_log.log_question(cat, f"question {i}")
+    assert question_log.user_labels(cat) == {brake: [guide]}  # tea fell out of the recent log
+    assert cat.get_json(question_log.QUESTION_LOG_KEY)["n_labels"] == 2  # the count of labels given stays
 
 
 def test_enough_labelled_questions_make_the_whole_plan(svc: RagService) -> None:
@@ -542,8 +521,8 @@ def test_enough_labelled_questions_make_the_whole_plan(svc: RagService) -> None:
     for q, d in zip(qs, docs, strict=True):
         svc.compare(q)
         svc.note_relevant(q, [d], "cited")
-    assert auto_gate.make_plan(cat, 5, seed=0) == qs  # 3 of 5 labelled: theirs alone
-    assert auto_gate.make_plan(cat, 7, seed=0)[:3] == qs and len(auto_gate.make_plan(cat, 7, seed=0)) == 7
+    assert gate_probes.make_plan(cat, 5, seed=0) == qs  # 3 of 5 labelled: theirs alone
+    assert gate_probes.make_plan(cat, 7, seed=0)[:3] == qs and len(gate_probes.make_plan(cat, 7, seed=0)) == 7
     model = ScriptedModel()
     _run(svc, model)
     st = auto_gate.load_state(cat)
@@ -556,96 +535,41 @@ def test_labels_of_a_removed_document_are_not_used(svc: RagService) -> None:
     svc.compare("how do I check a bicycle brake")
     guide = _doc_id(svc, "guide.txt")
     svc.note_relevant("how do I check a bicycle brake", [guide, 999_999], "opened")
-    assert auto_gate.user_labels(cat) == {"how do I check a bicycle brake": [guide]}
+    assert question_log.user_labels(cat) == {"how do I check a bicycle brake": [guide]}
 
 
 def test_only_user_labelled_probes_say_so() -> None:
-    assert auto_gate._labels_text(auto_gate.LABELS_PAIRWISE, 0, 5) == auto_gate.LABELS_PAIRWISE
-    assert auto_gate._labels_text(auto_gate.LABELS_PAIRWISE, 5, 5) == auto_gate.LABELS_USER
+    assert auto_gate._labels_text(auto_gate.LABELS_ANSWER, 0, 5) == auto_gate.LABELS_ANSWER
+    assert auto_gate._labels_text(auto_gate.LABELS_ANSWER, 5, 5) == auto_gate.LABELS_USER
 
 
-# --------------------------------------------------------------------------- probe sampling and the pairwise judge
+# --------------------------------------------------------------------------- probe sampling
 
 
 def test_stuffing_signal_ranks_the_documents_that_repeat_their_title(svc: RagService) -> None:
     cat = svc.library.catalog
     r = svc.retriever()
-    sc = auto_gate.stuffing_scores(cat, lambda t: r.query_keywords(t, "doc"))
+    sc = gate_probes.stuffing_scores(cat, lambda t: r.query_keywords(t, "doc"))
     by_name = {Path(d.path).name: sc[d.doc_id] for d in cat.documents()}
     # The notice and the club news repeat their title's words; the guide and the recipe spend theirs on the answer.
     assert by_name["notice.txt"] > by_name["guide.txt"] and by_name["bread_club.txt"] > by_name["bread.txt"]
     assert max(by_name, key=by_name.__getitem__) in {"notice.txt", "bread_club.txt"}
     # A plan of 4 documents: the 2 strongest signals first, then a seeded random 2 of the rest.
-    plan = auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))
+    plan = gate_probes.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))
     names = [Path(d.path).name for e in plan for d in cat.documents() if d.doc_id == e]
     assert set(names[:2]) == {"notice.txt", "bread_club.txt"} and len(set(names)) == 4
-    assert plan == auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))  # stable
+    assert plan == gate_probes.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"))  # stable
     # The run hands the plan the term counts it shares with its subject probes: the same plan, one sum.
     calls: list[int] = []
 
     def counts() -> dict[int, dict[str, int]]:
         calls.append(1)
-        return auto_gate.document_term_counts(cat)
+        return gate_probes.document_term_counts(cat)
 
-    assert auto_gate.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"), counts) == plan and calls == [1]
-
-
-def test_parse_choice() -> None:
-    assert auto_gate.parse_choice(" 2.") == 2 and auto_gate.parse_choice("Document 1") == 1
-    assert auto_gate.parse_choice("neither") is None
+    assert gate_probes.make_plan(cat, 4, 0, lambda t: r.query_keywords(t, "doc"), counts) == plan and calls == [1]
 
 
-def test_pairwise_judge_labels_the_preferred_document_and_a_position_bias_ties(svc: RagService) -> None:
-    _run(svc, ScriptedModel(), config=PAIR)
-    st = auto_gate.load_state(svc.library.catalog)
-    assert st is not None
-    disputed = [p for p in st["probes"] if not p["agreed"]]
-    assert disputed  # the notice and the club news take the baseline's first place from the answers
-    for p in disputed:
-        assert p["judged"][0] == p["rankings"]["baseline"][0]
-        # the scripted judge prefers an answering document: exactly the answering ones stay relevant
-        assert 0 < len(p["relevant"]) < len(p["judged"]) or p["undecided"]
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["labels"] == auto_gate.LABELS_PAIRWISE and gate["model_calls"] == (
-        5 + 2 * sum(len(p["judged"]) - 1 for p in disputed))
-    # A judge that always picks the first document shown prefers nothing once the order is swapped:
-    # every disputed probe is a tie, the decision is "neither", and describe() says the judge could not tell.
-    auto_gate.request_cancel(svc.library.catalog)
-    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
-    decision = _run(svc, ScriptedModel(biased=True), config=PAIR)[-1]
-    assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0
-    assert "could not tell" in auto_gate.describe(gate)
-
-
-# --------------------------------------------------------------------------- the logit judge
-
-
-class ScoringModel(ScriptedModel):
-    """A collaborator that is also a TokenScorer: log P(yes) high for the documents ScriptedModel
-    accepts, lower for the rest; ``flat`` gives every document the same scores (a judge that cannot
-    tell)."""
-
-    def __init__(self, flat: bool = False, unsupported: bool = False) -> None:
-        super().__init__()
-        self.flat = flat
-        self.unsupported = unsupported
-        self.scored: list[str] = []
-
-    def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                             cancel: CancelToken | None = None) -> list[float]:
-        if self.unsupported:  # a server that answers without logprobs
-            raise NotImplementedError("the server returned no token log-probabilities")
-        prompt = messages[-1].content
-        self.scored.append(prompt)
-        q = prompt.split("Question: ", 1)[1].split("\n", 1)[0].lower()
-        title = prompt.split("Document: ", 1)[1].split("\n", 1)[0]
-        yes = -0.2 if self.flat or self._accepts(q, title) else -1.5
-        return [yes if w.lower() in ("yes", "是") else -2.0 for w in words]
-
-
-LOGIT = auto_gate.AutoGateConfig(n_probes=5, pool=1, judge="logit")
+# --------------------------------------------------------------------------- the answer judge
 
 
 def _disputed_after_run(svc: RagService, model: ScriptedModel, config: auto_gate.AutoGateConfig) -> list[dict]:
@@ -656,61 +580,6 @@ def _disputed_after_run(svc: RagService, model: ScriptedModel, config: auto_gate
     disputed = [p for p in st["probes"] if not p["agreed"] and not p["user_labelled"]]
     assert disputed
     return disputed
-
-
-def test_score_document_sums_spellings_and_best_scored_keeps_ties() -> None:
-    class Fixed:
-        def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                                 cancel: CancelToken | None = None) -> list[float]:
-            assert list(words) == ["yes", "Yes", "no", "No"]
-            return [np.log(0.1), np.log(0.3), np.log(0.05), np.log(0.15)]
-
-    hit = Hit(1, 1, "doc", "T", "t.txt", 1, "body", 0.5, 1)
-    margin = auto_gate.score_document(Fixed(), "What is T?", hit, 300)  # type: ignore[arg-type]
-    assert margin == pytest.approx(np.log(0.4) - np.log(0.2))
-    assert auto_gate.best_scored({3: 1.0, 4: 0.95, 5: 0.2}, 0.1) == [3, 4]
-    assert auto_gate.best_scored({3: 1.0, 4: 0.85}, 0.1) == [3]
-    assert auto_gate.best_scored({}, 0.1) == []
-
-
-def test_logit_judge_keeps_the_best_scored_documents_and_says_so(svc: RagService) -> None:
-    model = ScoringModel()
-    disputed = _disputed_after_run(svc, model, LOGIT)
-    for p in disputed:
-        # every pooled document scored once, alone; the relevant set is the best-scored ones
-        assert set(p["scores"]) == {str(d) for d in p["judged"]}
-        best = max(p["scores"].values())
-        assert p["relevant"] == [d for d in p["judged"] if p["scores"][str(d)] >= best - LOGIT.logit_tie]
-    assert not any(_is_judge(c) or _is_pair(c) for c in model.calls)  # nothing sampled to judge
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "logit" and gate["labels"] == auto_gate.LABELS_LOGIT
-    assert gate["model_calls"] == _probe_calls(model) + len(model.scored)
-    assert len(model.scored) == sum(len(p["judged"]) for p in disputed)
-
-
-def test_logit_judge_that_cannot_tell_ties_and_a_plain_generator_falls_back(svc: RagService) -> None:
-    decision = _run(svc, ScoringModel(flat=True), config=LOGIT)[-1]
-    assert isinstance(decision, auto_gate.GateDecision) and decision.decision == "neither"
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["n_undecided"] == 5 - gate["n_agreed"] > 0 and "could not tell" in auto_gate.describe(gate)
-    # A generator without likelihoods (an HTTP backend, say) gets the pairwise judge, and the record says so.
-    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
-    model = ScriptedModel()
-    _run(svc, model, config=LOGIT)
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "pairwise" and gate["labels"] == auto_gate.LABELS_PAIRWISE
-    assert any(_is_pair(c) for c in model.calls)
-    assert gate["judge_fallback"] == ""
-    # A scorer that turns out unable to score: the pairwise judge takes over, and the record says why.
-    svc.library.catalog.set_json(auto_gate.AUTO_KEY, {})
-    unable = ScoringModel(unsupported=True)
-    _run(svc, unable, config=LOGIT)
-    gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "pairwise" and "no token log-probabilities" in gate["judge_fallback"]
-    assert any(_is_pair(c) for c in unable.calls)
-
-
-# --------------------------------------------------------------------------- the answer judge
 
 
 def _support_reference(answer: str, question: str, shown: Sequence[str]) -> list[float]:
@@ -773,7 +642,10 @@ def test_answer_support_asks_in_every_rotation_and_sums() -> None:
     assert orders == [["Tea", "Tide", "Bread"], ["Tide", "Bread", "Tea"], ["Bread", "Tea", "Tide"]]
 
 
-ANSWER = auto_gate.AutoGateConfig(n_probes=5, pool=1)
+def test_best_scored_keeps_ties() -> None:
+    assert auto_gate.best_scored({3: 1.0, 4: 0.95, 5: 0.2}, 0.1) == [3, 4]
+    assert auto_gate.best_scored({3: 1.0, 4: 0.85}, 0.1) == [3]
+    assert auto_gate.best_scored({}, 0.1) == []
 
 
 def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() -> None:
@@ -794,7 +666,7 @@ def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() ->
     model = RestatesThenQuotes()
     shares, answers = auto_gate.answer_support(model, q, [press, guide], 400, 60, 0, quote=True)
     assert answers[:2] == [q, q] and len(answers) == 4 and len(model.calls) == 4
-    assert shares[1] > shares[0] + auto_gate.AutoGateConfig().answer_tie  # the quoted sentence is the guideline's
+    assert shares[1] > shares[0] + ANSWER.answer_tie  # the quoted sentence is the guideline's
     # without the fallback, or when an answer already said something, no quote is asked
     assert auto_gate.answer_support(RestatesThenQuotes(), q, [press, guide], 400, 60, 0)[0] == [0.0, 0.0]
     said = Reply("先开展自查，再准备申报材料。")
@@ -803,7 +675,6 @@ def test_answers_that_say_nothing_are_followed_by_a_quote_in_every_rotation() ->
 
 
 def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer(svc: RagService) -> None:
-    assert auto_gate.AutoGateConfig().judge == "answer"
     model = ScriptedModel()
     disputed = _disputed_after_run(svc, model, ANSWER)
     for p in disputed:
@@ -816,11 +687,10 @@ def test_answer_judge_is_the_default_and_labels_the_documents_holding_the_answer
             doc = svc.library.catalog.document(d)
             assert doc is not None
             assert p["undecided"] or any(doc.title in c for c in model.calls if _is_answer(c))
-    # nothing judged by a yes/no or a pair: one answering call per pooled document (its rotations)
-    assert not any(_is_judge(c) or _is_pair(c) for c in model.calls)
+    # one answering call per pooled document (its rotations)
     assert sum(1 for c in model.calls if _is_answer(c)) == sum(len(p["judged"]) for p in disputed)
     gate = svc.library.catalog.get_json("gate")
-    assert gate["judge"] == "answer" and gate["labels"] == auto_gate.LABELS_ANSWER
+    assert gate["labels"] == auto_gate.LABELS_ANSWER
     assert gate["model_calls"] == len(model.calls)
 
 
@@ -845,29 +715,28 @@ def test_topic_words_keep_the_shared_title_words_in_the_titles_order() -> None:
            Keyword("保护", 1.0), Keyword("影响", 0.8), Keyword("宣传周", 0.5), Keyword("怎么", 0.0)]
     df = {"启动": 2, "活动": 3, "评估": 5, "个人信息": 4, "保护": 6, "影响": 2, "宣传周": 1, "怎么": 9}
     title = "个人信息保护影响评估怎么做？宣传周活动启动"
-    words = auto_gate.topic_words(title, kws, df, lambda t: t, 4)
+    words = gate_probes.topic_words(title, kws, df, lambda t: t, 4)
     # 宣传周 is this document's alone (df 1), 怎么 carries no weight; the rest in the title's order
     assert words == ["个人信息", "保护", "影响", "评估"]
-    everything = auto_gate.topic_words(title, kws, df, lambda t: t, 10)
+    everything = gate_probes.topic_words(title, kws, df, lambda t: t, 10)
     assert everything == ["个人信息", "保护", "影响", "评估", "活动", "启动"]
-    assert auto_gate.topic_words(title, kws, {}, lambda t: t, 4) == []
+    assert gate_probes.topic_words(title, kws, {}, lambda t: t, 4) == []
 
 
 def test_topic_words_of_a_real_library_are_surface_words_other_documents_hold(svc: RagService) -> None:
     cat = svc.library.catalog
     r = svc.retriever()
-    df = auto_gate.document_frequency(auto_gate.document_term_counts(cat))
+    df = gate_probes.document_frequency(gate_probes.document_term_counts(cat))
     title = "Bicycle brake workshop: checking a bicycle brake"
-    words = auto_gate.topic_words(title, r.query_keywords(title, "doc"), df, r.tokenizer.surface_form, 4)
+    words = gate_probes.topic_words(title, r.query_keywords(title, "doc"), df, r.tokenizer.surface_form, 4)
     # the guide holds "checking a bicycle brake" too; "workshop" is the notice's alone; surface words, not
     # Snowball stems ("bicycl", "check")
     assert words == ["bicycle", "brake", "checking"]
-    assert auto_gate.topic_words("Brewing green tea", r.query_keywords("Brewing green tea", "doc"), df,
+    assert gate_probes.topic_words("Brewing green tea", r.query_keywords("Brewing green tea", "doc"), df,
                                  r.tokenizer.surface_form, 4) == []
 
 
 def test_probes_are_written_from_shared_words_and_fall_back_to_the_title(svc: RagService) -> None:
-    assert auto_gate.AutoGateConfig().probe_from == "topic"
     model = ScriptedModel()
     _run(svc, model, config=auto_gate.AutoGateConfig(n_probes=6, pool=1))
     st = auto_gate.load_state(svc.library.catalog)
@@ -927,7 +796,7 @@ def test_a_probe_asked_twice_in_a_run_counts_once(svc: RagService) -> None:
         """Writes the same question from every title: two subjects sharing words do this with the 1.5B."""
 
         def reply(self, prompt: str) -> str:
-            if _is_answer(prompt) or _is_judge(prompt) or _is_pair(prompt):
+            if _is_answer(prompt) or _is_quote(prompt):
                 return super().reply(prompt)
             return "How do I check a bicycle brake?"
 
@@ -961,14 +830,14 @@ def test_a_probe_asked_twice_in_a_run_counts_once(svc: RagService) -> None:
     ("What?", ""),  # asks nothing a ranking could answer
 ])
 def test_title_question_is_the_question_a_title_asks(title: str, asks: str) -> None:
-    assert auto_gate.title_question(title) == asks
+    assert gate_probes.title_question(title) == asks
 
 
 def test_numbers_and_place_words_name_no_subject() -> None:
     for word in ("946", "第一千", "九条", "第六章", "Article", "page", "scan", "Untitled"):
-        assert not auto_gate.is_subject_word(word), word
+        assert not gate_probes.is_subject_word(word), word
     for word in ("民法典", "用人单位", "brake", "tidal", "2025年"):
-        assert auto_gate.is_subject_word(word), word
+        assert gate_probes.is_subject_word(word), word
 
 
 def test_keyword_topic_takes_the_shared_subject_words_strongest_first() -> None:
@@ -976,18 +845,18 @@ def test_keyword_topic_takes_the_shared_subject_words_strongest_first() -> None:
           Keyword("租赁物", 1.5), Keyword("义务", 1.0), Keyword("应当", 0.0)]
     df = {"出租人": 4, "第一千": 900, "维修": 2, "青岚": 1, "租赁物": 3, "义务": 7, "应当": 50}
     # 第一千 is a number, 青岚 this document's alone, 应当 carries no weight
-    assert auto_gate.keyword_topic(kd, df, lambda t: t, 3) == ["出租人", "维修", "租赁物"]
-    assert auto_gate.keyword_topic(kd, {}, lambda t: t, 3) == []
+    assert gate_probes.keyword_topic(kd, df, lambda t: t, 3) == ["出租人", "维修", "租赁物"]
+    assert gate_probes.keyword_topic(kd, {}, lambda t: t, 3) == []
 
 
 def test_a_probe_that_reads_the_prompt_back_is_not_a_question() -> None:
     # seen with the 1.5B shown the title "第946条" and nothing else
-    assert auto_gate.write_probe(Reply("如何在搜索框里输入简短问题"), "第946条", [], 0) == "第946条"
-    assert auto_gate.write_topic_probe(Reply("What would a person type into a search box?"), ["tidal", "barrier"],
+    assert gate_probes.write_probe(Reply("如何在搜索框里输入简短问题"), "第946条", [], 0) == "第946条"
+    assert gate_probes.write_topic_probe(Reply("What would a person type into a search box?"), ["tidal", "barrier"],
                                        "Tidal barrier", 0) == "Tidal barrier"
     # a piece of the instruction itself (the zh topic prompt asks "怎么做、如何起作用、为什么")
-    assert auto_gate.write_topic_probe(Reply("如何起作用？"), ["解除", "合同"], "第12条", 0) == "第12条"
-    assert auto_gate.write_topic_probe(Reply("如何解除合同？"), ["解除", "合同"], "第12条", 0) == "如何解除合同？"
+    assert gate_probes.write_topic_probe(Reply("如何起作用？"), ["解除", "合同"], "第12条", 0) == "第12条"
+    assert gate_probes.write_topic_probe(Reply("如何解除合同？"), ["解除", "合同"], "第12条", 0) == "如何解除合同？"
 
 
 ARTICLES = {
@@ -1025,7 +894,7 @@ def test_a_question_title_is_its_own_probe_with_no_model_call(tmp_path: Path) ->
     s = ingest_texts(tmp_path, texts, Settings().replace("retrieval", default_method="gated"))
     try:
         r = s.retriever()
-        plan = auto_gate.make_plan(s.library.catalog, 4, 0, lambda t: r.query_keywords(t, "doc"))
+        plan = gate_probes.make_plan(s.library.catalog, 4, 0, lambda t: r.query_keywords(t, "doc"))
         first = s.library.catalog.document(int(plan[0]))
         # the library's own question leads the plan, ahead of the notice's stronger stuffing signal
         assert first is not None and Path(first.path).name == "faq.txt"

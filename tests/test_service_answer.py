@@ -59,18 +59,18 @@ def test_answer_streams_and_maps_citations_to_pages(svc: RagService) -> None:
 
 
 def test_an_answer_labels_its_question_with_the_documents_it_cites(svc: RagService) -> None:
-    from rag_desktop.app import auto_gate
+    from rag_desktop.app import question_log
 
     q = "Which cards does the Wason selection task ask to turn?"
     ranked = svc.compare(q).causal
     answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
     cited = sorted({c.doc_id for c in answer.citations if c.valid and c.doc_id})
     assert cited, "the scripted answer cites a source"
-    assert auto_gate.user_labels(svc.library.catalog).get(q) == cited
+    assert question_log.user_labels(svc.library.catalog).get(q) == cited
     # A question answered without being asked through compare (not in this library's log) labels nothing.
     other = "How long do the noodles cook?"
     list(svc.answer(other, ranked, n_sources=2))
-    assert other not in auto_gate.user_labels(svc.library.catalog)
+    assert other not in question_log.user_labels(svc.library.catalog)
 
 
 def test_a_scripted_citation_its_passage_does_not_hold_is_removed_and_reported(svc: RagService) -> None:
@@ -136,7 +136,7 @@ def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, caps
                            + json.dumps({"question": "止嗽散", "relevant": [str(folder / "cough_zh.txt")]}),
                            encoding="utf-8")
     other = RagService(svc.library.folder, svc.settings)
-    args = argparse.Namespace(probes_file=probes_file, auto_label=False, probes=30, json=True)
+    args = argparse.Namespace(probes_file=probes_file, probes=None, json=True)
     assert calibrate_command(args, other) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
@@ -150,7 +150,7 @@ def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, caps
         gated.close()
 
 
-def test_auto_label_probes_come_from_sampled_chunks(svc: RagService) -> None:
+def test_wizard_probes_come_from_sampled_chunks(svc: RagService) -> None:
     from rag_desktop.app.calibration import Probe, generate_probes
 
     events = list(generate_probes(svc, 2, seed=3))

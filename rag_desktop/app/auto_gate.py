@@ -1,75 +1,49 @@
-"""The automatic calibration gate (issue 13): paper 000 §4.6 without a person labelling.
+"""The automatic calibration gate: paper 000 §4.6 without a person labelling (``calibrate --auto``).
 
-Why not "a question written from one passage, that passage is the answer": such a question
-is answered by its passage in its own words, so the baseline puts it first and the probes never
-exercise the regime the re-ranker exists for (documents that repeat the question's words without
-answering it). Measured: on a poisoned fact-checking set that gate said "neither, 100 %
-reliable" while the labelled queries gain +0.21 MRR@10 with the hybrid.
+Not "a question written from one passage, that passage is the answer": such a question repeats its
+passage's words, so the baseline ranks it first and the probes never meet the regime the re-ranker
+exists for (documents that repeat the question's words without answering it). Measured on a poisoned
+fact-checking set: that design said "neither, 100 % reliable" where labelled queries gain +0.21 MRR@10.
 
-What this module does instead, per probe (all steps seeded, so a run is reproducible):
+Per probe (all steps seeded, so a run is reproducible):
 
-1. **Probes phrased as people ask.** First the person's own questions to this library (the
-   ``question_log`` that ``RagService.compare`` keeps; the most recent, up to half the probes);
-   the rest from sampled documents (``make_plan``: titles that ask a question and the strongest
-   stuffing signals first, then a seeded random sample), never from a body:
-   a title that asks a question is the probe verbatim (``title_question``); otherwise the local
-   model writes the short question a person would type about the *subject* the title shares with
-   other documents, shown only those shared words (``topic_words``), so the question is about a
-   subject several documents compete for, not about the one document (a notice, an
-   advertisement) that would answer a question about itself; a title sharing fewer than two
-   words is shown with its headings instead. People name a topic by its title words, and those
-   are exactly the words a keyword-stuffed document repeats, so the probe meets the stuffing
-   where it exists.
-2. **The person's own labels where they exist** (``log_label``): for a question they asked, the
-   documents its answer cited and the documents they opened are its relevant set, with no model
-   asked; such questions come first in the plan, up to all of it.
-3. **Otherwise relevance labelled over the pool.** The probe is ranked by baseline, causal and
-   hybrid; the union of each ranking's top ``pool`` documents (TREC-style pooling) is shown to the
-   local model (title + the start of its best-matching chunk), which *answers* the probe from them,
-   once per rotation of their order; the documents holding most of the answer's own words (not the
-   question's) are the probe's relevant set (``answer_support``; the default judge, docs/evaluation.md
-   §1.2.4: asked to judge instead, the embedded models follow the repeated words or the position). When
-   no answer said anything a document holds, the model is asked for the documents' one sentence that
-   best answers, and that labels the probe (``answer_quote``, §1.2.7).
-   The sampled document is *not* assumed relevant.
-4. **The gate itself is unchanged**: MRR@10 per probe and method from the stored rankings,
-   then ``core.gate.calibrate`` (Δ > 0 and 2,000 seeded bootstrap draws), through
-   ``app.calibration.score_labels`` — the same code the wizard and ``calibrate`` use.
+1. **Probes phrased as people ask.** The person's own recent questions (``log_question``, up to half
+   the plan), then sampled documents (``make_plan``: question titles and the strongest stuffing signals
+   first, then a seeded sample), never a body: a title's own question verbatim (``title_question``),
+   else a question the model writes about the subject the title shares with other documents, shown only
+   those words (``topic_words``), else one from the title and its headings. People name a topic in its
+   title's words, the words a keyword-stuffed document repeats, so the probe meets the stuffing.
+2. **The person's own labels where they exist** (``log_label``): the documents an answer to their
+   question cited or that they opened are its relevant set, no model asked.
+3. **Otherwise labelled over the pool**: the union of the three rankings' first ``pool`` documents is
+   shown to the model, which *answers* the probe from them once per rotation of their order; the
+   documents holding most of the answer's own words are relevant (``answer_support``).
+4. **The gate itself is unchanged**: MRR@10 per probe and method, then ``core.gate.calibrate`` through
+   ``app.calibration.score_labels`` — the code the wizard and ``calibrate --probes-file`` use.
 
-Runs as a background process after an ingest that changed the library (``start_background``;
-``RagService.ingest(calibrate_after=True)`` from the CLI and the app), at low priority, so it
-never blocks questions: the catalog is WAL-mode SQLite and the run writes one small row per
-probe. Progress, the plan and every finished probe are stored in the catalog (meta key
-``gate_auto``), so a crash or a kill resumes where it stopped, and a cancel request
-(``request_cancel``) is honoured between two model calls.
-
-When to re-calibrate (``needs_calibration``): never calibrated; the encoder changed (a
-re-embed drops the decision); at least ``RECALIBRATE_FRACTION`` of the documents were
-added, removed or changed since the decision (by content hash); or ``RECALIBRATE_QUESTIONS``
-new questions were asked since (they become probes), or ``RECALIBRATE_LABELS`` questions got
-labels. Our choice: a fifth of a library is
-enough new material to move its regime, and fewer changes are within what a dozen probes can
-resolve anyway; twenty new questions would replace most of the question half of the probes.
+Runs in a detached low-priority process (``start_background``) that never blocks questions; the plan
+and every finished probe are stored in the catalog (``AUTO_KEY``), so a crash resumes where it stopped
+and a cancel (``request_cancel``) is honoured between model calls. ``needs_calibration`` says when to run
+again: never calibrated; ``RECALIBRATE_FRACTION`` of the documents changed (by content hash); or
+``RECALIBRATE_QUESTIONS`` new questions or ``RECALIBRATE_LABELS`` new labels since. Our choice: a fifth
+of a library can move its regime, fewer changes are within what a dozen probes resolve; twenty new
+questions replace most of the question half of the probes.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-import json
 import logging
-import math
 import os
-import random
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_desktop.app.calibration import (
     METHODS,
@@ -80,11 +54,34 @@ from rag_desktop.app.calibration import (
     score_labels,
 )
 from rag_desktop.app.catalog import Catalog
+from rag_desktop.app.gate_probes import (
+    complete,
+    document_frequency,
+    document_term_counts,
+    heading_lines,
+    is_subject_word,
+    keyword_topic,
+    make_plan,
+    title_question,
+    topic_words,
+    write_probe,
+    write_topic_probe,
+)
+from rag_desktop.app.question_log import QUESTION_LOG_KEY, as_logged, question_log, user_labels
 from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import GateDecision
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.protocols import Generator, TokenScorer
-from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEventKind, Hit, Keyword, Progress
+from rag_desktop.core.protocols import Generator
+from rag_desktop.core.types import (
+    Cancelled,
+    CancelToken,
+    Document,
+    Hit,
+    Progress,
+)
+
+if TYPE_CHECKING:  # annotations only
+    from rag_desktop.app.retrieval import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -92,153 +89,70 @@ AUTO_KEY = "gate_auto"  # catalog meta: the background calibration's plan, progr
 GATE_KEY = "gate"  # catalog meta: the stored decision (GateDecision fields + how it was made)
 RECALIBRATE_FRACTION = 0.2
 RECALIBRATE_QUESTIONS = 20
-# catalog meta: {"n": questions ever logged, "recent": [distinct, newest last],
-#                "labels": {question: {"cited": [doc ids], "opened": [doc ids]}}, "n_labels": label events}
-QUESTION_LOG_KEY = "question_log"
-QUESTION_LOG_MAX = 200
-# What the person did with a question's results, kept as its relevance labels (log_label).
-LABEL_KINDS = ("cited", "opened")
 # Re-calibrate after this many new labelled questions: one user-labelled probe replaces a judged
 # one (the judge is what fails, docs/evaluation.md §1.2.1), so a few are worth a new decision.
 RECALIBRATE_LABELS = 5
 STATE_VERSION = 1
+# What the removed ``calibrate --auto-label`` stored: a passage's own question labelled by that passage, the
+# design the module docstring explains is wrong. It stored no fingerprint, so without this it would pass
+# for the person's own labels and never be replaced.
+PASSAGE_LABELS = "passage-written probes, source passage as answer"
 NO_BACKGROUND_ENV = "RAG_DESKTOP_NO_BACKGROUND"  # "1": never start the background process (the test suite)
-# the labelling method stored with an automatic decision, per judge
-LABELS = "llm-judged pool (title-worded probes)"
-LABELS_PAIRWISE = "llm pairwise preference, both orders (title-worded probes, stuffing-signal sampled)"
+# how the probes of an automatic decision were labelled, stored with it (the heading and the CLI show it)
 LABELS_USER = "your own questions, labelled by the documents their answers cited or you opened"
-LABELS_LOGIT = "llm yes/no likelihood compared across the pooled documents (title-worded probes, " \
-    "stuffing-signal sampled)"
 LABELS_ANSWER = "the local model's answer from the pooled documents; each document labelled by how much of " \
     "that answer it holds (probes: the titles' own questions, else questions on the subjects titles share)"
 
 
 @dataclass(frozen=True)
 class AutoGateConfig:
-    # The cost is the local model's prompt tokens: n_probes × (1 + |pool|) calls of ~100–250 tokens,
-    # |pool| ≤ 3·pool (docs/evaluation.md §1.2 measures it). Paper §4.6 uses n = 30 labelled probes;
-    # 12 is the smallest count above MIN_PROBES_FOR_RELIABILITY with room for a probe the judge
-    # finds nothing for.
+    # The cost is the local model's calls: per probe one to write it, and per disputed probe one answer
+    # per pooled document (twice that when the answers say nothing and a quote is asked for);
+    # docs/evaluation.md §1.2 measures it. Paper §4.6 uses n = 30 labelled probes; 12 is the smallest
+    # count above MIN_PROBES_FOR_RELIABILITY with room for a probe the judge finds nothing for.
     n_probes: int = 12
     # The first document of each ranking is judged (2–3 documents a probe): MRR@10 then says which
     # ranking puts an answering document first, and where the others put it — the question the gate
     # asks. Deeper pools cost one model call per extra document.
     pool: int = 1
     seed: int = 0
-    judge_chars: int = 300  # of the best-matching chunk shown to the judge
     headings: int = 4  # short heading-like lines of the first chunk shown beside the title
-    # "logit": each pooled document scored by the model's own log P(yes) − log P(no) for "does it
-    # answer?", one prompt evaluation and no sampling (score_documents; needs a generator that is a
-    # core.protocols.TokenScorer, else "pairwise" is used and the record says so); the documents
-    # within logit_tie of the best score are the relevant set. "pairwise": the baseline's first
-    # document against each re-ranking's first, both orders (prefer); "pointwise": each pooled
-    # document judged alone by a sampled yes/no (judge), the first design. docs/evaluation.md §1.2.3.
-    # "answer" (the default): the model *answers* the probe from the pooled documents, once per
-    # rotation of their order; each document's label score is the share of the answer's own words
-    # (not the question's) that it holds, weighed by the share of the question's words it holds
-    # (answer_support, on_topic: an unrelated document the model borrowed words from is not
-    # relevant, docs/evaluation.md §1.2.5). The model generates, it never judges, and
-    # the label is read off the text: measured on the sets' own queries (docs/evaluation.md §1.2.4)
-    # this is the one judge of the embedded 1.5B that puts the answering document above keyword-
-    # stuffed and question-restating ones (27 of 40 pairs, 10 ties, 3 wrong; the yes/no likelihood:
-    # 9 of 40), and it needs no likelihoods, so it works through any generator or server.
-    judge: str = "answer"
-    # Scores closer than this (in nats of the yes−no margin) are a tie: both documents count as
-    # relevant, so the probe adds Δ = 0 instead of a difference the prompt's wording could flip.
-    # Our choice; the measured margins of answering vs answer-free documents differ by 0.2–1.5.
-    logit_tie: float = 0.1
-    # The answer judge: support × on_topic is summed over the rotations (0 to the pool's size); documents within
-    # answer_tie of the best are all relevant. Our choice: 0.2 is a tenth of the answer's words over
-    # two answers, less than one word of a short answer, so a document holding a word fewer still counts.
+    # The judge: the model *answers* the probe from the pooled documents, once per rotation of their
+    # order; each document's label score is the share of the answer's own words (not the question's)
+    # that it holds, weighed by the share of the question's words it holds (answer_support, on_topic:
+    # an unrelated document the model borrowed words from is not relevant, docs/evaluation.md §1.2.5).
+    # The model generates, it never judges, and the label is read off the text: measured on the sets'
+    # own queries (docs/evaluation.md §1.2.4) asked to judge instead — yes/no, its likelihood, or which
+    # of two — the embedded models follow the repeated words or the position. The scores are summed
+    # over the rotations (0 to the pool's size); documents within answer_tie of the best are all
+    # relevant. Our choice: 0.2 is a tenth of the answer's words over two answers, less than one word
+    # of a short answer, so a document holding a word fewer still counts.
     answer_tie: float = 0.2
     answer_chars: int = 400  # of each pooled document shown to the answering call (3 fit in ~700 tokens)
     answer_tokens: int = 60  # a one-sentence answer; a longer one only adds words every document repeats
-    # When no answer holds a word of its own that any document holds (the model restated the question,
-    # listed or copied the documents: §1.2.6–1.2.7), ask once more, in every rotation, for the one sentence of
-    # the documents that best answers it (_QUOTE_PROMPT), and label by that. An extractive choice is what a
-    # small model still makes when it will not write an answer; it only runs where the probe would otherwise
-    # be a tie, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
-    answer_quote: bool = True
-    # What a sampled document's probe is written from. "topic" (the default): only the title's words
-    # that other documents also hold (topic_words, at most topic_terms), never the title itself, so
-    # the question is about a subject several documents share and no document wrote it; a title
-    # sharing no word falls back to "title". "title": the title and headings (the earlier design).
-    # Measured (docs/evaluation.md §1.2.5): from a title the 1.5B asks about *that* document ("某平台
-    # 发布个人信息保护影响评估年度报告", "What is ColBERT Late Interaction?" from a product notice), which
-    # that document then answers: the probe never meets the regime where it competes with others.
-    probe_from: str = "topic"
+    # A sampled document's probe is written from the title's words that other documents also hold
+    # (topic_words, at most topic_terms), never from the title itself: the question is then about a
+    # subject several documents share and no document wrote it. Measured (docs/evaluation.md §1.2.5):
+    # shown a whole title, the 1.5B asks about *that* document, which then answers it, so the probe
+    # never meets the regime where documents compete.
     topic_terms: int = 4
-    # Fewer shared words than this is no shared subject ("社区垃圾分类投放指引" shares only 分类, and
-    # "分类是什么？" asks nothing the library is about): the title probe instead.
+    # Fewer shared words than this is no shared subject (a question on one common word asks nothing
+    # the library is about): the title probe instead.
     topic_min: int = 2
 
 
-_PROBE_PROMPT = {
-    "en": "Here are the title and some headings of a document:\n\n{heads}\n\n"
-    "Write one short question (at most 12 words) that a person would type into a search box to learn about "
-    "this document's subject, using the words of the title. Ask about the subject itself (what, how or why), "
-    "not about the document, its author or an event it announces. Reply with the question only.",
-    "zh": "下面是一份文档的标题和部分小标题：\n\n{heads}\n\n"
-    "写出一个人会在搜索框里输入的简短问题（不超过25个字），问这份文档的主题本身（是什么、怎么做、为什么），"
-    "使用标题里的词语；不要问这份文档、它的作者或它通知的活动。只回复问题本身。",
-}
-# A subject's words only (topic_words), no title: the question cannot be about one document. It asks how,
-# why or what was found, not "what is X" (docs/evaluation.md §1.2.6): a document named X answers "what is X"
-# by its name alone — the baseline's own title match, right by construction — so such a probe cannot tell
-# the regimes apart; a procedure, a mechanism or a finding is what an answering document holds and a
-# document that only repeats X does not.
-_TOPIC_PROMPT = {
-    "en": "Write one short question (at most 12 words) that a person would type into a search box to learn "
-    "about: {words}\n\nAsk how it works, how it is done, why, or what it found; do not ask what it is. "
-    "Use these words. Reply with the question only.",
-    "zh": "写出一个人想了解“{words}”时会在搜索框里输入的简短问题（不超过25个字）：问怎么做、如何起作用、为什么或"
-    "有什么结论，不要问“是什么”；使用这些词语。只回复问题本身。",
-}
-# The wording was measured (docs/evaluation.md §1.2): with "a document that only mentions the topic does
-# not count" the embedded 0.5B model answered "no" to every document, answering ones included; with this
-# wording it says "yes" to those — and also to an unrelated one (a ColBERTv2 note for a solar-panel
-# question). A judge that says yes to everything makes every ranking's first document relevant, Δ = 0 and
-# the decision "neither" (the baseline order): the safe side. A stronger local model judges better.
-_JUDGE_PROMPT = {
-    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers the "
-    "question? Answer yes if it does, even in part. Answer no if it is about something else, or only names "
-    "the topic without the information.\nAnswer (yes or no):",
-    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？如果给出了（哪怕只是一部分），"
-    "回答“是”；如果它讲的是别的内容，或只提到主题而没有相关信息，回答“否”。\n回答（是或否）：",
-}
-
-
-# Comparative, not absolute: measured (docs/evaluation.md §1.2), the embedded models answer "yes" to
-# nearly any document under _JUDGE_PROMPT, the 1.5B included, so absolute labels carry no signal; a
-# choice between two documents is what a small model can still make.
-_PAIR_PROMPT = {
-    "en": "Question: {q}\n\nDocument 1: {t1}\n{d1}\n\nDocument 2: {t2}\n{d2}\n\nWhich document gives the "
-    "information that answers the question (not just the same words)? Reply with 1 or 2 only.\nAnswer:",
-    "zh": "问题：{q}\n\n文档1：{t1}\n{d1}\n\n文档2：{t2}\n{d2}\n\n哪一份文档给出了回答该问题的信息"
-    "（而不只是出现相同的词语）？只回复1或2。\n回答：",
-}
-
-
-# Read as a likelihood, not sampled (score_documents): measured (docs/evaluation.md §1.2.3) the sampled
-# reply is "yes" for nearly every document, but the margin log P(yes) − log P(no) still orders them.
-_SCORE_PROMPT = {
-    "en": "Question: {q}\n\nDocument: {title}\n{text}\n\nDoes the document give information that answers "
-    "the question? Answer yes or no.",
-    "zh": "问题：{q}\n\n文档：{title}\n{text}\n\n这份文档是否给出了回答该问题的信息？回答“是”或“否”。",
-}
-# Every spelling of the first token a reply may start with, per language.
-_SCORE_WORDS = {"en": (("yes", "Yes"), ("no", "No")), "zh": (("是",), ("否",))}
-
-# The answer judge's prompt: the same documents as the other judges, numbered, and a request for the
-# answer itself. Measured (docs/evaluation.md §1.2.4): asked *which* document answers, the 1.5B follows
-# the position (its log P("1") − log P("2") barely moves when the documents swap); asked for the answer,
-# it writes "Tomas Rehn plays the protagonist" in both orders, a fact only the answering document holds.
+# The answer judge's prompt: the pooled documents, numbered, and a request for the answer itself. Measured
+# (docs/evaluation.md §1.2.4): asked *which* document answers, the 1.5B follows the position; asked for the
+# answer, it writes the same fact in both orders, and only the answering document holds that fact.
 _ANSWER_PROMPT = {
     "en": "Question: {q}\n\n{docs}\n\nAnswer the question in one short sentence, with the specific facts the "
     "documents give. Reply with the answer only.",
     "zh": "问题：{q}\n\n{docs}\n\n用一句简短的话回答问题，写出文档给出的具体信息。只回复答案。",
 }
-# The answer judge's second question, asked only when the answers said nothing (AutoGateConfig.answer_quote).
+# The answer judge's second question, asked only when no answer held a word of its own that a document holds
+# (the model restated the question, listed or copied the documents): an extractive choice is what a small model
+# still makes when it will not write an answer, and a probe that would otherwise be a tie is the only place it
+# runs, so it never overrules an answer. Our choice, measured in docs/evaluation.md §1.2.7.
 _QUOTE_PROMPT = {
     "en": "Question: {q}\n\n{docs}\n\nCopy the one sentence from the documents above that best answers the "
     "question. Reply with that sentence only.",
@@ -263,82 +177,6 @@ def change_fraction(old: Sequence[str], new: Sequence[str]) -> float:
     return len(a ^ b) / max(len(a), len(b))
 
 
-def _as_logged(question: str) -> str:
-    """A question as the log keeps it: whitespace collapsed, so a re-typed question is the same one."""
-    return " ".join(question.split())
-
-
-def _labels_of(log_: dict[str, Any], recent: Sequence[str]) -> dict[str, dict[str, list[int]]]:
-    """The question log's labels of the questions still in its recent list (the others are dropped)."""
-    return {k: v for k, v in (log_.get("labels") or {}).items() if k in recent}
-
-
-def log_question(catalog: Catalog, question: str) -> None:
-    """Remember a question asked of this library (RagService.compare): future probes, and a reason to re-calibrate."""
-    q = _as_logged(question)
-    if not q:
-        return
-    # read and written in one write transaction (the app and a background gate may both log); the
-    # labels stay: a new question used to replace the whole entry and lost every earlier label
-    with catalog.transaction():
-        log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
-        recent = ([x for x in log_.get("recent", []) if x != q] + [q])[-QUESTION_LOG_MAX:]
-        catalog.set_json(QUESTION_LOG_KEY, log_ | {"n": int(log_.get("n", 0)) + 1, "recent": recent,
-                                                   "labels": _labels_of(log_, recent)})
-
-
-def log_label(catalog: Catalog, question: str, doc_ids: Iterable[int], how: str) -> None:
-    """Keep what the person did with the results of a question they asked, as its labels.
-
-    ``how``: "cited" — the documents the answer to it cites (``RagService.answer``; an answer
-    flagged as not from the documents is not logged); "opened" — a document the person opened
-    from a result or a citation (the app's viewer). Both are the person's own relevance
-    signal for their own question, the probe the paper's gate wants (§4.6: labelled probes that
-    represent the library), with no model asked. Our choice, and its limits: a cited document is
-    one the model read and used, which is what "relevant" means for a RAG answer; an opened one
-    carries a position bias (people open what is on top), but the gate compares *rankings of the
-    same documents*, so a label biased towards one column's top still only counts where the other
-    column ranks it lower. Labels of questions that fell out of the recent log are dropped.
-    """
-    q = _as_logged(question)
-    ids = sorted({int(d) for d in doc_ids if d})
-    if how not in LABEL_KINDS:
-        raise ValueError(f"unknown label kind {how!r}; one of {', '.join(LABEL_KINDS)}")
-    if not q or not ids:
-        return
-    with catalog.transaction():  # one read-modify-write, as log_question
-        log_ = catalog.get_json(QUESTION_LOG_KEY) or {"n": 0, "recent": []}
-        recent = [str(x) for x in log_.get("recent", [])]
-        if q not in recent:
-            return  # asked elsewhere (not through compare): not one of this library's probes
-        labels = _labels_of(log_, recent)
-        entry = labels.setdefault(q, {})
-        new = sorted(set(entry.get(how, [])) | set(ids))
-        if new == entry.get(how):
-            return
-        entry[how] = new
-        log_["labels"] = labels
-        log_["n_labels"] = int(log_.get("n_labels", 0)) + 1
-        catalog.set_json(QUESTION_LOG_KEY, log_)
-
-
-def user_labels(catalog: Catalog) -> dict[str, list[int]]:
-    """Per asked question, the documents the person's answers cited or they opened (still in the library)."""
-    log_ = catalog.get_json(QUESTION_LOG_KEY) or {}
-    present = {d.doc_id for d in catalog.documents()}
-    out: dict[str, list[int]] = {}
-    for q, entry in (log_.get("labels") or {}).items():
-        ids = sorted({int(d) for how in LABEL_KINDS for d in entry.get(how, []) if int(d) in present})
-        if ids:
-            out[str(q)] = ids
-    return out
-
-
-def _question_log(catalog: Catalog) -> tuple[int, list[str]]:
-    log_ = catalog.get_json(QUESTION_LOG_KEY) or {}
-    return int(log_.get("n", 0)), [str(x) for x in log_.get("recent", [])]
-
-
 def needs_calibration(catalog: Catalog) -> str | None:
     """Why this library needs a (re-)calibration, or None (module docstring)."""
     if catalog.count("documents") == 0:
@@ -348,11 +186,13 @@ def needs_calibration(catalog: Catalog) -> str | None:
         return "never calibrated"
     old = gate.get("fingerprint")
     if old is None:
+        if gate.get("labels") == PASSAGE_LABELS:
+            return "decided by the removed passage-written calibration"
         return None  # a decision from the wizard or typed probes: the user's own labels, kept
     frac = change_fraction(old, fingerprint(catalog))
     if frac >= RECALIBRATE_FRACTION:
         return f"{frac:.0%} of the documents changed since the last calibration"
-    new_q = _question_log(catalog)[0] - int(gate.get("questions_logged", 0))
+    new_q = question_log(catalog)[0] - int(gate.get("questions_logged", 0))
     if new_q >= RECALIBRATE_QUESTIONS:
         return f"{new_q} new questions since the last calibration"
     new_l = int((catalog.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)) - int(gate.get("labels_logged", 0))
@@ -411,331 +251,9 @@ def progress(catalog: Catalog) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- the work
-
-
-def _heading_lines(text: str, title: str, n: int) -> list[str]:
-    """Short, heading-like lines from the start of a document (no sentence punctuation at the end)."""
-    out: list[str] = []
-    for line in text.splitlines():
-        s = " ".join(line.split())
-        if not (3 <= len(s) <= 60) or s == title or s[-1] in ".。!?！？;；:：,，":
-            continue
-        if s not in out:
-            out.append(s)
-        if len(out) >= n:
-            break
-    return out
-
-
-def document_term_counts(catalog: Catalog) -> dict[int, dict[str, int]]:
-    """Per document, its stored chunk term counts summed (no model, no encoder)."""
-    counts: dict[int, dict[str, int]] = {}
-    for _cid, did, c in catalog.iter_chunk_term_counts(by_doc=True):
-        agg = counts.setdefault(did, {})
-        for t, n in c.items():
-            agg[t] = agg.get(t, 0) + n
-    return counts
-
-
-def document_frequency(counts: dict[int, dict[str, int]]) -> dict[str, int]:
-    """How many documents hold each term."""
-    df: dict[str, int] = {}
-    for c in counts.values():
-        for t in c:
-            df[t] = df.get(t, 0) + 1
-    return df
-
-
-# Words that name a place in a document or a file, not what it is about: a title made of these and of numbers
-# ("第946条", "Article 12", "scan_001", "Untitled") names no subject. Seen on a library of statute articles
-# titled by number alone: shown "第946条", the 1.5B wrote "如何在搜索框里输入简短问题" (the prompt read back) for 8
-# of 12 probes, and the gate decided on the 4 left.
-_PLACE_WORDS = frozenset({"article", "section", "chapter", "part", "page", "clause", "appendix", "annex", "untitled",
-                          "document", "doc", "file", "scan", "image", "copy", "draft", "version", "new"})
-_NUMERAL_CHARS = frozenset("0123456789第条款章节项编卷页零〇一二两三四五六七八九十百千万")
-
-
-def is_subject_word(word: str) -> bool:
-    """False for a number (46, 第一千, 九条) or a place word (Article, page, scan): such a word names where
-    a text stands, not what it is about."""
-    w = word.casefold().strip()
-    return bool(w) and w not in _PLACE_WORDS and not all(ch in _NUMERAL_CHARS for ch in w)
-
-
-def topic_words(title: str, title_keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str],
-                n: int) -> list[str]:
-    """The title's keywords that at least one *other* document holds (df ≥ 2), as the words people
-    write (``surface``: a stem such as "seri" is a key, not a word), the first n in the title's order.
-
-    These are the words a person names a shared subject by, and the words any document that
-    competes for that subject repeats; the title's own words that no other document holds
-    (a notice's date, a company's name) would only lead back to the one document. The title's
-    order, not the keyword weight: the first shared words of "个人信息保护影响评估怎么做？宣传周活动
-    启动" are the subject (个人信息 保护 影响 评估); by weight the rarer 启动 and 活动 came first.
-    """
-    low = title.casefold()
-    words = [(at if (at := low.find(w.casefold())) >= 0 else len(low), w)
-             for w in _shared_subjects(title_keywords, df, surface)]
-    return [w for _i, w in sorted(words)[:n]]
-
-
-def _shared_subjects(keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str]) -> Iterator[str]:
-    """The weighted ``keywords`` that another document also holds (df ≥ 2) and that are subject words
-    (第一千 is shared by a thousand articles and is no subject), as surface words, each once, in order."""
-    seen: set[str] = set()
-    for k in keywords:
-        if k.weight <= 0 or df.get(k.term, 0) < 2:
-            continue
-        w = surface(k.term)
-        if is_subject_word(w) and w not in seen:
-            seen.add(w)
-            yield w
-
-
-def keyword_topic(doc_keywords: Sequence[Keyword], df: dict[str, int], surface: Callable[[str], str],
-                  n: int) -> list[str]:
-    """The subject of a document whose title names none, from its own keyword set K_d (stored at
-    ingest, strongest first): the first n subject words that another document also holds (df ≥ 2),
-    as the words people write.
-
-    The same idea as ``topic_words`` — a subject several documents compete for, in words no one
-    document wrote as a question — read off the body's keywords because the title has none
-    ("第946条"). Not a question written from the passage: the model is shown the words only.
-    """
-    return list(itertools.islice(_shared_subjects(doc_keywords, df, surface), n))
-
-
-def stuffing_scores(catalog: Catalog, title_terms: Callable[[str], Sequence[Keyword]],
-                    counts: dict[int, dict[str, int]] | None = None) -> dict[int, float]:
-    """The stuffing signal per document: the share of its own text made of its title's words.
-
-    s(D) = Σ_{t ∈ kw(title)} (n_t(D) − 1)⁺ / Σ_t n_t(D), n_t = the stored chunk term counts; the
-    −1 discounts the title line itself (the chunk text starts with it). Keyword stuffing *is* a
-    body that repeats the topic's words — a notice that names the topic again and again, an
-    injected passage that restates the question — and such a document's title is what a person
-    would ask; a document that answers spends its words on the answer. No model, no encoder.
-    ``counts``: ``document_term_counts(catalog)`` when the caller has it already (a run needs it twice).
-    """
-    counts = document_term_counts(catalog) if counts is None else counts
-    scores: dict[int, float] = {}
-    for d in catalog.documents():
-        c = counts.get(d.doc_id, {})
-        total = sum(c.values())
-        terms = {k.term for k in title_terms(d.title) if k.weight > 0}
-        scores[d.doc_id] = sum(max(c.get(t, 0) - 1, 0) for t in terms) / total if total else 0.0
-    return scores
-
-
-def make_plan(catalog: Catalog, n: int, seed: int,
-              title_terms: Callable[[str], Sequence[Keyword]] | None = None,
-              counts: Callable[[], dict[int, dict[str, int]]] | None = None) -> list[int | str]:
-    """The probes: the person's most recent questions (str, up to half), then documents (doc id)
-    whose titles the model turns into questions, one per distinct title. When at least half the
-    plan's questions carry the person's labels, the plan is those questions only.
-
-    Half the documents (rounded up) are those with the strongest stuffing signal
-    (``stuffing_scores``): people ask about a topic in its title's words, and where other
-    documents repeat those words is where a re-ranker can help or hurt, so a probe must meet
-    those places if the library has them. The other half is a seeded random sample of the rest,
-    so a library without stuffing is represented as it is (and its high-signal documents are
-    then ordinary ones: titles whose words other documents mention). Without ``title_terms``
-    all are random. Stable: ties and the sample follow the content hash. ``counts``: where to get
-    ``document_term_counts`` (the run shares one with its subject probes; read only if needed).
-    """
-    recent = _question_log(catalog)[1]
-    # Questions the person labelled (an answer cited, a document opened: log_label) first, up to all
-    # n — they need no judge, the step that fails (docs/evaluation.md §1.2.1); then the most recent
-    # unlabelled ones, judged, while the asked questions are fewer than half the plan.
-    labelled = set(user_labels(catalog))
-    with_labels = [q for q in recent if q in labelled][-n:] if n >= 1 else []
-    room = max(n // 2 - len(with_labels), 0)
-    without = [q for q in recent if q not in labelled][-room:] if room else []
-    asked = with_labels + without
-    if n >= 1 and len(with_labels) >= (n + 1) // 2:
-        # Enough of the person's own labels: the plan is theirs alone. A judged title probe adds
-        # the step that failed on every set measured (docs/evaluation.md §1.2.1) and model calls;
-        # on the stuffed diagnostic set dropping them did not change the decision (§1.2.2), so
-        # this is our choice for cost and clarity, not a measured gain. The bootstrap's
-        # reliability reflects the smaller count.
-        return list(with_labels)
-    docs, seen = [], set()
-    for d in sorted(catalog.documents(), key=lambda d: d.sha256):
-        key = " ".join(d.title.split()).lower()
-        if key not in seen:  # documents sharing a title would give the same probe
-            seen.add(key)
-            docs.append(d)
-    k = min(n - len(asked), len(docs))
-    picked: list[int] = []
-    if title_terms is not None and k > 0:
-        sc = stuffing_scores(catalog, title_terms, counts() if counts is not None else None)
-        # Titles that ask a question first: it is the library's own record of a question people ask
-        # (an FAQ entry, a stuffed "失眠怎么办？…" notice, a poisoned passage opening with its target
-        # question), taken verbatim as the probe (title_question); then the strongest signal.
-        asks = {d.doc_id for d in docs if title_question(d.title)}
-        by_signal = sorted(docs, key=lambda d: (d.doc_id not in asks, -sc.get(d.doc_id, 0.0)))  # stable on ties
-        picked = [d.doc_id for d in by_signal[: (k + 1) // 2] if d.doc_id in asks or sc.get(d.doc_id, 0.0) > 0]
-    rest = [d for d in docs if d.doc_id not in picked]
-    rng = random.Random(seed)
-    picked += [d.doc_id for d in rng.sample(rest, k=k - len(picked))]
-    return [*asked, *picked]
-
-
-def _complete(gen: Generator, prompt: str, max_tokens: int, seed: int, cancel: CancelToken | None) -> str:
-    return "".join(
-        e.text
-        for e in gen.stream([ChatMessage("user", prompt)], max_tokens=max_tokens, temperature=0.0, seed=seed,
-                            cancel=cancel)
-        if e.kind == GenEventKind.TOKEN
-    ).strip()
-
-
-def clean_question(text: str) -> str:
-    """The model's reply as one question: first non-empty line, quotes and labels removed."""
-    for line in text.splitlines():
-        s = line.strip().strip('"“”「」').strip()
-        for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
-            if s.startswith(prefix):
-                s = s[len(prefix):].strip()
-        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # "1. 失眠怎么办？": the 1.5B numbers a single question
-        if s:
-            return s
-    return ""
-
-
-def parse_judgement(text: str) -> bool:
-    """yes/是 → True; anything else (no, 否, a refusal, nothing) → False."""
-    s = text.strip().lower().lstrip("*\"'“「 ")
-    return s.startswith("yes") or s.startswith("是") or s.startswith("包含")
-
-
-def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
-                cancel: CancelToken | None = None) -> str:
-    lang = "zh" if detect_lang(title + " " + " ".join(heads)) == "zh" else "en"
-    lines = "\n".join([title, *heads])
-    q = clean_question(_complete(gen, _PROBE_PROMPT[lang].format(heads=lines), 32, seed, cancel))
-    # A silent or degenerate reply ("什么？", seen with the 1.5B): the title is what a person would type.
-    return q if _substantial(q) and not _reads_prompt(q, _PROBE_PROMPT[lang]) else title
-
-
-# The instruction's own words: a "question" holding them is the prompt read back ("如何在搜索框里输入简短问题",
-# the 1.5B shown a title with nothing to ask about), not a question about the library.
-_PROMPT_WORDS = ("search box", "搜索框")
-
-
-def _reads_prompt(question: str, template: str) -> bool:
-    """Whether ``question`` is the instruction read back: it names the search box, or it is a piece of
-    the prompt's own wording ("如何起作用", from "问怎么做、如何起作用、为什么…")."""
-    low = question.casefold()
-    core = question.strip().rstrip("?？").strip()
-    return any(w in low for w in _PROMPT_WORDS) or (bool(core) and core.casefold() in template.casefold())
-
-
-# Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out:
-# "几个误区", "谁" inside names).
-_EN_ASK = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how", "is", "are", "was",
-                     "were", "do", "does", "did", "can", "could", "should", "will", "would"])
-_EN_ASK_AFTER = frozenset(["in", "of", "at", "for", "from", "by", "on", "to"])  # "In which city …"
-_ZH_ASK = ("如何", "怎么", "怎样", "为什么", "为何", "什么", "哪", "是否", "吗", "多少", "何时")
-
-
-def title_question(title: str) -> str:
-    """The question a title asks, verbatim, or "".
-
-    A title that is a question, or opens with one, is the question people type: an FAQ entry, a
-    keyword-stuffed notice headed "失眠怎么办？中医治疗失眠专科门诊开诊", a poisoned passage that
-    opens with the question it targets. Taken as it is, with no model call, it cannot be garbled
-    (measured, docs/evaluation.md §1.2.5: from its shared words the 1.5B rewrote "In which city was
-    the director of The Glass Harbour born?" as "What is the role of a city director in the harbour?").
-    A clause ending in a question mark counts; a whole title without one counts when it opens (en) or
-    holds (zh) an interrogative ("Who plays …", "临州博物馆何时首次对公众开放"). A heading's clause
-    after a colon ("ColBERT Late Interaction: How Relevance Is Computed") is not a question.
-    """
-    for clause in re.split(r"(?<=[?？])", title):
-        c = clause.strip()
-        if c.endswith(("?", "？")) and _substantial(c):
-            return c
-    c = title.strip()
-    if not _substantial(c):
-        return ""
-    if detect_lang(c) == "zh":
-        return c if any(w in c for w in _ZH_ASK) else ""
-    words = c.casefold().split()
-    asks = words[0] in _EN_ASK or (len(words) > 1 and words[0] in _EN_ASK_AFTER and words[1] in _EN_ASK)
-    return c if asks else ""
-
-
-def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed: int,
-                      cancel: CancelToken | None = None) -> str:
-    """The question a person would ask about the subject ``words`` name; ``fallback`` (the title)
-    if the reply asks nothing."""
-    shown = " ".join(words)
-    lang = "zh" if detect_lang(shown) == "zh" else "en"
-    q = clean_question(_complete(gen, _TOPIC_PROMPT[lang].format(words=shown), 32, seed, cancel))
-    return q if _substantial(q) and not _reads_prompt(q, _TOPIC_PROMPT[lang]) else fallback
-
-
 def _same_question(question: str) -> str:
     """The key two probes share when they ask the same thing: as the question log keeps them, case aside."""
-    return _as_logged(question).casefold()
-
-
-def _substantial(question: str) -> bool:
-    """At least two words, or four CJK characters: anything shorter asks nothing a ranking could answer."""
-    cjk = sum(1 for ch in question if "\u4e00" <= ch <= "\u9fff")
-    words = len([w for w in question.split() if any(c.isalnum() for c in w)])
-    return cjk >= 4 or (cjk == 0 and words >= 2)
-
-
-def judge(gen: Generator, question: str, hit: Hit, chars: int, seed: int, cancel: CancelToken | None = None) -> bool:
-    lang = "zh" if detect_lang(question) == "zh" else "en"
-    prompt = _JUDGE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
-    return parse_judgement(_complete(gen, prompt, 3, seed, cancel))
-
-
-def parse_choice(text: str) -> int | None:
-    """The first "1" or "2" of the reply, else None."""
-    for ch in text:
-        if ch in "12":
-            return int(ch)
-    return None
-
-
-def prefer(gen: Generator, question: str, a: Hit, b: Hit, chars: int, seed: int,
-           cancel: CancelToken | None = None) -> int | None:
-    """Which of two documents answers the question: 0 (a), 1 (b), or None (the model changes its
-    mind when the order is swapped: no preference). Two calls, both orders, so a position bias
-    cancels instead of deciding."""
-    lang = "zh" if detect_lang(question) == "zh" else "en"
-
-    def ask(x: Hit, y: Hit) -> int | None:
-        prompt = _PAIR_PROMPT[lang].format(q=question, t1=x.title, d1=x.text[:chars], t2=y.title, d2=y.text[:chars])
-        return parse_choice(_complete(gen, prompt, 3, seed, cancel))
-
-    first, second = ask(a, b), ask(b, a)
-    if first == 1 and second == 2:
-        return 0
-    if first == 2 and second == 1:
-        return 1
-    return None
-
-
-def _logsumexp(xs: Sequence[float]) -> float:
-    top = max(xs)
-    return top + math.log(sum(math.exp(x - top) for x in xs))
-
-
-def score_document(gen: TokenScorer, question: str, hit: Hit, chars: int,
-                   cancel: CancelToken | None = None) -> float:
-    """log P(yes) − log P(no) for "does this document answer the question?" (one prompt evaluation).
-
-    Each reply word's spellings are summed (logsumexp) so "Yes" and "yes" count as one answer.
-    """
-    lang = "zh" if detect_lang(question) == "zh" else "en"
-    yes, no = _SCORE_WORDS[lang]
-    prompt = _SCORE_PROMPT[lang].format(q=question, title=hit.title, text=hit.text[:chars])
-    lp = gen.first_token_logprobs([ChatMessage("user", prompt)], [*yes, *no], cancel=cancel)
-    return _logsumexp(lp[: len(yes)]) - _logsumexp(lp[len(yes):])
+    return as_logged(question).casefold()
 
 
 def best_scored(scores: dict[int, float], tie: float) -> list[int]:
@@ -773,11 +291,9 @@ def on_topic(question: str, shown: Sequence[str]) -> list[float]:
 
     on(q, D) = |T(q) ∩ T(D)| / |T(q)|, the same token sets as ``support``. The answer judge weighs
     each document's support by it (``answer_support``): relevance needs both the answer's words and the
-    question's subject. Measured on the real demo folder (docs/evaluation.md §1.2.5): shown the
-    stuffed seminar notice and an unrelated note on retrieval for "What did the Wason selection task
-    show?", the 1.5B answered "The Wason selection task showed that neural retrievers can be
-    categorized into two families…" — words only the unrelated note holds, so support alone labelled
-    it. A stuffed document holds the question's words and not the answer's, an unrelated one the
+    question's subject: shown a stuffed document and an unrelated one, a small model may answer with
+    the unrelated one's words (docs/evaluation.md §1.2.5), which support alone would label relevant.
+    A stuffed document holds the question's words and not the answer's, an unrelated one the
     reverse; the product gives both ≈ 0.
     """
     words = content_tokens(question)
@@ -793,16 +309,12 @@ def _answer_only(answer: str, lang: str, shown: Sequence[tuple[str, str]] = ()) 
     """The answer without the prompt's document labels; "" when it names two or more documents, or
     when it copies one of the ``shown`` documents (title, shown text) from its title on.
 
-    Seen with the 1.5B (docs/evaluation.md §1.2.5): instead of answering, it lists the documents
-    ("文档 1: 个人信息保护影响评估实施步骤 / 文档 2: 数据出境安全评估申报工作指南") or summarises each
-    in turn. Such a reply holds every document's own words, so it would prefer whichever has the
-    longest title; it answers nothing, so it prefers no document. One label ("according to
-    Document 2, …") is a citation: the label goes, the answer stays.
-
-    A copy (§1.2.6): asked "如何评估数据出口安全？", the 1.5B replied with the first document's title, its
-    heading and its by-line verbatim — the prompt echoed, which holds that document's words and so
-    "supports" whichever stood first (here the stuffed press release). ``copies`` tells it from an
-    answer that quotes a document's sentences, which is what an extractive answer does.
+    A small model may list the documents or summarise each in turn instead of answering
+    (docs/evaluation.md §1.2.5): such a reply holds every document's own words, so it would prefer
+    whichever has the longest title; it answers nothing, so it prefers no document. One label
+    ("according to Document 2, …") is a citation: the label goes, the answer stays. It may also read
+    the first document back from its title on (§1.2.6), which "supports" whichever stood first;
+    ``copies`` tells that from an answer quoting a document's sentences, as an extractive answer does.
     """
     pattern = re.compile(rf"{_DOC_LABEL[lang]}\s*(\d+)", re.IGNORECASE)
     if len(set(pattern.findall(answer))) >= 2 or any(copies(answer, title, text) for title, text in shown):
@@ -817,9 +329,9 @@ def copies(answer: str, title: str, text: str) -> bool:
     """Whether ``answer`` reproduces the document from its title on: the title and the next
     ``ECHO_CHARS`` characters of the document's text as they stand (whitespace ignored).
 
-    Our choice of test: an answer may name a title as its subject ("大模型预训练数据清洗流程包括…") and
-    may quote any sentence of the body; only a copy of the title *followed by the document's own next
-    words* is the prompt read back. A title of under 4 characters is too short to tell.
+    Our choice of test: an answer may name a title as its subject and may quote any sentence of the
+    body; only a copy of the title *followed by the document's own next words* is the prompt read
+    back. A title of under 4 characters is too short to tell.
     """
     head = "".join(title.split())
     if len(head) < 4:
@@ -854,7 +366,7 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
         replies: list[str] = []
         for order in ([(start + k) % n for k in range(n)] for start in range(n)):
             docs = "\n\n".join(f"{_DOC_LABEL[lang]} {pos}: {shown[i]}" for pos, i in enumerate(order, start=1))
-            reply = _complete(gen, template.format(q=question, docs=docs), max_tokens, seed, cancel)
+            reply = complete(gen, template.format(q=question, docs=docs), max_tokens, seed, cancel)
             replies.append(reply)
             # a document's share does not depend on where it stood
             shares = support(_answer_only(reply, lang, pairs), question, shown)
@@ -868,7 +380,180 @@ def answer_support(gen: Generator, question: str, hits: Sequence[Hit], chars: in
     return totals, answers
 
 
-CancelCheck = Callable[[], bool]
+@dataclass
+class _Run:
+    """What the steps of one calibration run share: the library, its retriever, the model, the settings,
+    the stored state (updated in place) and the subjects' document frequency (computed once, if needed)."""
+
+    cat: Catalog
+    retriever: Retriever
+    gen: Generator
+    cfg: AutoGateConfig
+    st: dict[str, Any]
+    doc_frequency: Callable[[], dict[str, int]]
+    cancel: CancelToken | None
+
+    def check(self) -> None:
+        """Raise Cancelled when the token is set or a cancel was requested through the catalog."""
+        if self.cancel is not None and self.cancel.is_set:
+            raise Cancelled()
+        now = load_state(self.cat)
+        if now is not None and now.get("cancel"):
+            raise Cancelled()
+
+    def called(self, n: int = 1) -> None:
+        self.st["model_calls"] = self.st.get("model_calls", 0) + n
+
+
+def _start_state(cat: Catalog, cfg: AutoGateConfig, fp: list[str], plan: Callable[[], list[int | str]],
+                 clock: Callable[[], float]) -> dict[str, Any]:
+    """The stored run to resume (same library, same settings, not finished), else a new one with its
+    plan; marked running in this process, with any earlier cancel request cleared."""
+    st = load_state(cat)
+    resumable = (
+        st is not None
+        and st.get("fingerprint") == fp
+        and st.get("config") == cfg.__dict__
+        and st.get("status") in ("running", "cancelled", "failed")
+    )
+    if st is None or not resumable:
+        st = {"version": STATE_VERSION, "fingerprint": fp, "config": dict(cfg.__dict__), "plan": plan(),
+              "probes": [], "started": clock()}
+    st.update(status="running", pid=os.getpid(), cancel=False, error="")
+    _save_state(cat, st)
+    return st
+
+
+def _document_probe(run: _Run, doc: Document, i: int) -> tuple[str, str]:
+    """A sampled document's probe and its source: the title's own question verbatim ("title-question", no
+    model call); else a question on the subject the title shares with other documents ("topic") or, for a
+    title that names no subject at all, on its body's shared keywords ("keywords"); else a question from
+    the title and its headings ("title")."""
+    cfg, r = run.cfg, run.retriever
+    asks = title_question(doc.title)
+    if asks:
+        return asks, "title-question"
+    surface = r.tokenizer.surface_form
+    title_kw = r.query_keywords(doc.title, "doc")
+    words = topic_words(doc.title, title_kw, run.doc_frequency(), surface, cfg.topic_terms)
+    source = "topic"
+    named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
+    if len(words) < cfg.topic_min and named < cfg.topic_min:
+        # A title made of numbers and place words names no subject: its body's shared keywords do. A title
+        # with subject words of its own, even unshared ones, still describes its document best.
+        kd = run.cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
+        words = keyword_topic(kd, run.doc_frequency(), surface, cfg.topic_terms)
+        source = "keywords"
+    if len(words) >= cfg.topic_min:
+        question = write_topic_probe(run.gen, words, doc.title, cfg.seed + i, run.cancel)
+    else:
+        chunks = run.cat.chunks_of(doc.doc_id)
+        heads = heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
+        question, source = write_probe(run.gen, doc.title, heads, cfg.seed + i, run.cancel), "title"
+    run.called()
+    return question, source
+
+
+def _judge_by_answer(run: _Run, question: str, hits: dict[int, Hit],
+                     i: int) -> tuple[list[int], list[int], bool, dict[str, Any]]:
+    """(judged, relevant, undecided, what the probe's record keeps of the judge) of one disputed probe's
+    pooled documents: the model answers from them (every rotation); the documents holding most of the
+    answer's own words are the relevant set. All tied (every share 0 included): undecided."""
+    run.check()
+    pooled = list(hits.items())
+    cfg = run.cfg
+    shares, answers = answer_support(run.gen, question, [h for _d, h in pooled], cfg.answer_chars,
+                                     cfg.answer_tokens, cfg.seed + 1000 * i, run.cancel, quote=True)
+    run.called(len(answers))  # a call per rotation, quotes included
+    held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
+    judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
+    return judged, best, undecided, kept | {"answers": answers}
+
+
+def _ranked_probe(run: _Run, question: str, source: str, mine: list[int], i: int) -> dict[str, Any]:
+    """The probe ranked by the three methods and labelled over the pool of their first documents: its record."""
+    r = run.retriever
+    ctx = r.context(question, "doc")
+    ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0], "hybrid": r.rerank(ctx, "hybrid")[0]}
+    hits: dict[int, Hit] = {}
+    for m in METHODS:
+        for h in ranked[m].hits[: run.cfg.pool]:
+            hits.setdefault(h.doc_id, h)
+    tops = {tuple(h.doc_id for h in ranked[m].hits[: run.cfg.pool]) for m in METHODS}
+    relevant: list[int] = []
+    judged: list[int] = []
+    undecided = False
+    kept: dict[str, Any] = {}  # the judge's scores and answers
+    if mine:
+        # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
+        # then asks which ranking puts one of those documents first.
+        relevant, judged = list(mine), list(mine)
+    elif len(tops) == 1 and hits:
+        # Undisputed: the three rankings share their pooled prefix, so whichever of those
+        # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
+        # whatever a judge would say. Counted as such (a probe where re-ranking changes
+        # nothing is evidence too), not judged: no model call.
+        relevant = [next(iter(hits))]
+    else:
+        judged, relevant, undecided, kept = _judge_by_answer(run, question, hits, i)
+    return {
+        "question": question,
+        "source": source,
+        "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
+        "relevant": relevant,
+        "judged": judged,
+        "agreed": len(tops) == 1 and not mine,
+        "undecided": undecided,
+        "user_labelled": bool(mine),
+        **kept,
+    }
+
+
+def _probe(run: _Run, entry: int | str, i: int) -> dict[str, Any]:
+    """The record of the plan's probe ``entry``: a question the person asked (str) or a document (id)."""
+    mine: list[int] = []  # the person's own labels for their own question (log_label)
+    if isinstance(entry, str):
+        question, source = entry, "asked"
+        mine = user_labels(run.cat).get(entry, [])
+    else:
+        doc = run.cat.document(entry)
+        if doc is None:  # removed meanwhile: the fingerprint check makes this rare
+            return {"question": "", "rankings": {}, "relevant": [], "doc": entry}
+        question, source = _document_probe(run, doc, i)
+    if _same_question(question) in {_same_question(p["question"]) for p in run.st["probes"]}:
+        # Asked already in this run (two titles sharing the same words give the same subject probe;
+        # a person's question that a title also asks): counted once, so no question weighs double.
+        return {"question": question, "source": source, "duplicate": True, "rankings": {}, "relevant": [],
+                "judged": []}
+    return _ranked_probe(run, question, source, mine, i)
+
+
+def _gate_record(cat: Catalog, st: dict[str, Any], decision: GateDecision, fp: list[str],
+                 clock: Callable[[], float]) -> dict[str, Any]:
+    """The stored decision: the gate's fields, how its probes were labelled, and the counts
+    ``needs_calibration`` compares against."""
+    probes = st["probes"]
+    n_user = sum(1 for p in probes if p.get("user_labelled"))
+    record = decision.to_dict()
+    record.update(
+        labels=_labels_text(LABELS_ANSWER, n_user, len(probes)),
+        calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
+        fingerprint=fp,
+        n_judged=sum(len(p.get("judged", [])) for p in probes),
+        n_agreed=sum(1 for p in probes if p.get("agreed")),
+        # Disputed probes on which every pooled document held as much of the answers: counted as
+        # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
+        # not tell, not that re-ranking hurts (describe() says so).
+        n_undecided=sum(1 for p in probes if p.get("undecided")),
+        model_calls=st.get("model_calls", 0),
+        n_unlabelled=sum(1 for p in probes if not p["relevant"] and not p.get("duplicate")),
+        n_duplicate=sum(1 for p in probes if p.get("duplicate")),
+        n_asked=sum(1 for p in probes if p.get("source") == "asked"),
+        questions_logged=question_log(cat)[0],
+        n_user_labelled=n_user,
+        labels_logged=int((cat.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)),
+    )
+    return record
 
 
 def run_auto_gate(
@@ -895,179 +580,19 @@ def run_auto_gate(
         # subject probes' document frequency, and only read when one of them needs it
         return document_term_counts(cat)
 
-    @functools.cache
-    def doc_frequency() -> dict[str, int]:
-        # only when a document probe is written (a plan of asked questions needs none)
-        return document_frequency(term_counts())
-
-    st = load_state(cat)
-    resumable = (
-        st is not None
-        and st.get("fingerprint") == fp
-        and st.get("config") == cfg.__dict__
-        and st.get("status") in ("running", "cancelled", "failed")
-    )
-    if not resumable:
-        st = {
-            "version": STATE_VERSION,
-            "fingerprint": fp,
-            "config": dict(cfg.__dict__),
-            "plan": make_plan(cat, cfg.n_probes, cfg.seed, lambda t: r.query_keywords(t, "doc"), term_counts),
-            "probes": [],
-            "started": clock(),
-        }
-    assert st is not None
-    st.update(status="running", pid=os.getpid(), cancel=False, error="")
-    _save_state(cat, st)
+    st = _start_state(cat, cfg, fp, lambda: make_plan(cat, cfg.n_probes, cfg.seed,
+                                                      lambda t: r.query_keywords(t, "doc"), term_counts), clock)
     t0 = time.monotonic()
-    gen = generator or svc.runtime.generator()
-    # The logit judge needs the model's likelihoods; a backend without them gets the pairwise judge.
-    judge_kind = cfg.judge if cfg.judge != "logit" or isinstance(gen, TokenScorer) else "pairwise"
-
-    def check() -> None:
-        if cancel is not None and cancel.is_set:
-            raise Cancelled()
-        now = load_state(cat)
-        if now is not None and now.get("cancel"):
-            raise Cancelled()
-
-    def judge_pool(kind: str, question: str, hits: dict[int, Hit],
-                   i: int) -> tuple[list[int], list[int], bool, dict[str, Any]]:
-        """(judged, relevant, undecided, what the probe's record keeps of the judge) of one disputed
-        probe's pooled documents."""
-        if kind == "answer":
-            # The model answers from the pooled documents (every rotation); the documents holding most of
-            # the answer's own words are the relevant set. All tied (every share 0 included): undecided.
-            check()
-            pooled = list(hits.items())
-            shares, answers = answer_support(gen, question, [h for _d, h in pooled], cfg.answer_chars,
-                                             cfg.answer_tokens, cfg.seed + 1000 * i, cancel, cfg.answer_quote)
-            st["model_calls"] = st.get("model_calls", 0) + len(answers)  # a call per rotation, quotes included
-            held = {d: v for (d, _h), v in zip(pooled, shares, strict=True)}
-            judged, best, undecided, kept = _labelled_by_score(held, cfg.answer_tie)
-            return judged, best, undecided, kept | {"answers": answers}
-        if kind == "logit" and isinstance(gen, TokenScorer):
-            # Every pooled document scored alone (no position to prefer); the best-scored ones are
-            # the relevant set, so MRR@10 rewards the ranking that put one of them first.
-            scores: dict[int, float] = {}
-            for did, h in hits.items():
-                check()
-                st["model_calls"] = st.get("model_calls", 0) + 1
-                scores[did] = score_document(gen, question, h, cfg.judge_chars, cancel)
-            return _labelled_by_score(scores, cfg.logit_tie)
-        if kind == "pairwise":
-            # The baseline's first document against each re-ranking's first: the gate's own
-            # question. A document consistently beaten (both orders) is not relevant; the
-            # rest are, so MRR@10 below rewards the ranking that put the preferred one first.
-            pooled = list(hits.items())
-            beaten: set[int] = set()
-            for j, (did, h) in enumerate(pooled[1:], start=1):
-                check()
-                st["model_calls"] = st.get("model_calls", 0) + 2
-                won = prefer(gen, question, pooled[0][1], h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel)
-                if won is not None:
-                    beaten.add(did if won == 0 else pooled[0][0])
-            judged = [d for d, _h in pooled]
-            # no consistent preference at all: the judge could not tell
-            return judged, [d for d in judged if d not in beaten], not beaten, {}
-        judged, relevant = [], []
-        for j, (did, h) in enumerate(hits.items()):
-            check()
-            judged.append(did)
-            st["model_calls"] = st.get("model_calls", 0) + 1
-            if judge(gen, question, h, cfg.judge_chars, cfg.seed + 1000 * i + j, cancel):
-                relevant.append(did)
-        return judged, relevant, False, {}
-
+    run = _Run(cat, r, generator or svc.runtime.generator(), cfg, st,
+               functools.cache(lambda: document_frequency(term_counts())), cancel)
     try:
         plan: list[int | str] = st["plan"]
         for i in range(len(st["probes"]), len(plan)):
-            check()
-            entry = plan[i]
+            run.check()
             yield Progress("calibrate", i, len(plan), f"probe {i + 1} of {len(plan)}")
-            mine: list[int] = []  # the person's own labels for their own question (log_label)
-            if isinstance(entry, str):  # the person's own question
-                question, source = entry, "asked"
-                mine = user_labels(cat).get(entry, [])
-            else:
-                doc = cat.document(entry)
-                if doc is None:  # removed meanwhile: the fingerprint check makes this rare
-                    st["probes"].append({"question": "", "rankings": {}, "relevant": [], "doc": entry})
-                    _save_state(cat, st)
-                    continue
-                asks, words, topic_source = "", [], "topic"
-                if cfg.probe_from == "topic":
-                    asks = title_question(doc.title)
-                    if not asks:
-                        surface = r.tokenizer.surface_form
-                        title_kw = r.query_keywords(doc.title, "doc")
-                        words = topic_words(doc.title, title_kw, doc_frequency(), surface, cfg.topic_terms)
-                        named = sum(1 for k in title_kw if k.weight > 0 and is_subject_word(surface(k.term)))
-                        if len(words) < cfg.topic_min and named < cfg.topic_min:
-                            # The title names no subject ("第946条", "scan_001"): its body's shared keywords do.
-                            # A title that names one of its own ("社区垃圾分类投放指引") keeps the title probe.
-                            kd = cat.keywords("d", [doc.doc_id]).get(doc.doc_id, [])
-                            words = keyword_topic(kd, doc_frequency(), surface, cfg.topic_terms)
-                            topic_source = "keywords"
-                if asks:  # the title's own question, verbatim: no model call
-                    question, source = asks, "title-question"
-                elif len(words) >= cfg.topic_min:
-                    question, source = write_topic_probe(gen, words, doc.title, cfg.seed + i, cancel), topic_source
-                else:
-                    chunks = cat.chunks_of(doc.doc_id)
-                    heads = _heading_lines(chunks[0].text if chunks else "", doc.title, cfg.headings)
-                    question, source = write_probe(gen, doc.title, heads, cfg.seed + i, cancel), "title"
-                if source != "title-question":
-                    st["model_calls"] = st.get("model_calls", 0) + 1
-            if _same_question(question) in {_same_question(p["question"]) for p in st["probes"]}:
-                # Asked already in this run (two titles sharing the same words give the same subject probe;
-                # a person's question that a title also asks): counted once, so no question weighs double.
-                st["probes"].append({"question": question, "source": source, "duplicate": True,
-                                     "rankings": {}, "relevant": [], "judged": []})
-                _save_state(cat, st)
-                continue
-            ctx = r.context(question, "doc")
-            ranked = {"baseline": ctx.baseline, "causal": r.rerank(ctx, "causal")[0],
-                      "hybrid": r.rerank(ctx, "hybrid")[0]}
-            hits: dict[int, Hit] = {}
-            for m in METHODS:
-                for h in ranked[m].hits[: cfg.pool]:
-                    hits.setdefault(h.doc_id, h)
-            tops = {tuple(h.doc_id for h in ranked[m].hits[: cfg.pool]) for m in METHODS}
-            relevant: list[int] = []
-            judged: list[int] = []
-            undecided = False
-            kept: dict[str, Any] = {}  # the judge's scores (and the answer judge's answers)
-            if mine:
-                # Labelled by the person (cited by an answer, or opened): no judge. The gate's MRR@10
-                # then asks which ranking puts one of those documents first.
-                relevant, judged = list(mine), list(mine)
-            elif len(tops) == 1 and hits:
-                # Undisputed: the three rankings share their pooled prefix, so whichever of those
-                # documents is relevant, it has the same rank in all three: Δ = 0 for this probe
-                # whatever a judge would say. Counted as such (a probe where re-ranking changes
-                # nothing is evidence too), not judged: no model call.
-                relevant = [next(iter(hits))]
-            else:
-                try:
-                    judged, relevant, undecided, kept = judge_pool(judge_kind, question, hits, i)
-                except NotImplementedError as exc:
-                    # The backend cannot give likelihoods after all (a server that returns no
-                    # logprobs): the pairwise judge for this probe and the rest, and the record says so.
-                    judge_kind = "pairwise"
-                    st["judge_fallback"] = str(exc)
-                    judged, relevant, undecided, kept = judge_pool(judge_kind, question, hits, i)
-            st["probes"].append({
-                "question": question,
-                "source": source,
-                "rankings": {m: [h.doc_id for h in ranked[m].hits[:TOP]] for m in METHODS},
-                "relevant": relevant,
-                "judged": judged,
-                "agreed": len(tops) == 1 and not mine,
-                "undecided": undecided,
-                "user_labelled": bool(mine),
-                **kept,
-            })
+            st["probes"].append(_probe(run, plan[i], i))
+            # a cancel asked during this probe's model calls: saving first would overwrite the request
+            run.check()
             _save_state(cat, st)
         decision = decide_from_state(st, cfg.seed)
     except Cancelled:
@@ -1081,37 +606,13 @@ def run_auto_gate(
         raise
     st["status"] = "done"
     st["seconds"] = round(st.get("seconds", 0.0) + time.monotonic() - t0, 1)
-    record = decision.to_dict()
-    n_user = sum(1 for p in st["probes"] if p.get("user_labelled"))
-    record.update(
-        labels=_labels_text(_JUDGE_LABELS[judge_kind], n_user, len(st["probes"])),
-        judge=judge_kind,
-        judge_fallback=st.get("judge_fallback", ""),  # why the logit judge was not used, if it was asked for
-        calibrated_at=datetime.fromtimestamp(clock(), UTC).isoformat(timespec="seconds"),
-        fingerprint=fp,
-        n_judged=sum(len(p.get("judged", [])) for p in st["probes"]),
-        n_agreed=sum(1 for p in st["probes"] if p.get("agreed")),
-        # Disputed probes on which the pairwise judge changed its mind with the order: counted as
-        # ties (Δ = 0). When they are most of the disputed ones, a "neither" says the judge could
-        # not tell, not that re-ranking hurts (describe() says so).
-        n_undecided=sum(1 for p in st["probes"] if p.get("undecided")),
-        model_calls=st.get("model_calls", 0),
-        n_unlabelled=sum(1 for p in st["probes"] if not p["relevant"] and not p.get("duplicate")),
-        n_duplicate=sum(1 for p in st["probes"] if p.get("duplicate")),
-        n_asked=sum(1 for p in st["probes"] if p.get("source") == "asked"),
-        questions_logged=_question_log(cat)[0],
-        n_user_labelled=n_user,
-        labels_logged=int((cat.get_json(QUESTION_LOG_KEY) or {}).get("n_labels", 0)),
-    )
+    record = _gate_record(cat, st, decision, fp, clock)
     with cat.transaction():
         cat.set_json(GATE_KEY, record)
         st["updated"] = clock()
         cat.set_json(AUTO_KEY, st)
-    yield Progress("calibrate", len(st["plan"]), len(st["plan"]), "done")
+    yield Progress("calibrate", len(plan), len(plan), "done")
     yield decision
-
-
-_JUDGE_LABELS = {"answer": LABELS_ANSWER, "logit": LABELS_LOGIT, "pairwise": LABELS_PAIRWISE, "pointwise": LABELS}
 
 
 def _labels_text(method: str, n_user: int, n: int) -> str:
@@ -1198,10 +699,6 @@ def describe(gate: dict[str, Any] | None) -> str:
     if und is not None:
         text += f"; the judge could not tell the documents apart on {und[0]} of {und[1]} disputed probes"
     return text
-
-
-def dumps_state(catalog: Catalog) -> str:
-    return json.dumps(load_state(catalog) or {}, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """``rag-desktop calibrate``: the corpus-level gate of paper 000 §4.6 for one library.
 
-Probes: n chunks sampled from the library (seeded), each turned into a question
-by the local generator, or questions the user typed (a JSONL file of
-``{"question": ..., "relevant": [paths]}``). Labels: with ``--auto-label`` the
-probe's source document is taken as its relevant document (the question was
-written from it), which is the LLM-as-labeller set-up the paper allows; typed
-probes carry the user's labels. Per probe, MRR@10 of the relevant documents
-under baseline, causal and hybrid; then gate.calibrate (2,000 seeded bootstrap
-draws) decides, and the decision is stored in the library and shown.
+Probes: questions the user typed (a JSONL file of ``{"question": ..., "relevant": [paths]}``,
+``calibrate --probes-file``), or in the wizard n chunks sampled from the library (seeded), each
+turned into a question by the local generator, which the user then labels. A generated probe's
+source passage is never taken as its answer on its own: such a question repeats its passage's
+words, so the baseline ranks that passage first and the probe never meets the documents that
+repeat a question's words without answering it (measured: docs/evaluation.md §1.2). Per probe,
+MRR@10 of the relevant documents under baseline, causal and hybrid; then gate.calibrate (2,000
+seeded bootstrap draws) decides, and the decision is stored in the library and shown.
 
 The desktop app's calibration wizard (ui/calibration_wizard.py) uses the same steps in
 pieces: ``probe_candidates`` ranks a probe once under every method and lists the documents
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -244,7 +244,7 @@ def store_decision(svc: RagService, decision: GateDecision, labels: str = "typed
 
 @dataclass(frozen=True)
 class CalibrationReport:
-    """What ``calibrate`` (typed or passage-written probes) decided; ``decision`` None: no usable probe."""
+    """What ``calibrate --probes-file`` decided; ``decision`` None: no usable probe."""
 
     decision: GateDecision | None
     probes: tuple[str, ...]
@@ -253,26 +253,11 @@ class CalibrationReport:
         return {"decision": None if self.decision is None else self.decision.to_dict(), "probes": list(self.probes)}
 
 
-def run_calibrate(svc: RagService, *, probes_file: Path | None = None, auto_label: bool = False,
-                  n_probes: int | None = None,
-                  on_progress: Callable[[Progress], None] | None = None) -> CalibrationReport:
-    """Typed probes (``probes_file``) or passage-written ones (``auto_label``), scored and the decision
-    stored in the library. One of the two must be given."""
-    if probes_file is None and not auto_label:
-        raise UserInputError("give --auto-label (the local model writes and labels probes) or "
-                             "--probes-file FILE.jsonl with typed, labelled questions")
-    probes: list[Probe] = []
-    if probes_file is not None:
-        probes = load_typed_probes(svc, probes_file)
-    else:
-        for ev in generate_probes(svc, n_probes or 30, seed=0):
-            if isinstance(ev, Probe):
-                probes.append(ev)
-            elif on_progress is not None:
-                on_progress(ev)
+def run_calibrate(svc: RagService, probes_file: Path) -> CalibrationReport:
+    """Typed probes (``probes_file``, the person's own labels) scored and the decision stored in the library."""
+    probes = load_typed_probes(svc, probes_file)
     if not probes:
         return CalibrationReport(None, ())
     decision = score_probes(svc, probes)
-    store_decision(svc, decision, "typed" if probes_file is not None
-                   else "passage-written probes, source passage as answer")
+    store_decision(svc, decision, "typed")
     return CalibrationReport(decision, tuple(p.question for p in probes))

@@ -26,6 +26,7 @@ from rag_desktop.app.abstention import check as check_abstention
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.passages import PassageFinder
+from rag_desktop.app.question_log import log_label, log_question
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import keywords as kw
@@ -373,9 +374,7 @@ class RagService:
         if not query:
             raise UserInputError("the question is empty")
         verdict = self.verdict(ranking)
-        from rag_desktop.app import auto_gate
-
-        auto_gate.log_question(self.library.catalog, query)  # future probes of the calibration gate
+        log_question(self.library.catalog, query)  # future probes of the calibration gate
         r = self.retriever()
         t0 = time.perf_counter()
         ctxs, cross = self.query_contexts(query, level, k, translate=translate)
@@ -654,12 +653,10 @@ class RagService:
     def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
         """Keep the person's relevance signal for a question they asked ("cited": its answer cites
         these documents; "opened": they opened one), as the automatic gate's labels
-        (``auto_gate.log_label``, issue 13). Never fails the caller: a label is worth less than
+        (``question_log.log_label``). Never fails the caller: a label is worth less than
         the answer or the viewer that produced it."""
-        from rag_desktop.app import auto_gate
-
         try:
-            auto_gate.log_label(self.library.catalog, question, doc_ids, how)
+            log_label(self.library.catalog, question, doc_ids, how)
         except sqlite3.Error as exc:
             log.warning("could not keep the %s documents of a question: %s", how, exc)
 

@@ -26,18 +26,16 @@ def calibrate_command(args: argparse.Namespace, svc: RagService) -> int:
     """``calibrate`` on ``svc`` (closed at the end)."""
     if getattr(args, "auto", False) or getattr(args, "cancel", False):
         return _auto(args, svc)
-    progress = _quiet if args.json else stage_progress_line
     probes_file = getattr(args, "probes_file", None)
     try:
-        if not probes_file and not args.auto_label:
+        if not probes_file:
             print(
-                "rag-desktop calibrate: give --auto-label (the local model writes and labels probes) or "
-                "--probes-file FILE.jsonl with typed, labelled questions",
+                "rag-desktop calibrate: give --probes-file FILE.jsonl with typed, labelled questions, "
+                "or --auto (the local model writes and labels probes)",
                 file=sys.stderr,
             )
             return 2
-        report = run_calibrate(svc, probes_file=probes_file or None, auto_label=bool(args.auto_label),
-                               n_probes=args.probes, on_progress=progress)
+        report = run_calibrate(svc, probes_file)
     finally:
         svc.close()
     decision = report.decision

@@ -96,10 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="decide per library whether the causal reranker helps (§4.6)")
     _add_library(p)
-    p.add_argument("--probes", type=int, default=None, help="number of probes (default: 30; 12 with --auto)")
-    p.add_argument("--auto-label", action="store_true",
-                   help="(the old automatic gate) the local model writes one question per passage; "
-                        "that passage is its answer")
+    p.add_argument("--probes", type=int, default=None, help="number of probes of --auto (default: 12)")
     p.add_argument("--auto", action="store_true",
                    help="the automatic gate: probes from titles (a title's own question, else one on the subject it "
                         "shares with other documents), answered by the local model from the pooled "

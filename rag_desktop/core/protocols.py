@@ -165,12 +165,11 @@ class TokenScorer(Protocol):
 
     One prompt evaluation, no sampling: ``first_token_logprobs(messages, words)[i]`` is
     log P(first token of ``words[i]`` | the chat prompt of ``messages``), read off the
-    logits after the template's generation prompt. The automatic calibration gate's judge
-    (app.auto_gate, docs/evaluation.md §1.2.3) compares these for "yes"/"no" across
-    documents instead of reading a sampled "yes", which the embedded models say to nearly
-    anything. Optional: callers check ``isinstance(gen, TokenScorer)``; an instance that turns out
-    unable to score (a server that returns no logprobs) raises NotImplementedError, and the caller
-    falls back to sampled replies.
+    logits after the template's generation prompt. Measured as a relevance judge comparing
+    "yes"/"no" across documents (docs/evaluation.md §1.2.3); the automatic gate (app.auto_gate)
+    now has the model answer instead, so no app path calls it. Optional: callers check
+    ``isinstance(gen, TokenScorer)``; an instance that turns out unable to score (a server that
+    returns no logprobs) raises NotImplementedError.
     """
 
     def first_token_logprobs(

@@ -16,11 +16,9 @@ EXEMPT = {"ui/i18n.py"}  # the string table: one entry a key, both languages
 
 # (kind, "path[:name]") -> the most lines it may have until it is split
 OVER: dict[tuple[str, str], int] = {
-    ("module", "app/auto_gate.py"): 1239,
-    ("function", "app/auto_gate.py:run_auto_gate"): 238,
-    ("module", "app/library.py"): 924,
-    ("class", "app/library.py:Library"): 598,
-    ("function", "app/library.py:_ingest"): 192,
+    ("module", "app/library.py"): 908,
+    ("class", "app/library.py:Library"): 588,
+    ("function", "app/library.py:_ingest"): 132,
     ("function", "backends/openai_generator.py:stream"): 105,
     ("function", "core/causal.py:causal_scores"): 138,
     ("function", "core/cfrag/counterfactuals.py:evaluate_counterfactuals"): 107,
@@ -28,7 +26,7 @@ OVER: dict[tuple[str, str], int] = {
     ("class", "ui/main_window.py:MainWindow"): 1031,
     ("function", "ui/main_window.py:_build"): 181,
     ("function", "ui/trace_view.py:_fill"): 104,
-    ("class", "app/service.py:RagService"): 582,
+    ("class", "app/service.py:RagService"): 549,
 }
 
 

@@ -29,6 +29,8 @@ from rag_desktop.app.passages import PassageFinder
 from rag_desktop.app.question_log import log_label, log_question
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
+from rag_desktop.app.source_needs import source_needs
+from rag_desktop.app.source_translation import SourceTranslator
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
 from rag_desktop.core.abstain import Abstention
@@ -49,6 +51,7 @@ from rag_desktop.core.fusion import fuse
 from rag_desktop.core.gate import EPS as GATE_EPS
 from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
     Answer,
@@ -237,7 +240,7 @@ class RagService:
         self.library = Library(library_dir, self.settings)
         self._retriever: Retriever | None = None
         self._passages: PassageFinder | None = None
-        self._passage_translations: dict[tuple[str, str, str], str] = {}
+        self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
 
@@ -525,52 +528,16 @@ class RagService:
     def translate_sources(
         self, sources: Sequence[Hit], target: Lang, cancel: CancelToken | None = None, *, whole_chunks: bool = True
     ) -> tuple[Hit, ...]:
-        """Sources in another language than the question, translated once and cached (issue 5).
-
-        ``whole_chunks``: the hits are whole chunks (cached in the library by chunk id);
-        otherwise they are answer passages (issue 12: only the passage is translated, cached
-        in memory by its text).
-        """
-        if not self.settings.generation.translate or target == "other":
+        """Sources in another language than the question, translated (app.source_translation)."""
+        if not self.settings.generation.translate:
             return tuple(sources)
-        gen = self.runtime.generator()
-        out: list[Hit] = []
-        for h in sources:
-            lang = detect_lang(h.text)
-            if lang in (target, "other"):
-                out.append(h)
-                continue
-            chunk_id = None
-            if whole_chunks:
-                chunk_id = h.unit_id if h.level == "chunk" else self._best_chunk_id(h)
-            key = (h.text, target, gen.identity)
-            cached = self._passage_translations.get(key)
-            if cached is None and chunk_id:
-                cached = self.library.catalog.translation(chunk_id, target, gen.identity)
-            if cached is None:
-                msgs = prompting.build_translation_messages(h.text, lang, target)
-                cached = _collect(
-                    gen.stream(
-                        msgs,
-                        max_tokens=min(2048, gen.n_ctx // 2),
-                        temperature=0.0,
-                        seed=self.settings.generation.seed,
-                        cancel=cancel,
-                    )
-                )
-                if chunk_id:
-                    with self.library.catalog.transaction():
-                        self.library.catalog.put_translation(chunk_id, target, gen.identity, cached)
-                else:
-                    self._passage_translations[key] = cached
-            out.append(dataclasses.replace(h, text=cached))
-        return tuple(out)
+        return self._source_translator.translate(sources, target, self.settings.generation.seed, cancel,
+                                                 whole_chunks=whole_chunks)
 
-    def _best_chunk_id(self, hit: Hit) -> int | None:
-        for c in self.library.catalog.chunks_of(hit.doc_id):
-            if c.text == hit.text:
-                return c.chunk_id
-        return None
+    def source_needs(self, query: str, answer: Answer,
+                     cancel: CancelToken | None = None) -> Iterator[Progress | tuple[SourceNeed, ...]]:
+        """Which cited sources ``answer`` needs: answered again without each (app.source_needs)."""
+        yield from source_needs(self.runtime.generator(), self.settings.generation, query, answer, cancel)
 
     def passage_finder(self) -> PassageFinder:
         """The answer-passage finder of this library (issue 12), sharing the retriever's encoder."""
@@ -779,7 +746,3 @@ class RagService:
             read=read if c.read_passages > 0 else None,
             stored=stored,
         )
-
-
-def _collect(events: Iterator[GenEvent]) -> str:
-    return "".join(e.text for e in events if e.kind == GenEventKind.TOKEN).strip()

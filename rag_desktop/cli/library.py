@@ -11,6 +11,7 @@ from rag_desktop.app.library import IngestReport
 from rag_desktop.cli.common import ABSTAINED_LINE, ProgressBar, print_json, service, terminal_safe
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.types import to_jsonable
+from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress, RankedList
 
 
@@ -120,15 +121,20 @@ def cmd_answer(args: argparse.Namespace) -> int:
                     sys.stdout.flush()
             elif isinstance(ev, Answer):
                 answer = ev
+        assert answer is not None
+        needs: tuple[SourceNeed, ...] | None = None
+        if getattr(args, "needs", False) and not answer.abstained:
+            needs = next(r for r in svc.source_needs(args.question, answer) if isinstance(r, tuple))
     finally:
         svc.close()
-    assert answer is not None
-    return _print_answer(answer, args.json)
+    return _print_answer(answer, args.json, needs)
 
 
-def _print_answer(answer: Answer, as_json: bool) -> int:
+def _print_answer(answer: Answer, as_json: bool, needs: tuple[SourceNeed, ...] | None = None) -> int:
     if as_json:
         out = to_jsonable(answer)
+        if needs is not None:
+            out["needs"] = to_jsonable(needs)
         out["abstained"] = answer.abstained
         out["abstain_reason"] = answer.abstention.reason if answer.abstention is not None else ""
         if answer.abstention is not None:  # with the derived coverage and lift, as core.abstain words them
@@ -140,6 +146,9 @@ def _print_answer(answer: Answer, as_json: bool) -> int:
         return 0
     print()
     _print_sources(answer)
+    for need in needs or ():
+        verdict = "needed: without it the answer changes" if need.needed else "not needed: the answer stays"
+        print(f"  [{need.n}] {verdict} (agreement {need.agreement:.2f}, {need.seconds:.1f} s)")
     return 0
 
 

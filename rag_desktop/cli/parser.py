@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_library(p)
     p.add_argument("--method", choices=["baseline", "causal", "cfrag"], default="causal")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--needs", action="store_true",
+                   help="then answer again without each cited source and say which ones the answer needs "
+                        "(one more answer per cited source)")
 
     p = sub.add_parser("chat", help="ask with follow-up questions (rewritten into standalone ones), a REPL")
     _add_library(p)

@@ -64,6 +64,11 @@ class GenResult:
         return self.finish_reason == "length"
 
 
+def collect_text(events: Iterator[GenEvent]) -> str:
+    """A stream's tokens joined: the whole reply, stripped."""
+    return "".join(e.text for e in events if e.kind == GenEventKind.TOKEN).strip()
+
+
 def generate_sequentially(
     generator: Generator,
     requests: Sequence[GenRequest],

@@ -408,6 +408,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.act_settings = QAction(self)
         self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
         self.act_settings.triggered.connect(self.open_settings)
+        self.act_models = QAction(self)
+        self.act_models.triggered.connect(self.open_models)
         self.act_quit = QAction(self)
         self.act_quit.setShortcut(QKeySequence("Ctrl+Q"))
         self.act_quit.triggered.connect(self.request_quit)
@@ -429,7 +431,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         for a in (self.act_focus, self.act_cancel):
             self.addAction(a)
         self.file_menu = self.menuBar().addMenu("")
-        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings):
+        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings, self.act_models):
             self.file_menu.addAction(a)
         # Quit apart from the rest, so it is not hit by a slip of the mouse off Settings…
         self.file_menu.addSeparator()
@@ -470,6 +472,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
     def retranslate(self) -> None:
         apply_qt_language(i18n.language())  # Qt's own buttons (OK, Cancel, Yes, No) follow the UI
         self.retranslate_title()
+        if getattr(self, "models_page", None) is not None:
+            self.models_page.retranslate()
         self.conversation_panel.retranslate()
         self.conversation_dock.setWindowTitle(tr("conv.title"))
         self.query_label.setText(tr("query.label"))
@@ -503,6 +507,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.act_rescan.setText(tr("lib.rescan"))
         self.act_export.setText(tr("menu.export"))
         self.act_settings.setText(tr("menu.settings"))
+        self.act_models.setText(tr("menu.models"))
         self.act_quit.setText(tr("menu.quit"))
         self.act_focus.setText(tr("menu.focus_query"))
         self.act_cancel.setText(tr("menu.cancel"))
@@ -1117,6 +1122,18 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         dlg.open()
         self.settings_dialog = dlg
 
+    def open_models(self) -> None:
+        """The Models page (ui/models_page.py); its Use goes through apply_settings like the dialog's OK."""
+        from rag_desktop.ui.models_page import ModelsPage
+
+        page = getattr(self, "models_page", None)
+        if page is None:
+            page = self.models_page = ModelsPage(self.settings, self)
+            page.settings_chosen.connect(self.apply_settings)
+        page.set_settings(self.settings)
+        page.show()
+        page.raise_()
+
     def apply_settings(self, new: Settings) -> None:
         """Adopt, persist and hand the settings to the service (on the worker: it may close models)."""
         lang_changed = new.ui.language != i18n.language()
@@ -1208,6 +1225,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self._save_ui_state()
         self.runner.cancel_all()
         self.render_runner.cancel_all()
+        if getattr(self, "models_page", None) is not None:  # stops a download; its partial file stays
+            self.models_page.done(0)
         model_runner = getattr(self, "model_runner", None)
         if model_runner is not None:  # a cancelled join removes its temporary file
             model_runner.cancel_all()

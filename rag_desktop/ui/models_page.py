@@ -202,8 +202,9 @@ class ModelsPage(QDialog):
 
     def button(self, key: str) -> QPushButton:
         """The action button of the row ``key`` (tests and keyboard users find it by name)."""
-        btn = self.findChild(QPushButton, f"action:{key}")
-        assert btn is not None, key
+        i = next(i for i, r in enumerate(self.rows) if r.key == key)
+        btn = self.table.cellWidget(i, len(COLUMNS) - 1)  # not findChild: a replaced button lingers until deleted
+        assert isinstance(btn, QPushButton), key
         return btn
 
     def row(self, key: str) -> ModelRow:

@@ -970,6 +970,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "models.downloaded": ("Downloaded and checked (sha256): {path}. Press Use to switch to it.",
                           "已下载并校验（sha256）：{path}。点击“使用”即可切换。"),
     "models.already_there": ("Already on disk and checked (sha256): {path}.", "已在本机并通过校验（sha256）：{path}。"),
+    "models.cancelling": ("Stopping the download…", "正在停止下载…"),
     "models.cancelled": ("Download cancelled. What arrived is kept; Download again resumes from there.",
                          "下载已取消。已下载的部分会保留；再次点击“下载”将从中断处继续。"),
     "models.kept": ("{size} already downloaded are kept; Download again resumes from there.",

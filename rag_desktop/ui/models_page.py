@@ -289,7 +289,9 @@ class ModelsPage(QDialog):
         self.refresh()
 
     def cancel_download(self) -> None:
-        self.runner.cancel("download.")
+        # A read blocked on a silent server ends at its timeout (app/fetch.py): say it is under way.
+        if self.runner.cancel("download."):
+            self.progress_label.setText(tr("models.cancelling"))
 
     # ------------------------------------------------------------------ errors and lifetime
     def _show_error(self, text: str) -> None:

@@ -200,3 +200,23 @@ def test_switching_the_generator_takes_effect_without_restart(qtbot: Any, tmp_pa
     finally:
         service.runtime.close()
         service.close()
+
+
+def test_cancel_stops_the_download_and_keeps_what_arrived(qtbot: Any, hub: FakeHub, chunks: None,
+                                                          settings: Settings, page_for: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 1)  # a blocked read sees the cancel at its timeout
+    f = serve_qwen(hub)
+    hub.stall_after[(QWEN.repo_id, QWEN.target)] = 150_000
+    page = page_for(settings, hub.url)
+    page.button(QWEN_KEY).click()
+    qtbot.waitUntil(lambda: page.progress.value() > 0, timeout=20_000)
+    page.cancel_btn.click()
+    assert page.progress_label.text() == tr("models.cancelling")
+    qtbot.waitUntil(lambda: page.downloading is None, timeout=20_000)
+    assert page.status.text() == tr("models.cancelled") and page.last_error == ""
+    assert not Path(page.row(QWEN_KEY).path).exists()
+    partial = list((Path(page.row(QWEN_KEY).path).parent / fetch.STAGING_DIR).rglob("*.incomplete"))
+    assert len(partial) == 1 and 0 < partial[0].stat().st_size < len(f.content)

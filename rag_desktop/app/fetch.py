@@ -41,15 +41,30 @@ How a model is fetched (:func:`fetch_model`):
    machine, a Ctrl-C, a bad checksum or a crash never leaves a half-written model under the
    final name; the settings can point there safely.
 
+Progress and cancel (the desktop app's Models page): ``progress(done, total)`` hears the bytes on
+disk of the model — the verified files plus the partial ``*.incomplete`` file huggingface_hub is
+appending to, polled by a watcher thread every :data:`WATCH_INTERVAL_S` (``hf_hub_download`` has no
+progress callback). ``cancel`` is a :class:`~rag_desktop.core.types.CancelToken`: between files it
+is checked as usual; during a file the watcher raises :class:`~rag_desktop.core.types.Cancelled`
+in the downloading thread (``PyThreadState_SetAsyncExc``), the in-process equivalent of the CLI's
+Ctrl-C: it arrives between two chunks (or when a stalled read times out), only while
+``hf_hub_download`` runs, and the partial file is kept for the next run to resume.
+
+``allow_network``: the app forces ``HF_HUB_OFFLINE=1`` once a local embedder loads
+(backends/flag_embedder.py); a person pressing Download is asking for the network, so the
+fetch lifts huggingface_hub's offline switch for its own calls and puts it back afterwards.
+
 ``huggingface_hub`` (and ``requests``, its dependency) are imported lazily: importing this
 module costs nothing and works without them.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,11 +75,13 @@ from typing import Any, Literal
 import tomli_w
 
 from rag_desktop.core.errors import ErrorKind, RagError
+from rag_desktop.core.types import Cancelled, CancelToken
 
 Role = Literal["generator", "embedder", "reranker"]
 ROLES: tuple[Role, ...] = ("generator", "embedder", "reranker")
 STAGING_DIR = ".fetch"  # under the destination; hidden, removed once empty
 HASH_BLOCK = 8 * 1024 * 1024
+WATCH_INTERVAL_S = 0.2  # how often the bytes on disk are reported during a download
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,9 @@ class ModelSource:
     optional: tuple[str, ...] = ()
     revision: str = "main"
     description: str = ""
+    # What the download weighs, for the Models page while the hub has not been asked (offline):
+    # the plan's exact total replaces it as soon as a download starts.
+    approx_bytes: int = 0
 
 
 # The real defaults (foundation issue / DESIGN.md "Models"). Edit here when a repo changes.
@@ -98,6 +118,7 @@ SOURCES: dict[Role, ModelSource] = {
         kind="file",
         required=("Qwen3-4B-Q4_K_M.gguf",),
         description="generator + translator, llama-cpp-python (about 2.5 GB)",
+        approx_bytes=2_497_000_000,
     ),
     "embedder": ModelSource(
         role="embedder",
@@ -112,6 +133,7 @@ SOURCES: dict[Role, ModelSource] = {
         optional=("sentencepiece.bpe.model", "1_Pooling/config.json", "modules.json",
                   "config_sentence_transformers.json", "sentence_bert_config.json"),
         description="embedder E(·), FlagEmbedding BGEM3FlagModel (about 2.3 GB)",
+        approx_bytes=2_290_000_000,
     ),
     "reranker": ModelSource(
         role="reranker",
@@ -122,6 +144,7 @@ SOURCES: dict[Role, ModelSource] = {
         weights=("model.safetensors", "pytorch_model.bin"),
         optional=("sentencepiece.bpe.model",),
         description="cross-encoder s(q,e), FlagEmbedding FlagReranker (about 2.3 GB)",
+        approx_bytes=2_290_000_000,
     ),
 }
 
@@ -134,6 +157,14 @@ class FetchError(RagError, RuntimeError):
 
 class ChecksumError(FetchError):
     """A downloaded file does not match the hub's checksum; the bad copy has been deleted."""
+
+
+class OfflineError(FetchError):
+    """The hub (or mirror) cannot be reached at all: no network, a firewall, a wrong endpoint."""
+
+
+class InterruptedDownload(FetchError):
+    """A transfer broke off on every attempt; the partial file is kept and the next run resumes it."""
 
 
 @dataclass(frozen=True)
@@ -283,7 +314,7 @@ def _hub_errors(endpoint: str, dest: Path, what: str) -> Iterator[None]:
     except OfflineModeIsEnabled as exc:
         raise FetchError(f"{what}: offline mode is enabled (HF_HUB_OFFLINE=1); run with HF_HUB_OFFLINE=0") from exc
     except (requests.ConnectionError, requests.Timeout) as exc:
-        raise FetchError(_offline_message(endpoint, exc, dest)) from exc
+        raise OfflineError(_offline_message(endpoint, exc, dest)) from exc
     except GatedRepoError as exc:
         raise FetchError(f"{what}: the repo is gated; accept its terms on the hub and log in "
                          f"(`huggingface-cli login` or HF_TOKEN)") from exc
@@ -444,7 +475,7 @@ def _download(
             raise FetchError(f"{remote.path}: offline mode is enabled (HF_HUB_OFFLINE=1)") from exc
         except transient as exc:
             if attempt == max_attempts:
-                raise FetchError(
+                raise InterruptedDownload(
                     f"downloading {source.repo_id}/{remote.path} was interrupted {max_attempts} time(s), last: "
                     f"{_short(exc)}. Run the command again to resume: the partial file is kept under "
                     f"{dest / STAGING_DIR}; nothing was installed under the final name."
@@ -461,6 +492,90 @@ def _download(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+Progress = Callable[[int, int], None]  # (bytes on disk, bytes in the plan)
+
+
+def _raise_in_thread(thread_id: int, exc: type[BaseException]) -> None:
+    """Schedule ``exc`` in another Python thread (it is raised at its next bytecode)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))
+
+
+def _bytes_on_disk(staging: Path, remote: RemoteFile) -> int:
+    """What has arrived of ``remote``: the staged file, else huggingface_hub's partial file.
+
+    huggingface_hub names the partial file ``<hash>.<etag>.incomplete``; the etag of an LFS file is
+    its sha256, of a regular file its git blob id — the checksums the plan already holds.
+    """
+    staged = staging / remote.path
+    if staged.is_file():
+        return staged.stat().st_size
+    etag = remote.sha256 or remote.git_sha1 or ""
+    sizes = [p.stat().st_size for p in _incomplete_dir(staging, remote.path).glob(f"*.{etag}.incomplete")]
+    return max(sizes, default=0)
+
+
+class _Watch:
+    """While one file downloads: report the bytes on disk, and turn a cancel into
+    :class:`Cancelled` in the downloading thread (see the module docstring)."""
+
+    def __init__(self, staging: Path, remote: RemoteFile, done_before: int, total: int,
+                 progress: Progress | None, cancel: CancelToken | None) -> None:
+        self.staging, self.remote, self.done_before, self.total = staging, remote, done_before, total
+        self.progress, self.cancel = progress, cancel
+        self.target = threading.get_ident()
+        self.stop = threading.Event()
+        self.lock = threading.Lock()  # the raise happens only while the download is still running
+        self.active = True
+        self.thread = threading.Thread(target=self._run, name="fetch-watch", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(WATCH_INTERVAL_S):
+            if self.progress is not None:
+                try:
+                    arrived = _bytes_on_disk(self.staging, self.remote)
+                except OSError:  # the partial file was renamed between listing and stat
+                    continue
+                self.progress(self.done_before + arrived, self.total)
+            if self.cancel is not None and self.cancel.is_set:
+                with self.lock:
+                    if self.active:
+                        _raise_in_thread(self.target, Cancelled)
+                # Once raised, nothing is left to report: the download is unwinding.
+                return
+
+    def __enter__(self) -> _Watch:
+        if self.progress is not None or self.cancel is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        with self.lock:
+            self.active = False
+        if self.thread.is_alive():
+            self.thread.join()
+
+
+@contextmanager
+def _network_allowed(allow: bool) -> Iterator[None]:
+    """Lift huggingface_hub's offline switch for this fetch (the person asked for it), then restore it."""
+    if not allow:
+        _check_online_mode()
+        yield
+        return
+    from huggingface_hub import constants
+    from huggingface_hub.utils import reset_sessions
+
+    saved = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = False
+    reset_sessions()  # a cached session carries the offline adapter of the switch it was made under
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved
+        reset_sessions()
+
+
 def fetch_model(
     source: ModelSource,
     dest: Path,
@@ -472,21 +587,29 @@ def fetch_model(
     retry_wait: float = 2.0,
     use_xet: bool = False,
     log: Log | None = None,
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+    allow_network: bool = False,
 ) -> FetchResult:
     """Fetch one model into ``dest`` (see the module docstring for the steps and guarantees).
 
-    ``log`` hears one line per step (the CLI prints them); None: silent.
+    ``log`` hears one line per step (the CLI prints them); None: silent. ``progress``, ``cancel``
+    and ``allow_network``: the module docstring, "Progress and cancel".
     """
-    if log is None:
-        log = _silent
-    _check_online_mode()
+    with _network_allowed(allow_network):
+        return _fetch_model(source, Path(dest).expanduser().resolve(), endpoint=_endpoint(endpoint), token=token,
+                            cache_dir=cache_dir, max_attempts=max_attempts, retry_wait=retry_wait,
+                            use_xet=use_xet, log=log or _silent, progress=progress, cancel=cancel)
+
+
+def _fetch_model(source: ModelSource, dest: Path, *, endpoint: str, token: str | bool | None,
+                 cache_dir: Path | None, max_attempts: int, retry_wait: float, use_xet: bool, log: Log,
+                 progress: Progress | None, cancel: CancelToken | None) -> FetchResult:
     from huggingface_hub import HfApi
 
-    ep = _endpoint(endpoint)
-    dest = Path(dest).expanduser().resolve()
     what = f"{source.repo_id}@{source.revision}"
-    with _hub_errors(ep, dest, what):
-        plan_ = plan(source, HfApi(endpoint=ep, token=token))
+    with _hub_errors(endpoint, dest, what):
+        plan_ = plan(source, HfApi(endpoint=endpoint, token=token))
     final = final_path(source, dest)
     log(f"{source.role}: {source.repo_id}@{plan_.commit[:12]} — {len(plan_.files)} file(s), "
         f"{_human(plan_.total_bytes)} → {final}")
@@ -496,6 +619,8 @@ def fetch_model(
         reason = verify_installed(plan_, dest)
         if reason is None:
             log("  already present, verified")
+            if progress is not None:
+                progress(plan_.total_bytes, plan_.total_bytes)
             return FetchResult(source.role, final, source.repo_id, plan_.commit, len(plan_.files),
                                plan_.total_bytes, reused=True)
         log(f"  {reason}; downloading again (the current copy stays until the new one is verified)")
@@ -503,9 +628,12 @@ def fetch_model(
     staging = dest / STAGING_DIR / source.target
     staging.mkdir(parents=True, exist_ok=True)
     n = len(plan_.files)
+    done = 0
     for i, remote in enumerate(plan_.files, start=1):
-        with _xet_disabled(not use_xet):
-            got = _download(plan_, remote, staging, endpoint=ep, token=token, cache_dir=cache_dir,
+        if cancel is not None:
+            cancel.raise_if_set()
+        with _xet_disabled(not use_xet), _Watch(staging, remote, done, plan_.total_bytes, progress, cancel):
+            got = _download(plan_, remote, staging, endpoint=endpoint, token=token, cache_dir=cache_dir,
                             max_attempts=max_attempts, retry_wait=retry_wait, log=log, dest=dest)
         reason = check_file(got, remote)
         if reason:
@@ -515,8 +643,13 @@ def fetch_model(
                 f"nothing was installed under {final}; run again to retry (a proxy or mirror may be "
                 f"serving a corrupted or different file)."
             )
+        done += remote.size
+        if progress is not None:
+            progress(done, plan_.total_bytes)
         log(f"  [{i}/{n}] {remote.path}  {_human(remote.size)}  {_checksum_name(remote)} ok")
 
+    if cancel is not None:
+        cancel.raise_if_set()
     installed = _install(plan_, staging, dest)
     staging_root = dest / STAGING_DIR
     if staging_root.is_dir() and not any(staging_root.iterdir()):

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from rag_desktop.app.abstention import check as check_abstention
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
+from rag_desktop.app.model_speed import Speed, SpeedMeter, record_speed
 from rag_desktop.app.passages import PassageFinder
 from rag_desktop.app.question_log import log_label, log_question
 from rag_desktop.app.retrieval import QueryContext, Retriever
@@ -584,11 +585,14 @@ class RagService:
         n_prompt = sum(gen.count_tokens(m.content) for m in msgs)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
         parts: list[str] = []
+        meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
         for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
             if ev.kind == GenEventKind.TOKEN:
+                meter.token()
                 parts.append(ev.text)
             yield ev
         text = "".join(parts).strip()
+        self._record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
         # The model's own markers first: one whose passage does not hold its sentence goes, and so
         # does a repeat; then sentences left uncited get the source that holds their words, marked
         # as matched (generation.check_citations / match_citations = false keep the model's text).
@@ -616,6 +620,16 @@ class RagService:
         """Whether the library holds an answer to ``query`` (app.abstention, core.abstain)."""
         return check_abstention(self.retriever(), query, ranked, self.library_languages(),
                                 lambda q, lang, target: self._translate_question(q, lang, target, cancel))
+
+    @staticmethod
+    def _record_speed(identity: str, speed: Speed | None) -> None:
+        """Keep a measured speed for the Models page; never fails the answer that measured it."""
+        if speed is None:
+            return
+        try:
+            record_speed(identity, speed)
+        except OSError as exc:
+            log.warning("could not record the generator's speed: %s", exc)
 
     def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
         """Keep the person's relevance signal for a question they asked ("cited": its answer cites

@@ -57,6 +57,7 @@ from rag_desktop.ui.conversation_actions import ConversationActions
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.library_actions import LibraryActions
 from rag_desktop.ui.library_panel import LibraryPanel, Listing
+from rag_desktop.ui.model_actions import prepare_in_background, show_models_page
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import (
     SpanKind,
@@ -405,11 +406,11 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.act_export = QAction(self)
         self.act_export.setShortcut(QKeySequence("Ctrl+E"))
         self.act_export.triggered.connect(self.choose_export)
-        self.act_settings = QAction(self)
-        self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
+        self.act_settings = QAction(self, shortcut=QKeySequence("Ctrl+,"))
         self.act_settings.triggered.connect(self.open_settings)
-        self.act_quit = QAction(self)
-        self.act_quit.setShortcut(QKeySequence("Ctrl+Q"))
+        self.act_models = QAction(self)
+        self.act_models.triggered.connect(self.open_models)
+        self.act_quit = QAction(self, shortcut=QKeySequence("Ctrl+Q"))
         self.act_quit.triggered.connect(self.request_quit)
         self.act_focus = QAction(self)
         self.act_focus.setShortcut(QKeySequence("Ctrl+L"))
@@ -429,7 +430,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         for a in (self.act_focus, self.act_cancel):
             self.addAction(a)
         self.file_menu = self.menuBar().addMenu("")
-        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings):
+        for a in (self.act_add, self.act_rescan, self.act_export, self.act_settings, self.act_models):
             self.file_menu.addAction(a)
         # Quit apart from the rest, so it is not hit by a slip of the mouse off Settings…
         self.file_menu.addSeparator()
@@ -470,6 +471,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
     def retranslate(self) -> None:
         apply_qt_language(i18n.language())  # Qt's own buttons (OK, Cancel, Yes, No) follow the UI
         self.retranslate_title()
+        if getattr(self, "models_page", None) is not None:
+            self.models_page.retranslate()
         self.conversation_panel.retranslate()
         self.conversation_dock.setWindowTitle(tr("conv.title"))
         self.query_label.setText(tr("query.label"))
@@ -503,6 +506,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self.act_rescan.setText(tr("lib.rescan"))
         self.act_export.setText(tr("menu.export"))
         self.act_settings.setText(tr("menu.settings"))
+        self.act_models.setText(tr("menu.models"))
         self.act_quit.setText(tr("menu.quit"))
         self.act_focus.setText(tr("menu.focus_query"))
         self.act_cancel.setText(tr("menu.cancel"))
@@ -1122,6 +1126,10 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         dlg.open()
         self.settings_dialog = dlg
 
+    def open_models(self) -> None:
+        self.models_page = show_models_page(self, getattr(self, "models_page", None), self.settings,
+                                            self.apply_settings)
+
     def apply_settings(self, new: Settings) -> None:
         """Adopt, persist and hand the settings to the service (on the worker: it may close models)."""
         lang_changed = new.ui.language != i18n.language()
@@ -1185,20 +1193,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         return bool(self.close())
 
     def prepare_model_in_background(self) -> None:
-        """Join/verify the embedded generator at launch on its own thread (issue 12), so the first
-        question does not wait for it silently; the status bar shows name, MB done and ETA."""
-        prepare = self.service.prepare_generator
-        self.model_runner = TaskRunner(self, serial=True)  # retrieval must not queue behind the join
-
-        def job(ctx: TaskContext) -> Iterator[object]:
-            yield from prepare(ctx.cancel)
-
-        self.model_runner.submit(
-            "model.prepare", job,
-            on_progress=lambda p: self.statusBar().showMessage(
-                progress_text(p), 5000 if p.stage == "model_ready" else 0),
-            on_error=self.show_error,
-        )
+        self.model_runner = prepare_in_background(self, self.service.prepare_generator, self.statusBar(),
+                                                  self.show_error)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.watcher is not None:
@@ -1213,6 +1209,8 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         self._save_ui_state()
         self.runner.cancel_all()
         self.render_runner.cancel_all()
+        if getattr(self, "models_page", None) is not None:  # stops a download; its partial file stays
+            self.models_page.done(0)
         model_runner = getattr(self, "model_runner", None)
         if model_runner is not None:  # a cancelled join removes its temporary file
             model_runner.cancel_all()

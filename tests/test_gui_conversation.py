@@ -136,18 +136,34 @@ def test_one_return_asks_once_and_a_quick_re_ask_is_not_dropped(qtbot: Any, env:
     assert calls == [FIRST, FIRST]
 
 
-def test_the_conversation_panel_never_widens_the_window(qtbot: Any, env: Any) -> None:
-    """At 1280 px the docked panel made the window wider than the screen; where docking would
-    need more room than the screen has, it floats instead, and the window keeps its width."""
+def test_the_conversation_panel_docks_beside_the_columns_at_1280(qtbot: Any, env: Any) -> None:
+    """At 1280 px a right-hand dock made the window wider than the screen, and the floating panel
+    that replaced it covered the columns; it now docks under the library, in the window's own
+    layout, and neither widens the window nor covers a column."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QWidget
+
     win, _svc = env
-    avail = win.screen().availableGeometry()
-    win.resize(max(avail.width(), win.minimumSizeHint().width()), 800)
+    win.resize(1280, 770)
+    type_and_ask(qtbot, win, FIRST)
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
     qtbot.wait(50)
-    before = win.frameGeometry().width()
-    assert not win.conversation_dock.isVisible()  # hidden until wanted
+    before = win.width()
+    dock = win.conversation_dock
+    assert not dock.isVisible()  # hidden until wanted
     win.show_conversation()
+    qtbot.waitUntil(dock.isVisible, timeout=3000)
     qtbot.wait(50)
-    assert win.conversation_dock.isVisible()
-    floating = win.minimumSizeHint().width() + win.conversation_dock.minimumSizeHint().width() > avail.width()
-    assert win.conversation_dock.isFloating() == floating
-    assert win.frameGeometry().width() == before
+
+    def in_window(w: QWidget) -> QRect:
+        return QRect(w.mapTo(win, w.rect().topLeft()), w.size())
+
+    assert not dock.isFloating() and dock.window() is win
+    assert win.width() == before == 1280
+    assert dock.width() >= 150 and dock.height() >= 150  # room to read the thread
+    for m in ("baseline", "causal", "cfrag"):
+        assert not in_window(dock).intersects(in_window(win.stacks[m])), m
+    assert not in_window(dock).intersects(in_window(win.columns_split))
+    win.conversation_dock.toggleViewAction().trigger()  # View → Conversation closes it again
+    assert not dock.isVisible()

@@ -21,6 +21,7 @@ from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import SYSTEM_CLOSED_BOOK, SYSTEM_COUNTERFACTUAL, SYSTEM_HYPOTHESIS, SYSTEM_SYNTHESIS
+from rag_desktop.core.cfrag.notes import say
 from rag_desktop.core.cfrag.types import (
     CFResult,
     CFTrace,
@@ -143,7 +144,7 @@ def make_cf_result(query: str = "Why do people fail the Wason selection task?") 
     rejected = (
         CounterfactualCandidate(2, "What is the boiling point of water?", "category", 0.41, "matching bias",
                                 "100 °C", 0.0, "differ", 0.59, 1.0, 0.1, 0.0, False, False,
-                                "off topic: sim 0.41 < θ_sim 0.50"),
+                                say("off_topic", sim="0.410", theta="0.50")),  # the core's own note
     )
     hyps = (
         HypothesisTrace(0, 0, "Matching bias <b>and</b> confirmation", "Passages [1] and [3] show it.", "json", "{}",

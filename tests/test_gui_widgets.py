@@ -139,6 +139,12 @@ def test_chips_and_why_card_explain_the_selected_document(qtbot: Any, env: Any) 
     sel = next(c for c in chips if c.term == "select")
     assert sel.text() == "selection" and "same word" in sel.toolTip()  # readable word, exact match
     assert isinstance(chips[0], Chip)
+    assert win.why.sentence.text() == ("Moved down from rank 1 to 2: of the question's words it only repeats "
+                                       "“wason”, “selection”, “task”; the words of its own that carry it are "
+                                       "“department”, “february”, “seminar”.")  # heaviest first
+    assert not win.why.body_scroll.isVisible()  # the numbers are behind the fold, closed by default
+    win.why.fold.click()
+    assert win.why.body_scroll.isVisible()
     why = win.why.body.text()
     assert "moved down by 1: baseline rank 1 → causal rank 2" in why
     assert "research" in why and "cosine 0.90" in why and "No fallback" in why

@@ -267,6 +267,25 @@ def test_chips_scroll_instead_of_cutting_off(qtbot: Any, env: Any) -> None:
 # --------------------------------------------------------------------------- the Why card
 
 
+def test_why_card_fits_at_1280_by_770_without_scrolling(qtbot: Any, env: Any) -> None:
+    """The card opens with its sentence and a closed fold; both fit the strip under the columns."""
+    win, _svc, _ = env
+    win.resize(1280, 770)
+    for lang in ("en", "zh"):
+        win.apply_settings(win.settings.replace("ui", language=lang))
+        ask(qtbot, win)
+        for row in range(win.columns["causal"].model.rowCount()):
+            win.columns["causal"].select_row(row)
+            qtbot.wait(10)
+            card = win.why
+            assert card.sentence.text() and not card.body_scroll.isVisible()
+            inside = card.contentsRect()
+            for part in (card.title, card.sentence, card.fold):
+                assert part.isVisible() and inside.contains(part.geometry()), (lang, row, part.objectName())
+                if part is not card.fold:
+                    assert part.height() >= part.heightForWidth(part.width()), (lang, row)  # no line cut off
+
+
 def test_why_card_says_what_held_a_rank() -> None:
     from test_gui_support import make_lists
 

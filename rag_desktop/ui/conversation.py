@@ -34,18 +34,16 @@ class ConversationPanel(QWidget):
         self.setObjectName("conversation")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
+        # No heading of its own: the dock's title bar names it, and the buttons alone fit the
+        # library's width in the left column where the window docks it (ui.conversation_actions).
         top = QHBoxLayout()
-        self.title = QLabel()
-        f = self.title.font()
-        f.setBold(True)
-        self.title.setFont(f)
         self.new_btn = QPushButton()
         self.new_btn.clicked.connect(self.new_requested.emit)
         self.export_btn = QPushButton()
         self.export_btn.clicked.connect(self.export_requested.emit)
-        top.addWidget(self.title, 1)
         top.addWidget(self.new_btn)
         top.addWidget(self.export_btn)
+        top.addStretch(1)
         self.history = QListWidget()
         self.history.setWordWrap(True)
         # the standalone question, editable, before retrieval
@@ -53,6 +51,7 @@ class ConversationPanel(QWidget):
         pl = QVBoxLayout(self.proposal)
         pl.setContentsMargins(0, 0, 0, 0)
         self.asked_as = QLabel()
+        self.asked_as.setWordWrap(True)  # the left column is narrow
         self.edit = QLineEdit()
         self.edit.setObjectName("standalone_question")
         self.edit.returnPressed.connect(self._confirm)
@@ -142,7 +141,6 @@ class ConversationPanel(QWidget):
         self.ask_standalone.emit(typed, typed)
 
     def retranslate(self) -> None:
-        self.title.setText(tr("conv.title"))
         self.new_btn.setText(tr("conv.new"))
         self.new_btn.setToolTip(tr("conv.new_tip"))
         self.export_btn.setText(tr("conv.export"))

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from rag_desktop.core.types import Answer
@@ -18,7 +17,7 @@ from rag_desktop.ui.window_part import WindowPart
 from rag_desktop.ui.worker import TaskContext, UserError
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QCheckBox, QDockWidget
+    from PySide6.QtWidgets import QCheckBox, QDockWidget, QSplitter
 
     from rag_desktop.ui.conversation import ConversationPanel
     from rag_desktop.ui.main_window import QueryState
@@ -31,6 +30,7 @@ class ConversationActions(WindowPart):
     auto_answer: QCheckBox
     conversation_panel: ConversationPanel
     conversation_dock: QDockWidget
+    side: QSplitter  # the left column: the library panel, then this dock
     ask: Callable[..., None]
 
     # ================================================================== conversation (issue 12)
@@ -43,12 +43,17 @@ class ConversationActions(WindowPart):
         self.conversation_panel.ask_standalone.connect(lambda q, typed: self.ask(q, typed=typed))
         self.conversation_panel.new_requested.connect(self.new_conversation)
         self.conversation_panel.export_requested.connect(self.choose_conversation_export)
-        self.conversation_dock = QDockWidget(self)
+        self.conversation_dock = QDockWidget()
         self.conversation_dock.setObjectName("conversation_dock")
         self.conversation_dock.setWidget(self.conversation_panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.conversation_dock)
-        # Hidden until wanted (View → Conversation, or a follow-up to confirm): at 1280×800 a
-        # docked thread beside three columns squeezed the question bar's boxes to nothing.
+        # Docked in the left column under the library, never beside or over the columns: at
+        # 1280 px the three columns and the question bar leave no width for a right-hand dock, and
+        # a floating one covered the columns. It can be closed (View → Conversation), not floated.
+        self.conversation_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.side.addWidget(self.conversation_dock)
+        self.side.setStretchFactor(0, 1)
+        self.side.setStretchFactor(1, 1)
+        # Hidden until wanted (View → Conversation, or a follow-up to confirm).
         self.conversation_dock.hide()
         self.conversation_panel.set_conversation(self.service.load_conversation())
 
@@ -94,20 +99,12 @@ class ConversationActions(WindowPart):
         return True
 
     def show_conversation(self) -> None:
-        """Open the conversation panel; float it over the window's right edge when docking it
-        would push the window past its screen (at 1280 px the three columns leave no room)."""
+        """Open the conversation panel in the left column, sharing its height with the library."""
         dock = self.conversation_dock
-        scr = self.screen()
-        if scr is not None and not dock.isVisible():
-            avail = scr.availableGeometry()
-            need = self.minimumSizeHint().width() + dock.minimumSizeHint().width()
-            dock.setFloating(need > avail.width())
-            if dock.isFloating():
-                w = max(dock.minimumSizeHint().width(), 320)
-                geo = self.frameGeometry()
-                dock.setGeometry(min(geo.right(), avail.right()) - w, geo.top() + 80, w, max(360, geo.height() - 160))
-        dock.show()
-        dock.raise_()
+        if not dock.isVisible():
+            dock.show()
+            h = self.side.height()
+            self.side.setSizes([h - h // 2, h // 2])
 
     def _record_turn(self, st: QueryState) -> None:
         from rag_desktop.core.conversation import Turn

@@ -385,8 +385,13 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         cl.addWidget(self.crosslang_line)
         cl.addWidget(self.error_bar)
         cl.addWidget(self.tabs, 1)
+        # The left column: the library, and under it the conversation when it is open (docked there
+        # it never covers the columns nor widens the window: ui.conversation_actions).
+        self.side = QSplitter(Qt.Orientation.Vertical)
+        self.side.setChildrenCollapsible(False)
+        self.side.addWidget(self.library_panel)
         outer = QSplitter(Qt.Orientation.Horizontal)
-        outer.addWidget(self.library_panel)
+        outer.addWidget(self.side)
         outer.addWidget(center)
         outer.setStretchFactor(0, 0)
         outer.setStretchFactor(1, 1)

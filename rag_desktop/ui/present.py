@@ -376,6 +376,35 @@ def hold_lines(expl: Explanation, ranked: RankedList) -> list[str]:
     return out
 
 
+# How many of its own (B) words the plain sentence names: the heaviest few carry the point; the
+# rest are in the fold (why_lines) with their weights.
+PLAIN_B_TERMS = 3
+
+
+def why_sentence(expl: Explanation, display: Mapping[str, str] | None = None) -> str:
+    """The "Why" card's opening: one plain sentence (current UI language) built only from the
+    recorded explanation — the direction from its baseline and causal ranks, the question's words
+    it only repeats (what its A terms were absorbed by) and its heaviest own B words."""
+    d_ = display or {}
+
+    def quoted(terms: Iterable[str]) -> str:  # the same quotation marks in both languages
+        return tr("why.plain.sep").join(f"“{d_.get(t, t)}”" for t in terms)
+
+    d = expl.baseline_rank - expl.new_rank
+    if d > 0:
+        head = tr("why.plain.up", old=expl.baseline_rank, new=expl.new_rank)
+    elif d < 0:
+        head = tr("why.plain.down", old=expl.baseline_rank, new=expl.new_rank)
+    else:
+        head = tr("why.plain.kept", old=expl.baseline_rank)
+    sp = expl.split
+    repeated = list(dict.fromkeys(a.absorbed_by for a in sp.a_terms)) if sp is not None else []
+    own = [b.term for b in sorted(sp.b_terms, key=lambda b: -b.weight)[:PLAIN_B_TERMS]] if sp is not None else []
+    rep = tr("why.plain.repeats", terms=quoted(repeated)) if repeated else tr("why.plain.repeats_none")
+    carry = tr("why.plain.own", terms=quoted(own)) if own else tr("why.plain.own_none")
+    return tr("why.plain.sentence", head=head, repeats=rep, own=carry)
+
+
 def why_lines(expl: Explanation, hit: Hit | None = None, hybrid_weight: float | None = None,
               display: Mapping[str, str] | None = None, ranked: RankedList | None = None) -> list[str]:
     """The "Why" card in plain words (current UI language), one sentence per line.

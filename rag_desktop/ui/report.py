@@ -23,6 +23,7 @@ from rag_desktop.core.cfrag.types import CFResult, to_jsonable
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Hit, RankedList
 from rag_desktop.ui import i18n
+from rag_desktop.ui.cf_notes import cf_reasons, cf_tag
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.present import (
     COLOR_A,
@@ -236,7 +237,8 @@ class DecisionReport:
                  f"<th>{esc(tr('trace.h.info'))}</th><th>{esc(tr('trace.h.reason'))}</th></tr>")
         for cf in (*t.counterfactuals, *t.rejected_counterfactuals):
             p.append(f"<tr><td>{'✔' if cf.kept else '✘'}</td><td>{esc(cf.text)}</td>"
-                     f"<td>{esc(cf.transformation)}</td><td>{fmt(cf.sim_sem)}</td><td>{fmt(cf.info)}</td><td>{esc(cf.reason)}</td></tr>")
+                     f"<td>{esc(cf_tag(cf.transformation))}</td><td>{fmt(cf.sim_sem)}</td><td>{fmt(cf.info)}</td>"
+                     f"<td>{esc(cf_reasons(cf.reason))}</td></tr>")
         p.append("</table>")
         p.append(f"<h3>{esc(tr('trace.evidence'))}</h3><table><tr><th>#</th><th>{esc(tr('trace.h.passage'))}</th>"
                  "<th>s(q,e)</th><th>max s(q',e)</th><th>Δ</th>"

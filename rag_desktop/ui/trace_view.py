@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from rag_desktop.core.cfrag.types import CFTrace, CounterfactualCandidate
+from rag_desktop.ui.cf_notes import cf_note, cf_reasons, cf_tag
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import decision_key, fmt, scorer_text
@@ -175,8 +176,8 @@ def reject_reason(c: CounterfactualCandidate) -> str:
     if c.kept:
         return tr("trace.kept")
     if not c.valid:
-        return tr("trace.invalid", why=c.reason)
-    return tr("trace.not_top", why=c.reason)
+        return tr("trace.invalid", why=cf_reasons(c.reason))
+    return tr("trace.not_top", why=cf_reasons(c.reason))
 
 
 class TraceView(QScrollArea):
@@ -258,7 +259,7 @@ class TraceView(QScrollArea):
                                 pool=len(t.evidence), kept=len(t.kept_evidence), k=t.spectral.k_used,
                                 m=len(t.hypotheses), lam=fmt(t.lam, 2),
                                 scorer=scorer_text(t.scorer, t.scorer_is_substitute))
-                             + ("\n" + "\n".join("⚠ " + w for w in t.warnings) if t.warnings else ""))
+                             + ("\n" + "\n".join("⚠ " + cf_note(w) for w in t.warnings) if t.warnings else ""))
         cands: Sequence[CounterfactualCandidate] = (*t.counterfactuals, *t.rejected_counterfactuals)
         self.cf_table.setRowCount(len(cands))
         for r, c in enumerate(cands):
@@ -266,7 +267,7 @@ class TraceView(QScrollArea):
             cells = [
                 _item(status, reject_reason(c)),
                 _item(c.text, tr("trace.cf_tip", a=c.answer_q, b=c.answer_cf, f1=fmt(c.answer_f1, 2))),
-                _item(c.transformation),
+                _item(cf_tag(c.transformation)),
                 _item(fmt(c.sim_sem), tr("trace.sim_tip")),
                 _item(tr("trace.info_cell", info=fmt(c.info), d=fmt(c.div_sem, 2), a=fmt(c.div_ans, 2),
                          r=fmt(c.rel_dom, 2)),

@@ -1,13 +1,18 @@
-"""The "Why" card: one candidate's journey from the baseline rank to the causal rank, in words."""
+"""The "Why" card: one candidate's journey from the baseline rank to the causal rank, in words.
+
+It opens with one plain sentence (present.why_sentence); the scores, the formula and the A
+terms' cosines (present.why_lines) are behind a fold, closed by default, so the card fits the
+strip under the columns of a 1280 × 800 window without scrolling.
+"""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
 from rag_desktop.core.types import Explanation, Hit, RankedList
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.present import why_lines
+from rag_desktop.ui.present import why_lines, why_sentence
 
 
 class WhyCard(QFrame):
@@ -24,12 +29,15 @@ class WhyCard(QFrame):
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
-        self.body = QLabel()
-        self.body.setTextFormat(Qt.TextFormat.PlainText)  # document terms are untrusted
-        self.body.setWordWrap(True)
-        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        scroll = QScrollArea()  # the card can be longer than the space the splitter gives it
+        self.sentence = self._text_label()
+        self.fold = QToolButton()
+        self.fold.setObjectName("why_fold")
+        self.fold.setCheckable(True)
+        self.fold.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.fold.setAutoRaise(True)
+        self.fold.toggled.connect(self._set_open)
+        self.body = self._text_label()
+        scroll = QScrollArea()  # the opened fold can be longer than the space the splitter gives it
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -38,16 +46,33 @@ class WhyCard(QFrame):
         vp = scroll.viewport()
         if vp is not None:
             vp.setAutoFillBackground(False)
-        self.body.setAutoFillBackground(False)
         scroll.setWidget(self.body)
         lay.addWidget(self.title)
+        lay.addWidget(self.sentence)
+        lay.addWidget(self.fold)
         lay.addWidget(scroll, 1)
+        lay.addStretch(0)
         self._expl: Explanation | None = None
         self._hit: Hit | None = None
         self._weight: float | None = None
         self._display: dict[str, str] = {}
         self._ranked: RankedList | None = None
+        self._set_open(False)
         self.retranslate()
+
+    @staticmethod
+    def _text_label() -> QLabel:
+        lab = QLabel()
+        lab.setTextFormat(Qt.TextFormat.PlainText)  # document terms are untrusted
+        lab.setWordWrap(True)
+        lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lab.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        lab.setAutoFillBackground(False)
+        return lab
+
+    def _set_open(self, on: bool) -> None:
+        self.fold.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.body_scroll.setVisible(on)
 
     def set_explanation(self, expl: Explanation | None, hit: Hit | None, hybrid_weight: float | None = None,
                         display: dict[str, str] | None = None, ranked: RankedList | None = None) -> None:
@@ -63,9 +88,15 @@ class WhyCard(QFrame):
         return why_lines(self._expl, self._hit, self._weight, self._display, self._ranked)
 
     def retranslate(self) -> None:
+        self.fold.setText(tr("why.fold"))
+        self.fold.setToolTip(tr("why.fold_tip"))
         if self._expl is None:
             self.title.setText(tr("why.title_none"))
-            self.body.setText(tr("why.none") if self._hit is not None else "")
+            self.sentence.setText(tr("why.none") if self._hit is not None else "")
+            self.body.setText("")
+            self.fold.setVisible(False)
             return
         self.title.setText(tr("why.title", title=self._hit.title if self._hit else ""))
+        self.sentence.setText(why_sentence(self._expl, self._display))
         self.body.setText("\n".join("• " + line for line in self.lines()))
+        self.fold.setVisible(True)

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from rag_desktop.core.cfrag.calls import UsageSink, generate_group
 from rag_desktop.core.cfrag.common import _example_lang, cosine_rows
+from rag_desktop.core.cfrag.notes import say
 from rag_desktop.core.cfrag.parsing import parse_counterfactual_line, parse_counterfactuals, parse_numbered_answers
 from rag_desktop.core.cfrag.prompts import (
     EXAMPLE_COUNTERFACTUALS,
@@ -170,31 +171,25 @@ def evaluate_counterfactuals(
         reasons: list[str] = []
         norm = normalize_answer(text)
         if norm == norm_q:
-            reasons.append("identical to the original question")
+            reasons.append(say("identical"))
         elif norm in seen:
-            reasons.append(f"duplicate of candidate #{seen[norm]}")
+            reasons.append(say("duplicate", n=seen[norm]))
         else:
             seen[norm] = i
         sim = float(sims[i])
         if seen.get(norm) == i and norm != norm_q and not adds_content(query, text):
-            reasons.append("restates the question: adds no content word, so it asks for the same "
-                           "answer (L(q) = L(q'))")
+            reasons.append(say("restates"))
         if norm in examples:
-            reasons.append("copied from the prompt's example, not about this question")
+            reasons.append(say("copied_example"))
         elif example_sims is not None and float(example_sims[i]) > sim:
-            reasons.append(
-                f"closer to the prompt's example (cos {float(example_sims[i]):.3f}) than to the question "
-                f"({sim:.3f}): a paraphrase of the example"
-            )
+            reasons.append(say("near_example", ex=f"{float(example_sims[i]):.3f}", sim=f"{sim:.3f}"))
         if not sim > s.theta_sim:
-            reasons.append(f"sim_sem {sim:.3f} <= θ_sim {s.theta_sim:.2f}: off topic")
+            reasons.append(say("off_topic", sim=f"{sim:.3f}", theta=f"{s.theta_sim:.2f}"))
         judgement, f1 = judge_answers(answer_q, answers_cf[i], s.answer_same_f1)
         if degenerate:
             judgement = "undetermined"
         if judgement == "same":
-            reasons.append(
-                f"closed-book answers agree (token F1 {f1:.2f} > {s.answer_same_f1:.2f}): L(q) = L(q')"
-            )
+            reasons.append(say("answers_agree", f1=f"{f1:.2f}", limit=f"{s.answer_same_f1:.2f}"))
         div_sem = 1.0 - sim
         div_ans = 0.5 if judgement == "undetermined" else 1.0 - f1
         rd = float(rel_dom[i])
@@ -214,7 +209,7 @@ def evaluate_counterfactuals(
             kept.append(dataclasses.replace(cand, kept=True))
             continue
         if cand.valid:
-            reasons.append(f"valid, but Info {cand.info:.3f} ranks below the top N = {s.n_counterfactuals}")
+            reasons.append(say("below_top", info=f"{cand.info:.3f}", n=s.n_counterfactuals))
         rejected.append(dataclasses.replace(cand, reason="; ".join(reasons)))
     kept.sort(key=lambda c: kept_orders.index(c.order))
     return kept, rejected
@@ -270,7 +265,7 @@ def explore_counterfactuals(
                 cands.append((tau, line))
         raw = "\n".join(parts)
     if not cands:
-        warnings.append("the generator wrote no usable counterfactual question; running without Q_cf")
+        warnings.append(say("no_counterfactual"))
         return [], [], raw, warnings
     [cb] = generate_group(generator, "closed_book", [GenRequest(
         closed_book_messages([query] + [c[1] for c in cands]), tuning.max_tokens_closed_book,
@@ -290,12 +285,11 @@ def explore_counterfactuals(
     base_sims = cosine_rows(ex_vecs[[0, len(TYPE_EXAMPLES[lang]) + 1]], qv)[:, 0]
     example_sims = None if float(base_sims.max()) > s.theta_sim else cosine_rows(c_vecs, ex_vecs).max(axis=1)
     if closed_book_is_degenerate(answers[0], answers[1:]):
-        warnings.append("the closed-book answers were all identical, so L(q) ≠ L(q') could "
-                        "not be judged; candidates were ranked with Div_ans = 0.5")
+        warnings.append(say("closed_book_same"))
     kept, rejected = evaluate_counterfactuals(
         query, cands, sims=sims.tolist(), rel_dom=rel.tolist(), answer_q=answers[0],
         answers_cf=answers[1:], settings=s,
         example_sims=None if example_sims is None else example_sims.tolist())
     if not kept:
-        warnings.append("no counterfactual passed validation V(q, q'); φ_causal = 0 for every path")
+        warnings.append(say("none_valid"))
     return kept, rejected, raw, warnings

@@ -36,6 +36,7 @@ from rag_desktop.core.cfrag.evidence import (
     score_matrix,
     select_evidence,
 )
+from rag_desktop.core.cfrag.notes import say
 from rag_desktop.core.cfrag.parsing import parse_hypothesis, trim_to_sentence
 from rag_desktop.core.cfrag.prompts import _evidence_budget, hypothesis_messages, synthesis_messages
 from rag_desktop.core.cfrag.sampling import Subset, sample_subsets
@@ -124,7 +125,7 @@ def _scoring(run: CFRun, st: CFState) -> CFState:
     scale = resolve_score_scale(run.scorer, run.tuning)
     warnings = st.warnings
     if run.scorer.is_substitute:
-        warnings += (f"s(q, e) comes from a substitute scorer ({run.scorer.identity}), not a trained cross-encoder",)
+        warnings += (say("substitute_scorer", scorer=run.scorer.identity),)
     return dataclasses.replace(st, raw=raw, scores=normalise_scores(raw, scale), scale=scale, warnings=warnings)
 
 
@@ -146,7 +147,7 @@ def _filter(run: CFRun, st: CFState) -> CFState:
     kept_ids = tuple(i for i in range(len(pool)) if status[i] == "kept")
     warnings = st.warnings
     if pool and not kept_ids:
-        warnings += ("every retrieved passage was removed by the quality filter",)
+        warnings += (say("all_filtered"),)
     return dataclasses.replace(st, pool_vecs=pool_vecs, rep=rep, merged_by=tuple(frozenset(m) for m in merged_by),
                                quality=tuple(quality), relevance=relevance, status=tuple(status),
                                kept_ids=kept_ids, warnings=warnings)
@@ -278,7 +279,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     kind: DecisionKind
     if not hyps:
         kind = "no_evidence"
-        warnings.append("no evidence passed retrieval and filtering; no answer was generated")
+        warnings.append(say("no_evidence"))
     elif len(hyps) == 1 or agr >= s.agreement_threshold:
         kind = "single" if len(hyps) == 1 else "select"
         chosen = order[0]
@@ -310,11 +311,10 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         final_ans, final_rat, _how = parse_hypothesis(g.text)
         if not normalize_answer(final_ans):
             kind, chosen = "synthesis_fallback", order[0]
-            warnings.append("the synthesis reply had no answer; using the highest-Ψ hypothesis")
+            warnings.append(say("synthesis_empty"))
         elif not synthesis_is_grounded(final_ans, [h.answer for h in top], [x.text for x in sources]):
             kind, chosen = "synthesis_fallback", order[0]
-            warnings.append(f"the synthesis answer {final_ans[:60]!r} is neither in the evidence nor one of "
-                            "the candidates; using the highest-Ψ hypothesis")
+            warnings.append(say("synthesis_ungrounded", answer=repr(final_ans[:60])))
     if chosen >= 0:
         h = hyps[chosen]
         final_ans, final_rat = h.answer, h.rationale
@@ -324,8 +324,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
     if budget_hit:
         limit = t.max_tokens_hypothesis if chosen >= 0 else synth_limit
         final_ans = trim_to_sentence(final_ans)
-        warnings.append(f"the answer comes from a reply that used all of its {limit}-token budget, so it may "
-                        "be cut short (CFTuning.max_tokens_hypothesis / max_tokens_synthesis)")
+        warnings.append(say("budget_used", limit=limit))
     decision = DecisionTrace(
         agreement=agr, agreement_measure="mean pairwise token F1 of normalised answers",
         threshold=s.agreement_threshold, kind=kind, chosen=chosen, synthesized_from=synth_from,

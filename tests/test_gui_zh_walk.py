@@ -141,18 +141,20 @@ def test_every_visible_string_of_the_chinese_ui_is_chinese(qtbot: Any, zh_window
     assert found == [], report(found)
 
 
-def test_every_cfrag_note_is_read_back_and_said_in_chinese() -> None:
+def test_every_core_note_is_read_back_and_said_in_chinese() -> None:
+    """CF-RAG's and the re-ranking's warnings (core.notes books): each template read back, said in zh."""
     import string
 
     from rag_desktop.core.cfrag import notes
-    from rag_desktop.ui.cf_notes import cf_note, cf_reasons
+    from rag_desktop.ui.cf_notes import BOOKS, cf_note, cf_reasons
 
-    for name, template in notes.TEMPLATES.items():
-        fields = {f: "0.42" for _, f, _, _ in string.Formatter().parse(template) if f}
-        text = notes.say(name, **fields)
-        assert notes.read(text) == (name, fields)
-        with i18n.using("zh"):
-            assert english_words(cf_note(text)) == [], (name, cf_note(text))
+    for book in BOOKS:
+        for name, template in book.templates.items():
+            fields = {f: "0.42" for _, f, _, _ in string.Formatter().parse(template) if f}
+            text = book.say(name, **fields)
+            assert book.read(text) == (name, fields)
+            with i18n.using("zh"):
+                assert english_words(cf_note(text)) == [], (name, cf_note(text))
     joined = "; ".join([notes.say("duplicate", n=2), notes.say("off_topic", sim="0.310", theta="0.50")])
     with i18n.using("zh"):
         assert cf_reasons(joined) == "与第 2 个候选重复；sim_sem 0.310 ≤ θ_sim 0.50：偏离主题"

@@ -88,6 +88,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.core.notes import NoteBook
 from rag_desktop.core.types import AbsorbedTerm, Explanation, Hit, Keyword, KeywordSplit, RankedList
 
 F64 = npt.NDArray[np.float64]
@@ -557,6 +558,22 @@ def rerank(
     return CausalRerank(ranked=ranked, diagnostics=diag)
 
 
+_SEMANTIC = "at τ = {tau} the query absorbs almost every document keyword for this encoder"
+_EXACT = "the candidates' keywords are (almost) all query keywords"
+_THEN = {"all": "no candidate has an s_c, so the order is the baseline's",
+         "fallback": "those candidates fall back to s_sim, so the order is mostly the baseline's",
+         "demote": "those candidates are demoted without an s_c, so the causal score barely discriminates"}
+_ADVICE = {"semantic": " Calibrate τ for this encoder (calibrate_tau).", "exact": ""}
+# The re-ranking's warnings, one template each (core.notes: the UI says them in its language).
+CAUSAL_NOTES = NoteBook("causalnote", {
+    "no_query_terms": "The query has no keywords after stopword filtering: A(d) is empty and s_c scores each "
+                      "candidate's whole keyword set.",
+    **{f"empty_b_{what}_{then}": f"B(d) is empty for {{n}} of {{window}} candidates ({{pct}}): {why}; {so}."
+       + _ADVICE[what]
+       for what, why in (("semantic", _SEMANTIC), ("exact", _EXACT)) for then, so in _THEN.items()},
+})
+
+
 def _diagnostics(arrays: CausalArrays, cfg: CausalConfig, window: int, n_q: int) -> CausalDiagnostics:
     shares = arrays.a_share[np.isfinite(arrays.a_share)]
     a_share = float(shares.mean()) if shares.size else None
@@ -564,26 +581,14 @@ def _diagnostics(arrays: CausalArrays, cfg: CausalConfig, window: int, n_q: int)
     frac = n_empty / window if window else 0.0
     warnings: list[str] = []
     if n_q == 0 and window:
-        warnings.append(
-            "The query has no keywords after stopword filtering: A(d) is empty and s_c scores each "
-            "candidate's whole keyword set."
-        )
+        warnings.append(CAUSAL_NOTES.say("no_query_terms"))
     if window and frac > EMPTY_B_WARN_FRACTION:
-        what = (
-            f"at τ = {cfg.tau:.2f} the query absorbs almost every document keyword for this encoder"
-            if cfg.absorption == "semantic"
-            else "the candidates' keywords are (almost) all query keywords"
-        )
-        if n_empty == window:
-            then = "no candidate has an s_c, so the order is the baseline's"
-        elif cfg.empty_b_rule == "fallback":
-            then = "those candidates fall back to s_sim, so the order is mostly the baseline's"
-        else:
-            then = "those candidates are demoted without an s_c, so the causal score barely discriminates"
-        advice = " Calibrate τ for this encoder (calibrate_tau)." if cfg.absorption == "semantic" else ""
-        warnings.append(
-            f"B(d) is empty for {n_empty} of {window} candidates ({frac:.0%}): {what}; {then}.{advice}"
-        )
+        # which: the query absorbed them by meaning at τ (semantic) or they are its own words (exact);
+        # then: what that does to the order, by the empty-B rule
+        what = "semantic" if cfg.absorption == "semantic" else "exact"
+        then = "all" if n_empty == window else ("fallback" if cfg.empty_b_rule == "fallback" else "demote")
+        warnings.append(CAUSAL_NOTES.say(f"empty_b_{what}_{then}", n=n_empty, window=window, pct=f"{frac:.0%}",
+                                         tau=f"{cfg.tau:.2f}"))
     return CausalDiagnostics(
         window=window,
         tau=cfg.tau,

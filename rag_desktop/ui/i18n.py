@@ -362,6 +362,61 @@ TABLE: dict[str, tuple[str, str]] = {
                      "and the B terms' weights.",
                      "这句话背后的数字：s_sim、s_c、混合公式、A 词的余弦和 B 词的权重。"),
     # CF-RAG's notes (core.cfrag.notes templates, said by ui.cf_notes)
+    "cfnote.evidence_shrunk": ("the context (n_ctx = {n_ctx}) is too small for {m} hypotheses with full evidence "
+                               "decoded together: evidence per hypothesis shrunk from {full} to {budget} tokens",
+                               "上下文（n_ctx = {n_ctx}）不足以同时解码 {m} 个带完整证据的假设："
+                               "每个假设的证据从 {full} 个词元缩减到 {budget} 个"),
+    "cfnote.evidence_shrunk_batches": ("the context (n_ctx = {n_ctx}) is too small for {m} hypotheses with full "
+                                       "evidence decoded together: evidence per hypothesis shrunk from {full} to "
+                                       "{budget} tokens; the hypotheses are decoded in more than one batch",
+                                       "上下文（n_ctx = {n_ctx}）不足以同时解码 {m} 个带完整证据的假设："
+                                       "每个假设的证据从 {full} 个词元缩减到 {budget} 个；假设分多批解码"),
+    "causalnote.no_query_terms": ("The question has no keywords after stopword filtering: A(d) is empty and s_c "
+                                  "scores each candidate's whole keyword set.",
+                                  "去掉停用词后问题没有关键词：A(d) 为空，s_c 按每个候选的全部关键词打分。"),
+    "causalnote.empty_b_semantic_all": (
+        "B(d) is empty for {n} of {window} candidates ({pct}): "
+        "at τ = {tau} the question absorbs almost every document keyword for this encoder; "
+        "no candidate has an s_c, so the order is the baseline's. Calibrate τ for this encoder.",
+        "{window} 个候选中有 {n} 个的 B(d) 为空（{pct}）："
+        "在 τ = {tau} 时，问题几乎吸收了该编码器下文档的所有关键词；"
+        "没有候选有 s_c，因此顺序与基线相同。请为该编码器校准 τ。"),
+    "causalnote.empty_b_semantic_fallback": (
+        "B(d) is empty for {n} of {window} candidates ({pct}): "
+        "at τ = {tau} the question absorbs almost every document keyword for this encoder; "
+        "those candidates fall back to s_sim, so the order is mostly the baseline's. Calibrate τ for this encoder.",
+        "{window} 个候选中有 {n} 个的 B(d) 为空（{pct}）："
+        "在 τ = {tau} 时，问题几乎吸收了该编码器下文档的所有关键词；"
+        "这些候选退回 s_sim，因此顺序大体与基线相同。请为该编码器校准 τ。"),
+    "causalnote.empty_b_semantic_demote": (
+        "B(d) is empty for {n} of {window} candidates ({pct}): "
+        "at τ = {tau} the question absorbs almost every document keyword for this encoder; "
+        "those candidates are demoted without an s_c, so the causal score barely discriminates. "
+        "Calibrate τ for this encoder.",
+        "{window} 个候选中有 {n} 个的 B(d) 为空（{pct}）："
+        "在 τ = {tau} 时，问题几乎吸收了该编码器下文档的所有关键词；"
+        "这些候选因没有 s_c 被降位，因果分数几乎无法区分。请为该编码器校准 τ。"),
+    "causalnote.empty_b_exact_all": (
+        "B(d) is empty for {n} of {window} candidates ({pct}): "
+        "the candidates' keywords are (almost) all the question's keywords; "
+        "no candidate has an s_c, so the order is the baseline's.",
+        "{window} 个候选中有 {n} 个的 B(d) 为空（{pct}）："
+        "候选的关键词（几乎）都是问题的关键词；"
+        "没有候选有 s_c，因此顺序与基线相同。"),
+    "causalnote.empty_b_exact_fallback": (
+        "B(d) is empty for {n} of {window} candidates ({pct}): "
+        "the candidates' keywords are (almost) all the question's keywords; "
+        "those candidates fall back to s_sim, so the order is mostly the baseline's.",
+        "{window} 个候选中有 {n} 个的 B(d) 为空（{pct}）："
+        "候选的关键词（几乎）都是问题的关键词；"
+        "这些候选退回 s_sim，因此顺序大体与基线相同。"),
+    "causalnote.empty_b_exact_demote": (
+        "B(d) is empty for {n} of {window} candidates ({pct}): "
+        "the candidates' keywords are (almost) all the question's keywords; "
+        "those candidates are demoted without an s_c, so the causal score barely discriminates.",
+        "{window} 个候选中有 {n} 个的 B(d) 为空（{pct}）："
+        "候选的关键词（几乎）都是问题的关键词；"
+        "这些候选因没有 s_c 被降位，因果分数几乎无法区分。"),
     "cfnote.sep": ("; ", "；"),
     "cfnote.identical": ("identical to the original question", "与原问题相同"),
     "cfnote.duplicate": ("duplicate of candidate #{n}", "与第 {n} 个候选重复"),

@@ -51,6 +51,7 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Cancelled, Citation, Explanation, Hit, Progress, RankedList
 from rag_desktop.ui import i18n
 from rag_desktop.ui.answer_pane import AnswerPane, progress_text
+from rag_desktop.ui.cf_notes import cf_note
 from rag_desktop.ui.chips import ChipsPanel
 from rag_desktop.ui.columns import ResultColumn, Row, flat_text, make_row
 from rag_desktop.ui.conversation_actions import ConversationActions
@@ -733,7 +734,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         why_off = causal_off_text(off) if off is not None else ""
         if why_off and not c.verdict:  # with a verdict the heading says it; its numbers are the tooltip
             sub.append(why_off)
-        sub += ["⚠ " + w for w in (*d.warnings, *c.causal.warnings)]
+        sub += ["⚠ " + cf_note(w) for w in (*d.warnings, *c.causal.warnings)]
         self.columns["causal"].set_rows(rows, "\n".join(sub))
         self.columns["causal"].set_verdict(c.verdict)
         self.columns["causal"].header.setToolTip(why_off if c.verdict else "")

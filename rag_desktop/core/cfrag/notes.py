@@ -7,8 +7,7 @@ the UI language. A note made here is therefore always one the UI can translate.
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from rag_desktop.core.notes import NoteBook
 
 TEMPLATES: dict[str, str] = {
     # why a counterfactual question was rejected (CounterfactualCandidate.reason, joined by "; ")
@@ -32,31 +31,15 @@ TEMPLATES: dict[str, str] = {
     "synthesis_empty": "the synthesis reply had no answer; using the highest-Ψ hypothesis",
     "synthesis_ungrounded": "the synthesis answer {answer} is neither in the evidence nor one of the candidates; "
                             "using the highest-Ψ hypothesis",
+    "evidence_shrunk": "the context (n_ctx = {n_ctx}) is too small for {m} hypotheses with full evidence decoded "
+                       "together: evidence per hypothesis shrunk from {full} to {budget} tokens",
+    "evidence_shrunk_batches": "the context (n_ctx = {n_ctx}) is too small for {m} hypotheses with full evidence "
+                               "decoded together: evidence per hypothesis shrunk from {full} to {budget} tokens; "
+                               "the hypotheses are decoded in more than one batch",
     "budget_used": "the answer comes from a reply that used all of its {limit}-token budget, so it may be cut "
                    "short (CFTuning.max_tokens_hypothesis / max_tokens_synthesis)",
 }
 
-_FIELD = re.compile(r"\{(\w+)\}")
-
-
-def say(name: str, **values: Any) -> str:
-    """The English note ``name`` with ``values`` (already formatted as they should read)."""
-    return TEMPLATES[name].format(**{k: str(v) for k, v in values.items()})
-
-
-def _pattern(template: str) -> re.Pattern[str]:
-    parts = _FIELD.split(template)  # literal, field, literal, field, ...
-    rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
-    return re.compile(rf"^{rx}$", re.DOTALL)
-
-
-PATTERNS = {name: _pattern(t) for name, t in TEMPLATES.items()}
-
-
-def read(text: str) -> tuple[str, dict[str, str]] | None:
-    """(name, values) of a note made by :func:`say`, or None for any other text."""
-    for name, rx in PATTERNS.items():
-        m = rx.match(text)
-        if m:
-            return name, m.groupdict()
-    return None
+NOTES = NoteBook("cfnote", TEMPLATES)
+say = NOTES.say
+read = NOTES.read

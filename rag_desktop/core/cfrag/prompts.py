@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from rag_desktop.core.cfrag.common import _CITE, _example_lang
+from rag_desktop.core.cfrag.notes import say
 from rag_desktop.core.cfrag.tuning import CFTuning
 from rag_desktop.core.cfrag.types import HypothesisTrace
 from rag_desktop.core.prompting import load_sections, render_section
@@ -236,8 +237,5 @@ def _evidence_budget(query: str, sizes: Sequence[int], generator: Generator,
     if shared >= full:
         return full, ""
     budget = max(shared, min(full, tuning.min_evidence_tokens))
-    note = (f"the context (n_ctx = {generator.n_ctx}) is too small for {m} hypotheses with full evidence "
-            f"decoded together: evidence per hypothesis shrunk from {full} to {budget} tokens")
-    if budget > shared:
-        note += "; the hypotheses are decoded in more than one batch"
-    return budget, note
+    name = "evidence_shrunk_batches" if budget > shared else "evidence_shrunk"
+    return budget, say(name, n_ctx=generator.n_ctx, m=m, full=full, budget=budget)

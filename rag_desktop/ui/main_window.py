@@ -730,8 +730,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         sub = [tr("col.causal_sub", variant=variant_text(c.causal_variant), tau=fmt(c.tau, 3),
                   source=tau_source_text(c.tau_source, self.settings.retrieval.tau_percentile),
                   a=fmt(d.a_share, 2), empty=d.n_empty_b)]
-        off = getattr(c, "causal_off", None)
-        why_off = causal_off_text(off) if off is not None else ""
+        why_off = causal_off_text(c.causal_off) if getattr(c, "causal_off", None) is not None else ""
         if why_off and not c.verdict:  # with a verdict the heading says it; its numbers are the tooltip
             sub.append(why_off)
         sub += ["⚠ " + cf_note(w) for w in (*d.warnings, *c.causal.warnings)]

@@ -23,9 +23,14 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+def content_key(sha256: str) -> str:
+    """Where a removed file's chunk vectors wait in ``staged_vectors`` for the same bytes to come back."""
+    return f"content:{sha256}"
+
+
 def embed_file(
-catalog: Catalog, key: str, label: str, texts: list[str], embedder: Embedder, batch_size: int,
-cancel: CancelToken,
+    catalog: Catalog, key: str, label: str, texts: list[str], embedder: Embedder, batch_size: int,
+    cancel: CancelToken, also: str = "",
 ) -> Generator[Progress, None, npt.NDArray[np.float32]]:
     """Embed one file's chunks (returned in input order), with progress inside the file.
 
@@ -35,12 +40,13 @@ cancel: CancelToken,
     that have no staged vector (also after an edit: unchanged chunks are reused). Staged
     vectors are never searched — the file enters the library in one transaction when all
     its chunks have vectors — so the one-file-one-state promise holds: a file is fully in
-    (its new version) or its previous version is.
+    (its new version) or its previous version is. ``also``: another staged key to reuse vectors from
+    (a removed file's content key, :func:`content_key`: the same bytes added back are not embedded again).
     """
     total = len(texts)
     out = np.zeros((total, embedder.dim), dtype=np.float32)
     hashes = [text_hash(t) for t in texts]
-    staged = catalog.staged_vectors(key)
+    staged = {**catalog.staged_vectors(also), **catalog.staged_vectors(key)} if also else catalog.staged_vectors(key)
     todo: list[int] = []
     for j, h in enumerate(hashes):
         v = staged.get(h)

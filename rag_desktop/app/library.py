@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_path, encode_path, printable
-from rag_desktop.app.embed_step import embed_file
+from rag_desktop.app.embed_step import content_key, embed_file, text_hash
 from rag_desktop.app.ingest_meter import PARSE_SHARE, IngestMeter, work_sizes
 from rag_desktop.app.ocr import OcrCache, ocr_document
 from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
@@ -484,7 +484,7 @@ class Library:
                     continue
                 vecs = yield from meter.follow(embed_file(
                     self.catalog, key, f"{display_name(path)} ({i}/{n})", [c.text for c in prepared.chunks], embedder,
-                    self.settings.ingest.embed_batch_size, cancel), key, PARSE_SHARE, 1.0)
+                    self.settings.ingest.embed_batch_size, cancel, content_key(digest)), key, PARSE_SHARE, 1.0)
                 changed = True  # set first: a failure after the commit below still saves the indexes
                 self._store_file(key, root, path, digest, st, prepared, vecs, old, tokenizer, embedder, cancel,
                                  (chunk_index, doc_index), report)
@@ -508,22 +508,10 @@ class Library:
         report.seconds = time.monotonic() - t0
         yield report
 
-    def _store_file(
-        self,
-        key: str,
-        root: Path,
-        path: Path,
-        digest: str,
-        st: os.stat_result,
-        prepared: Library._Prepared,
-        vecs: npt.NDArray[np.float32],
-        old: FileState | None,
-        tokenizer: Tokenizer,
-        embedder: Embedder,
-        cancel: CancelToken,
-        indexes: tuple[FaissIndex, FaissIndex],
-        report: IngestReport,
-    ) -> None:
+    def _store_file(self, key: str, root: Path, path: Path, digest: str, st: os.stat_result,
+                    prepared: Library._Prepared, vecs: npt.NDArray[np.float32], old: FileState | None,
+                    tokenizer: Tokenizer, embedder: Embedder, cancel: CancelToken,
+                    indexes: tuple[FaissIndex, FaissIndex], report: IngestReport) -> None:
         """One read and embedded file enters the library in one transaction (replacing its previous
         version), then the chunk and document indexes (``indexes``) and the report."""
         doc_vec = vecs.mean(axis=0)  # paper 000 §4.1: mean-pooled per file
@@ -555,6 +543,7 @@ class Library:
             if term_vecs is not None:
                 self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
             self.catalog.delete_staged(key)
+            self.catalog.delete_staged(content_key(digest))
             self.catalog.set_meta("keywords_dirty", "1")
         if old is not None and old.sha256 != digest:
             self.ocr_cache.discard(old.sha256)
@@ -571,19 +560,13 @@ class Library:
         if len(report.added) + len(report.updated) >= 1:
             self._save_indexes_every(30.0)
 
-    def _forget_vanished(
-        self,
-        roots: Sequence[Path],
-        states: dict[str, FileState],
-        problem_states: dict[str, tuple[int, int, str]],
-        seen: set[str],
-        chunk_index: FaissIndex,
-        doc_index: FaissIndex,
-        report: IngestReport,
-    ) -> bool:
+    def _forget_vanished(self, roots: Sequence[Path], states: dict[str, FileState],
+                         problem_states: dict[str, tuple[int, int, str]], seen: set[str],
+                         chunk_index: FaissIndex, doc_index: FaissIndex, report: IngestReport) -> bool:
         """Files that disappeared from the ingested folders leave the library, and so do their
         recorded problems and staged vectors; returns whether the library changed."""
         changed = False
+        kept_before = [p for p in self.catalog.staged_counts() if p.startswith(content_key(""))]
         root_set = {str(r) for r in roots}
         for path_s, state in states.items():
             if path_s in seen:
@@ -592,6 +575,7 @@ class Library:
             if doc_root is None or decode_path(path_s).exists():
                 continue
             with self.catalog.transaction():
+                self._keep_vectors(state)
                 removed_chunks = self.catalog.delete_document(state.doc_id)
                 self.catalog.set_meta("keywords_dirty", "1")
             chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
@@ -599,6 +583,8 @@ class Library:
             report.removed.append(printable(decode_path(path_s)))
             changed = True
         with self.catalog.transaction():
+            for p in kept_before:  # a removed file's vectors wait one ingest for its bytes to come back
+                self.catalog.delete_staged(p)
             for p in list(problem_states):
                 if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
                     self.catalog.forget_problem(p)
@@ -606,6 +592,15 @@ class Library:
                 if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
                     self.catalog.delete_staged(p)
         return changed
+
+    def _keep_vectors(self, state: FileState) -> None:
+        """A vanished file's chunk vectors, staged under its content hash (embed_step.content_key): the
+        same bytes added back — a file moved out and back, a folder re-attached — reuse them instead of
+        being embedded again. They are kept until the end of the next ingest (one chance; the bound)."""
+        vecs = dict(self.catalog.chunk_vectors_of([state.doc_id]).get(state.doc_id, []))
+        texts = {c.chunk_id: c.text for c in self.catalog.chunks_of(state.doc_id)}
+        self.catalog.stage_vectors(content_key(state.sha256),
+                                   ((text_hash(texts[cid]), v) for cid, v in vecs.items() if cid in texts))
 
     def _drop_stale(
         self,

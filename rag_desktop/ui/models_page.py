@@ -94,8 +94,13 @@ class ModelsPage(QDialog):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        # Every column as wide as its contents but the model's name, which takes what is left and is
+        # elided (whole on hover): at 1280 px the Download / Use buttons stay in view without scrolling.
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(COLUMNS.index("name"), QHeaderView.ResizeMode.Stretch)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.setWordWrap(False)
         self.progress = QProgressBar()
         self.progress.setRange(0, PROGRESS_SCALE)
         self.progress_label = QLabel()
@@ -134,7 +139,8 @@ class ModelsPage(QDialog):
         layout.addWidget(self.status)
         layout.addWidget(self.error)
         layout.addLayout(buttons)
-        self.resize(980, 420)
+        scr = self.screen()
+        self.resize(min(1400, (scr.availableGeometry().width() if scr is not None else 1280) - 40), 440)
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("models.title"))
@@ -160,8 +166,8 @@ class ModelsPage(QDialog):
                      "" if r.key == "reranker:none" else speed_text(r.speed))
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                if j == 1 and r.path:
-                    item.setToolTip(r.path)
+                if j == 1:
+                    item.setToolTip(f"{text}\n{r.path}" if r.path else text)
                 self.table.setItem(i, j, item)
             self.table.setCellWidget(i, len(COLUMNS) - 1, self._action(r))
 

@@ -221,17 +221,17 @@ def test_switching_cfrag_off_stops_it_and_says_so(qtbot: Any, env: Any) -> None:
     win, svc, _ = env
     release = threading.Event()
     started = threading.Event()
-    plain = svc.cfrag
+    plain = svc.cfrag_or_abstain
 
-    def slow_cfrag(query: str, cancel: Any = None, level: Any = None) -> Iterator[Any]:
+    def slow_cfrag(query: str, cancel: Any = None) -> Iterator[Any]:
         started.set()
         while not release.is_set():  # CF-RAG's minutes, until the switch cancels it
             if cancel is not None:
                 cancel.raise_if_set()
             release.wait(0.02)
-        yield from plain(query, cancel, level)
+        yield from plain(query, cancel)
 
-    svc.cfrag = slow_cfrag
+    svc.cfrag_or_abstain = slow_cfrag
     win.auto_answer.setChecked(True)
     win.ask(QUESTION)
     qtbot.waitUntil(started.is_set, timeout=10000)

@@ -42,10 +42,11 @@ class IngestMeter:
     t0: float = field(default_factory=time.monotonic)
     _done: float = 0.0  # bytes of the files finished
     _finished: set[str] = field(default_factory=set)
+    # The sizes do not change once the ingest knows them: summed once, not on every event of every file.
+    total: int = field(init=False)
 
-    @property
-    def total(self) -> int:
-        return sum(self.sizes.values())
+    def __post_init__(self) -> None:
+        self.total = sum(self.sizes.values())
 
     def share(self, key: str, within: float = 0.0) -> float:
         """The whole job's share done with ``key``'s file ``within`` (0..1) of the way through."""

@@ -616,8 +616,8 @@ class RagService:
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
 
-    def abstention(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> Abstention:
-        """Whether the library holds an answer to ``query`` (app.abstention, core.abstain)."""
+    def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
+        """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
         return check_abstention(self.retriever(), query, ranked, self.library_languages(),
                                 lambda q, lang, target: self._translate_question(q, lang, target, cancel))
 
@@ -706,7 +706,7 @@ class RagService:
         path makes (core.abstain, ``generation.abstain``), then :meth:`cfrag`. Ends with the CFResult,
         or with an abstained Answer and no model call for CF-RAG."""
         if self.settings.generation.abstain:
-            abstention = self.abstention(query, self.retriever().context(query).baseline, cancel)
+            abstention = self.abstention(query, None, cancel)
             if abstention.abstained:
                 yield Answer("", method="cfrag", abstention=abstention)
                 return

@@ -123,7 +123,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
                 answer = ev
         assert answer is not None
         needs: tuple[SourceNeed, ...] | None = None
-        if getattr(args, "needs", False) and not answer.abstained:
+        if args.needs and not answer.abstained:
             needs = next(r for r in svc.source_needs(args.question, answer) if isinstance(r, tuple))
     finally:
         svc.close()

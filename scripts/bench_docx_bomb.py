@@ -1,4 +1,4 @@
-"""Zip-bomb .docx: time and peak memory until read_document refuses it (issue 15, item 3).
+"""Zip-bomb .docx: time and peak memory until read_document refuses it.
 
 Each case runs in a fresh child process (``ru_maxrss`` is a per-process high-water mark):
 the bomb is built there (tests/bad_inputs.zip_bomb_docx, the issue's 1 MB → 1 GiB shape),

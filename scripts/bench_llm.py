@@ -13,7 +13,7 @@
    ``RagService.cfrag(q)`` vs ``RagService.context(q, "chunk")`` + ``RagService.answer`` with the
    same number of sources as one CF-RAG hypothesis (what ``rag-desktop eval-qa`` calls
    "standard"), on the demo library.
-4. (issue 12, ``--parts ttft``) Time to first token and total per answer column (baseline,
+4. (``--parts ttft``) Time to first token and total per answer column (baseline,
    causal) on the demo library, whole chunks vs answer passages, with the embedded 1.5B model.
 
 Fairness: every request evaluates the whole prompt. The app clears the KV cache before each
@@ -30,7 +30,7 @@ tokenizer (a streamed event is not always one token).
     .venv/bin/python scripts/bench_llm.py --parts cfrag_steps --threads 2   # 5. CF-RAG per step, before/after
     .venv/bin/python scripts/bench_llm.py --parts cfrag_groups --threads 2  # 6. its generator groups only
 
-5. CF-RAG per step (issue 14): standard RAG, CF-RAG with its generator calls one after another
+5. CF-RAG per step: standard RAG, CF-RAG with its generator calls one after another
    through ``stream`` ("before") and CF-RAG with ``generate_many`` (batched, shared prefixes:
    "after"), on the same questions and model, interleaved; per step seconds, tokens read
    (evaluated), tokens read from a shared prefix and tokens written.
@@ -480,14 +480,14 @@ def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"question": question, "rows": rows, "runs": out, "ratio": cf / std, "paper_ratio": 1.4}
 
 
-# ------------------------------------------------------------- 4. time to first token per column (issue 12)
+# ------------------------------------------------------------- 4. time to first token per column
 
 TTFT_QUESTIONS = ("出差住宿费的报销标准是多少？", QUESTION_EN)
 
 
 def part_ttft(args: argparse.Namespace) -> dict[str, Any]:
     """What a person waits for: time to first token and total per answer column, with the
-    model reading whole chunks (before issue 12) vs answer passages (after), on the demo library.
+    model reading whole chunks (the old path) vs answer passages (after), on the demo library.
 
     The generator is ``--ttft-generator`` (``embedded`` = Qwen2.5-Coder-1.5B, ``embedded-fast`` =
     0.5B, or a GGUF path), joined once. Each (question, column, mode) is answered once, in the
@@ -509,14 +509,14 @@ def part_ttft(args: argparse.Namespace) -> dict[str, Any]:
     modes = [m for m in ("chunks", "passages") if m in args.ttft_modes.split(",")]
     try:
         gen = svc.runtime.generator()
-        # issue 12: the saved KV state of the prompts' fixed prefix (system + worked example)
+        # the saved KV state of the prompts' fixed prefix (system + worked example)
         gen.reuse_prefix_state = args.ttft_prefix_state == "on"  # type: ignore[attr-defined]
         for q in TTFT_QUESTIONS:
             comp = svc.compare(q, level="chunk")
             answered: dict[tuple[str, tuple[Any, ...]], str] = {}
             for column, ranked in (("baseline", comp.baseline), ("causal", comp.causal)):
                 for mode in modes:
-                    # As the window does (issue 12): a column reading the same sources as an earlier
+                    # As the window does: a column reading the same sources as an earlier
                     # one shows that answer, written once; the person waits nothing more for it.
                     key = (mode, prompting.answer_key(ranked.hits))
                     if key in answered:
@@ -554,7 +554,7 @@ def part_ttft(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- 5. CF-RAG per step, before vs after
-# (issue 14). Kept in its own functions: other parts of this script are owned elsewhere.
+#. Kept in its own functions: other parts of this script are owned elsewhere.
 
 QUESTION_ZH = "出差住宿费的报销标准是多少？"
 # The steps of the report and where their seconds come from: a CFTrace timing step, or the
@@ -575,7 +575,7 @@ MODES = ("standard", "before", "after", "after_full")
 
 def make_sequential(gen: Any) -> Callable[[], None]:
     """Make ``gen`` run every generate_many group one call after another through ``stream``
-    (the execution before issue 14), with exact prompt-token counts; returns an undo."""
+    (the old execution), with exact prompt-token counts; returns an undo."""
     from rag_desktop.core.generation import GenResult, generate_sequentially
 
     def sequential(requests: Any, *, cancel: Any = None, on_token: Any = None) -> list[Any]:
@@ -733,7 +733,7 @@ def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namesp
 
 
 # --------------------------------------------------------------------------- 5. CF-RAG generator groups
-# (issue 14) — the generator calls of one CF-RAG run (step 1, closed-book, M hypotheses,
+# — the generator calls of one CF-RAG run (step 1, closed-book, M hypotheses,
 # synthesis) built by core.cfrag's own prompt builders over seeded demo "sources", next to one
 # standard-RAG answer call over the same sources: sequential through ``stream`` (before) vs
 # ``generate_many`` (after). No library, retrieval or scoring: the generator's share only.

@@ -8,7 +8,7 @@ question (parsed / valid / kept) and the decisions. Usage::
 
 With ``--spread`` the reports are runs of the same methods under several ``--seed``s: one row per
 setting (clean or ``--distractors n``), method and language, with the mean over the seeds and the
-lowest–highest seed in brackets (issue 14, item 5); a latency marked ‡ is a paired ablation's, which
+lowest–highest seed in brackets; a latency marked ‡ is a paired ablation's, which
 replayed the calls it shares with the full method::
 
     .venv/bin/python scripts/cf_eval_tables.py --spread s0.json s1.json s2.json adv0.json
@@ -133,7 +133,7 @@ def _run_label(data: dict[str, Any]) -> tuple[str, int]:
 
 
 def oracle(data_dir: str, paths: list[str]) -> int:
-    """Where a CF-RAG method's gain is lost (issue 14, item 5): per method and language, the
+    """Where a CF-RAG method's gain is lost: per method and language, the
     questions where at least one hypothesis contains a gold answer (what arbitration could have
     picked), where the final answer does, and where a right hypothesis was there but the final
     answer is wrong — with the decision that lost it (select by Ψ, synthesis, fallback)."""
@@ -194,7 +194,7 @@ def _majority_right(row: dict[str, Any], golds: list[str], fallback_right: bool 
 
 
 def majority(data_dir: str, paths: list[str]) -> int:
-    """The majority rule against the ``reread`` synthesis (issue 14: would selecting a majority
+    """The majority rule against the ``reread`` synthesis (would selecting a majority
     save the synthesis call without losing answers?). Per report with ``cfrag`` and
     ``cfrag_no_div`` rows: reread's answer is cfrag's where it selected and cfrag_no_div's where it
     synthesised (the same request); the rule selects a majority's highest Ψ, else rereads."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What CF-RAG's hypotheses read of their evidence: chunks cut to the budget vs paragraphs (issue 14).
+"""What CF-RAG's hypotheses read of their evidence: chunks cut to the budget vs paragraphs.
 
 For every question of a QA set (default: tests/data/demo_qa over resources/demo), runs the app's
 own CF-RAG path (``RagService.cfrag``: retrieval, scoring, filter, clustering, sampling, the

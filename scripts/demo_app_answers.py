@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the app itself answers to demo questions 3–12 (issue 12's "done when"), with no eval suffix.
+"""What the app itself answers to demo questions 3–12, with no eval suffix.
 
 ``RagService.compare`` + ``RagService.answer`` over the baseline column, as the window runs them
 (answer passages, cross-language fusion, matched citations, the app's own prompt and generator).

@@ -1,4 +1,4 @@
-"""Build the BEIR-format sets used to choose the s_c variant and to test the automatic gate (issue 13).
+"""Build the BEIR-format sets used to choose the s_c variant and to test the automatic gate.
 
     PYTHONPATH=. python scripts/make_gate_sets.py
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prompt size and citation-target size with whole chunks vs answer passages (issue 12).
+"""Prompt size and citation-target size with whole chunks vs answer passages.
 
 For every question of a QA set (default: tests/data/demo_qa over resources/demo), builds the
 app's own answer prompt for the baseline column (``RagService.answer``'s path: top 4 chunks,

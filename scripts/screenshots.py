@@ -37,7 +37,7 @@ ZH_Q = "数据出境安全评估需要准备哪些材料？"
 
 
 class _RunUnpickler(pickle.Unpickler):
-    """Reads a run cache written before CF-RAG became the package core/cfrag/ (issue 11): its
+    """Reads a run cache written before CF-RAG became the package core/cfrag/: its
     types moved from core.cfrag_types to core.cfrag.types, unchanged."""
 
     def find_class(self, module: str, name: str) -> object:

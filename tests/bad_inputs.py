@@ -268,7 +268,7 @@ def _raw_zip(path: Path, members: Sequence[tuple[str, bytes, int, int]]) -> None
 def zip_bomb_docx(tmp: Path, inflated_mib: int = 1024, *, declared_mib: int | None = None) -> Path:
     """A real Word package (made by python-docx) whose word/document.xml inflates to
     ``inflated_mib`` MiB of whitespace inside a valid paragraph: about 1 KB per MiB on disk,
-    as in issue 15 (1,044,388 bytes → 1 GiB). ``declared_mib`` makes the ZIP headers lie
+    as in a reported file (1,044,388 bytes → 1 GiB). ``declared_mib`` makes the ZIP headers lie
     about the size. Built in milliseconds: a fully flushed deflate segment of 1 MiB of spaces
     is repeated (each full flush resets the dictionary, so the copies stay a valid stream)."""
     import io

@@ -1,4 +1,4 @@
-"""Answer passages on a real library (issue 12): the model reads paragraph windows of the top
+"""Answer passages on a real library: the model reads paragraph windows of the top
 chunks, located on their own page with the PDF's printed label; [n] maps to that paragraph.
 
 The generator is the scripted collaborator of the widget tests; the PDF (built with PyMuPDF,
@@ -164,7 +164,7 @@ def test_cfrag_hypotheses_read_each_evidence_through_its_answering_paragraph(svc
 
 def test_cfrag_uses_the_stored_chunk_vectors_instead_of_embedding_the_evidence_again(svc: RagService) -> None:
     """The library's stored vectors are what the encoder gives the chunk text (so s(q, e) and Δ
-    are unchanged), and CF-RAG embeds no evidence chunk at question time (issue 14: that was
+    are unchanged), and CF-RAG embeds no evidence chunk at question time (that was
     20-35 s of a demo question on 2 cores)."""
     import numpy as np
 
@@ -219,7 +219,7 @@ def test_a_pdf_moved_away_since_the_ingest_is_said_to_be_missing_not_damaged(
 
 
 def test_eval_qa_rows_say_where_a_cfrag_question_spent_its_time(svc: RagService) -> None:
-    """eval-qa's CF-RAG row carries the trace's cost per group of generator calls (issue 14)."""
+    """Eval-qa's CF-RAG row carries the trace's cost per group of generator calls."""
     from rag_desktop.app.qa_eval import cf_digest
     from rag_desktop.core.cfrag import cfrag_result
 

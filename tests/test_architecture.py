@@ -1,4 +1,4 @@
-"""The layer rules of DESIGN.md, checked two ways: import-linter and a fresh interpreter."""
+"""The layer rules of docs/architecture.md, checked two ways: import-linter and a fresh interpreter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No import cycles between modules of rag_desktop (issue #11).
+"""No import cycles between modules of rag_desktop.
 
 A cycle means two modules are one idea split in two (or one owns what the other should):
 ``app.evaluation`` <-> ``app.qa_eval`` and ``backends.readers`` <-> its readers were the two the

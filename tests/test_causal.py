@@ -615,7 +615,7 @@ def test_real_e5_inputs_agree_with_reference() -> None:
     assert rerank(q, q_ts, hs, cands, CausalConfig(tau=0.6)).diagnostics.empty_b_fraction == 1.0
 
 
-# --------------------------------------------------------------------------- s_c on the library's scale (issue 13)
+# --------------------------------------------------------------------------- s_c on the library's scale
 
 
 def ref_s_c_variant(q, kq, kd, tau, semantic, score, term_mean, doc_mean, idf):

@@ -1,4 +1,4 @@
-"""scripts/cf_eval_tables.py's majority rule, read off stored eval-qa reports (issue 14).
+"""Scripts/cf_eval_tables.py's majority rule, read off stored eval-qa reports.
 
 The rule decides whether CF-RAG could skip its synthesis call, so the reading of a report is
 checked against hand-made rows whose right answer is obvious.

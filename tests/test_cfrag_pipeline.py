@@ -806,7 +806,7 @@ def test_median_sigma_rule_is_recorded_in_the_trace() -> None:
 
 
 def test_every_generator_call_gets_its_own_seed_even_with_many_hypotheses() -> None:
-    """Issue 11: seeds were ad-hoc offsets (seed+10+j, seed+20, seed+100+i), so the 11th
+    """Seeds were ad-hoc offsets (seed+10+j, seed+20, seed+100+i), so the 11th
     hypothesis reused the synthesis seed. They now come from SeedSequence(seed) children."""
     many = replace(SETTINGS, n_hypotheses=11, agreement_threshold=1.0)
     seed, res, gen = _first_synthesis(many, "no seed produced a synthesis with 11 hypotheses")
@@ -838,7 +838,7 @@ def test_independent_calls_are_decoded_as_groups() -> None:
 @pytest.mark.parametrize("ablation", [{"use_counterfactuals": False}, {"use_division": False}, {"lam": 0.0}],
                          ids=["no_cf", "no_div", "no_causal"])
 def test_a_replayed_ablation_equals_a_fresh_one_and_decodes_only_what_it_changed(ablation: dict[str, object]) -> None:
-    """eval-qa's paired ablations (issue 14 item 5): after the full method, an ablation through the
+    """Eval-qa's paired ablations: after the full method, an ablation through the
     same ReplayGenerator gives exactly the trace of a fresh run, and the model writes only the calls
     whose request the ablation changed."""
     settings = replace(SETTINGS, **ablation)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The CF-RAG prompts, byte for byte (issue 11: the prompts moved from code to template files).
+"""The CF-RAG prompts, byte for byte (the prompts moved from code to template files).
 
 ``tests/data/cfrag_prompts/golden.json`` was rendered by the code BEFORE the prompts moved
 to ``rag_desktop/prompts/cfrag_*.txt``; every message that reaches the model must stay the

@@ -1,4 +1,4 @@
-"""One citation grammar for prompting, CF-RAG, the metrics and the UI (issue 12, issue-11 bug).
+"""One citation grammar for prompting, CF-RAG, the metrics and the UI.
 
 Before: CF-RAG read only ASCII "[n]" / "[n, m]" (so 【1】 and [1-2] cited nothing there) and
 the UI accepted four digits (so "[2023]" was a citation link only in the viewer).

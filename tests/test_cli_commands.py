@@ -1,5 +1,5 @@
 """The command modules of ``rag_desktop/cli/`` over the app's reports: eval-qa's table and progress
-lines, eval-qa's and calibrate's refusals (issue #11 moved their printing out of app/)."""
+lines, eval-qa's and calibrate's refusals (moved their printing out of app/)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_eval_qa_prints_its_table_and_one_progress_line_per_answer(
 
 @pytest.mark.slow
 def test_eval_qa_ablations_replay_the_full_methods_identical_calls(tmp_path: Path) -> None:
-    """Paired ablations (issue 14 item 5), with a real llama.cpp model: lam = 0 changes no prompt of
+    """Paired ablations, with a real llama.cpp model: lam = 0 changes no prompt of
     step 1, so the ablation replays all of it from the full run; --no-replay decodes it again."""
     from rag_desktop.app.model_files import smollm2_path
 

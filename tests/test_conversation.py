@@ -1,4 +1,4 @@
-"""Follow-up questions (issue 12): rewriting, fallbacks, the stored thread, export, `chat`.
+"""Follow-up questions: rewriting, fallbacks, the stored thread, export, `chat`.
 
 The generator is a scripted collaborator; the conversation logic, the prompt, the library and
 the REPL are the real ones.

@@ -152,7 +152,7 @@ def _wait_for_lock(library: Path, proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_second_ingest_of_one_library_says_busy_with_the_pid(tmp_path: Path) -> None:
-    """Issue 15, item 4: two ingest processes on one library — the second used to die with
+    """Two ingest processes on one library — the second used to die with
     ``sqlite3.IntegrityError: UNIQUE constraint failed``; now it says who holds the library."""
     folder = tmp_path / "docs"
     make_corpus(folder)
@@ -216,7 +216,7 @@ sys.exit(main(["ingest", sys.argv[1], "--library", sys.argv[2]]))
 
 
 def test_ingest_on_a_full_disk_ends_with_one_clear_line_and_keeps_the_library(tmp_path: Path) -> None:
-    """Issue 15, item 5, end to end: the real CLI on a (simulated) full disk used to end with
+    """End to end: the real CLI on a (simulated) full disk used to end with
     ``sqlite3.OperationalError: database or disk is full`` or ``OSError`` tracebacks."""
     folder = tmp_path / "docs"
     folder.mkdir()

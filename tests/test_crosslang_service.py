@@ -1,4 +1,4 @@
-"""Questions across languages through the real RagService on a small mixed library (issue 12, item 5).
+"""Questions across languages through the real RagService on a small mixed library.
 
 Everything is real (embedder, tokenizer, FAISS, catalog) but the generator, a scripted
 collaborator that translates the few questions asked here; the fallbacks (no generator, a

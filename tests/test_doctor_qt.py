@@ -1,5 +1,5 @@
 """rag-desktop doctor / bootstrap.sh run: Qt's X11 plugin libraries, and the exact apt-get line
-for the missing ones (issue 15, item 7)."""
+for the missing ones."""
 
 from __future__ import annotations
 

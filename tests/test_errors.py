@@ -1,4 +1,4 @@
-"""The one error family (issue #11): each layer's errors are RagErrors of a kind, keep the builtin
+"""The one error family: each layer's errors are RagErrors of a kind, keep the builtin
 base callers catch, and install hints name this interpreter and the project's own pins."""
 
 from __future__ import annotations

@@ -298,7 +298,7 @@ print("saved")
 
 
 def test_save_on_a_full_disk_never_leaves_a_torn_file(tmp_path: Path) -> None:
-    """Issue 15, item 5, the real failure: a small index sits in faiss's stdio buffer until
+    """The real failure: a small index sits in faiss's stdio buffer until
     ``fclose``, whose error faiss only prints — and the file was renamed over a good one."""
     path = tmp_path / "docs.faiss"
     res = subprocess.run([sys.executable, "-c", _FSIZE_CHILD, str(path)], capture_output=True, text=True,

@@ -1,5 +1,5 @@
 """Reciprocal rank fusion (core.fusion) against a slow, obvious reference, and the question-translation
-helpers of app.crosslang (issue 12, item 5)."""
+helpers of app.crosslang."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def test_asking_in_english_fills_the_columns_arrows_chips_and_answers(demo: dict
     trace = st.cfrag.trace
     assert trace.counterfactuals, "the scripted counterfactuals should survive validation"
     assert win.trace_view.ev_table.rowCount() == len(trace.evidence)
-    # Issue 14: what CF-RAG used first, then the other kept evidence, then filtered passages (marked).
+    # what CF-RAG used first, then the other kept evidence, then filtered passages (marked).
     assert win.columns["cfrag"].model.rowCount() == len(trace.evidence)
     kinds = set(demo["gen"].calls)
     assert {"answer", "counterfactual", "closed_book", "hypothesis"} <= kinds

@@ -147,7 +147,7 @@ def test_typed_probes_labelled_with_clicks_show_delta_and_reliability_and_apply(
     qtbot.mouseClick(wiz.apply_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not wiz.isVisible() and not win.runner.busy, timeout=30000)
     stored = svc.library.catalog.get_json("gate")
-    # The decision, plus how its probes were labelled and when (issue 13: the column heading says so).
+    # The decision, plus how its probes were labelled and when (the column heading says so).
     assert {k: stored[k] for k in d.to_dict()} == d.to_dict()
     assert stored["labels"] == "typed or wizard" and stored["calibrated_at"]
     assert load_settings(sfile).retrieval.default_method == "gated"

@@ -1,4 +1,4 @@
-"""The conversation panel in the main window (issue 12): a follow-up is rewritten and shown,
+"""The conversation panel in the main window: a follow-up is rewritten and shown,
 editable, before retrieval; the thread is kept, cleared and exported; answer panes show what
 they are doing. The service is the widget tests' FakeService with a scripted rewrite (a
 collaborator); the window, the panel, the worker bridge and the conversation logic are real.

@@ -1,4 +1,4 @@
-"""The window's line for questions across languages (issue 12, item 5), with the fake service:
+"""The window's line for questions across languages, with the fake service:
 "also searched as: …" when the columns fused two phrasings, the fallback's reason when the question
 was ranked as typed only, nothing for a single-language library; both UI languages."""
 

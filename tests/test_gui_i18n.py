@@ -117,7 +117,7 @@ def test_tr_formats_switches_and_survives_bad_input() -> None:
 
 
 def test_qt_own_buttons_follow_the_ui_language(qtbot) -> None:  # type: ignore[no-untyped-def]
-    """The Settings dialog's OK / Cancel said "OK" and "Cancel" in the Chinese UI (issue 17)."""
+    """The Settings dialog's OK / Cancel said "OK" and "Cancel" in the Chinese UI."""
     from PySide6.QtWidgets import QDialogButtonBox
 
     from rag_desktop.ui.qt_translations import apply_qt_language

@@ -1,5 +1,5 @@
-"""Document text in the GUI is shown as text: tooltips and labels never render its markup
-(issue 15, item 6), and stored document warnings are shown in the library panel."""
+"""Document text in the GUI is shown as text: tooltips and labels never render its markup,
+and stored document warnings are shown in the library panel."""
 
 from __future__ import annotations
 

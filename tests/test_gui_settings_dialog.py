@@ -1,4 +1,4 @@
-"""The Settings dialog is generated from the settings schema (issue 11, "one settings schema").
+"""The Settings dialog is generated from the settings schema ("one settings schema").
 
 Before, the dialog kept its own ranges, a fourth copy of the checks that disagreed with the
 validator (θ_dedup stopped at 0 while any cosine in [-1, 1] is valid; k stopped at 1000).

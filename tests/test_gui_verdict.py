@@ -1,4 +1,4 @@
-"""The causal column's heading states the verdict (issue 13), in both languages."""
+"""The causal column's heading states the verdict, in both languages."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_column_heading_follows_the_verdict_and_the_language(qtbot) -> None:  # 
 
 
 def test_first_rows_line_up_when_one_heading_has_a_verdict(qtbot) -> None:  # type: ignore[no-untyped-def]
-    """Issue 17: the causal column's verdict line and longer subtitle pushed its rows below the
+    """The causal column's verdict line and longer subtitle pushed its rows below the
     baseline's; align_headings gives every heading and subtitle the tallest one's height."""
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QHBoxLayout, QWidget

@@ -118,7 +118,7 @@ def test_asking_fills_every_column_with_the_right_arrows(qtbot: Any, env: Any) -
     assert m.data(m.index(1, COL_CHANGE), Qt.ItemDataRole.ForegroundRole).color() == QColor("#B3261E")
     assert not win.stacks["cross_encoder"].isVisibleTo(win)  # no reranker configured
     # CF-RAG rows: winner's evidence first (docs 1, 3), then docs 2, 4; chunk rows matched by document;
-    # then what CF-RAG filtered out (the duplicate of doc 1), last and marked (issue 14, item 6)
+    # then what CF-RAG filtered out (the duplicate of doc 1), last and marked
     assert column_texts(win, "cfrag", COL_TITLE)[:2] == ["Seminar on the Wason task", "Reasoning Lab Newsletter"]
     assert column_texts(win, "cfrag", COL_CHANGE) == ["=", "▲1", "▼1", "=", "▼4"]
     cf = win.columns["cfrag"].model
@@ -186,7 +186,7 @@ def test_answers_stream_and_citations_open_the_viewer_at_the_page(qtbot: Any, en
     assert win.viewer.hit is not None and win.viewer.hit.doc_id == 3
     avail = win.viewer.screen().availableGeometry()  # the window fits its screen (1280 × 800 laptops)
     assert win.viewer.frameGeometry().bottom() <= avail.bottom() and win.viewer.width() <= avail.width()
-    # opening a cited source labels the question with it, for the automatic gate (issue 13)
+    # opening a cited source labels the question with it, for the automatic gate
     question = win.state.comparison.query
     assert svc.labels == [(question, [3], "opened")]
     assert win.viewer.mode == "pdf" and win.viewer.current_page == 1
@@ -228,7 +228,7 @@ def test_columns_that_read_the_same_sources_get_one_answer_written_once(qtbot: A
 
 
 def test_the_viewer_shows_a_pdfs_printed_page_labels(qtbot: Any, env: Any, tmp_path: Path) -> None:
-    # issue 12: the demo textbooks are chapters printed from page 87 and 141; the viewer said "2 of 3".
+    # the demo textbooks are chapters printed from page 87 and 141; the viewer said "2 of 3".
     from test_gui_pdf_render import labelled_pdf
 
     win, _svc, _ = env

@@ -193,7 +193,7 @@ def test_busy_changes_once_per_burst(qtbot: Any) -> None:
 
 
 def test_describe_error_dispatches_on_the_kind_of_each_rag_error() -> None:
-    """Issue #11: by kind (isinstance of the family), not by class name."""
+    """By kind (isinstance of the family), not by class name."""
     from rag_desktop.app.catalog import CatalogError
     from rag_desktop.app.library import EmbedderMismatch
     from rag_desktop.backends.http_client import EndpointError

@@ -1,4 +1,4 @@
-"""The comparison workspace at laptop sizes (issue 17): rows that give the passage the width,
+"""The comparison workspace at laptop sizes: rows that give the passage the width,
 the CF-RAG column folding while empty, whole-word highlights, one numbering in the CF-RAG
 trace, honest labels in both languages, the window state kept apart from the settings, and
 Quit asking first while work runs.
@@ -188,7 +188,7 @@ def test_cfrag_column_folds_until_it_has_rows(qtbot: Any, env: Any) -> None:
 
 
 def test_cfrag_switch_gives_the_answers_without_cfrag_and_is_remembered(qtbot: Any, env: Any) -> None:
-    """Issue 12, item 4: CF-RAG switched on and off independently of the answers."""
+    """CF-RAG switched on and off independently of the answers."""
     win, svc, sfile = env
     assert not win.run_cf.isEnabled()  # answers off: CF-RAG (which writes with the same model) too
     win.auto_answer.setChecked(True)
@@ -458,8 +458,8 @@ def test_causal_off_reason_is_typed_and_worded_in_the_ui(qtbot: Any, env: Any) -
     sub = win.columns["causal"].subtitle.text()
     assert "校准门控" in sub and "MRR@10" in sub and "-0.050" in sub and "90%" in sub
     assert "switched off" not in sub
-    # With the verdict in the heading (issue 13) the subtitle does not say it again (at 1280×800 the
-    # repeat pushed the rows of every column down, issue 17); its numbers move to the heading's tooltip.
+    # With the verdict in the heading the subtitle does not say it again (at 1280×800 the
+    # repeat pushed the rows of every column down); its numbers move to the heading's tooltip.
     from rag_desktop.app.service import Verdict
 
     svc.comparison = dataclasses.replace(svc.comparison, verdict=Verdict("baseline", "gate", {
@@ -486,7 +486,7 @@ def test_settings_explain_symbols_and_hide_server_fields(qtbot: Any, env: Any) -
     assert any("keywords K_q are taken from the question" in t for t in texts)
 
 
-# --------------------------------------------------------------------------- window state (issue 11 a)
+# --------------------------------------------------------------------------- window state
 
 
 def test_asking_never_rewrites_the_settings_file(qtbot: Any, env: Any) -> None:

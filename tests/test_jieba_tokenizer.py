@@ -148,7 +148,7 @@ def test_kw_plain_vs_improved_on_a_query(plain: JiebaTokenizer, improved: JiebaT
     idf = K.IdfTable()
     kp = K.kw(q, "zh", plain, idf, K.build_filter("plain", plain), query=True)
     ki = K.kw(q, "zh", improved, idf, K.build_filter("improved", improved), query=True)
-    # The paper's variant lets question filler and numbers through (issue 4) ...
+    # The paper's variant lets question filler and numbers through ...
     assert {"怎么", "应该", "哪些", "一般", "10g"} <= {k.term for k in kp}
     # ... the improved one keeps only the topic.
     assert {k.term for k in ki} == {"治疗"}

@@ -110,7 +110,7 @@ def test_edit_and_delete_do_only_the_delta(tmp_path: Path) -> None:
 
 
 def test_a_file_that_became_unreadable_leaves_retrieval(tmp_path: Path) -> None:
-    """Issue 15, item 1: emptied or overwritten with junk between two ingests, a file's old
+    """Emptied or overwritten with junk between two ingests, a file's old
     text must not stay searchable (it used to come back as the top hit)."""
     folder = make_folder(tmp_path)
     svc = RagService(tmp_path / "library", Settings())
@@ -147,7 +147,7 @@ def test_a_file_that_became_unreadable_leaves_retrieval(tmp_path: Path) -> None:
 
 
 def test_disk_full_in_the_catalog_is_a_clear_error_and_keeps_the_library(tmp_path: Path) -> None:
-    """Issue 15, item 5: ``sqlite3.OperationalError: database or disk is full`` used to end the
+    """``sqlite3.OperationalError: database or disk is full`` used to end the
     ingest with a traceback. SQLite's own page limit gives the real SQLITE_FULL error."""
     folder = make_folder(tmp_path)
     svc = RagService(tmp_path / "library", Settings())
@@ -187,7 +187,7 @@ def _big_text(n_chunks: int) -> str:
 
 
 def test_a_big_file_shows_progress_inside_it_and_keeps_its_work_after_an_interrupt(tmp_path: Path) -> None:
-    """Issue 15, item 2: one 14,629-chunk file sat at "1/1 embed" with no ETA, and an interrupt
+    """One 14,629-chunk file sat at "1/1 embed" with no ETA, and an interrupt
     after minutes kept nothing. Small chunks make the same shape cheap: 700 chunks, one file."""
     from rag_desktop.app.embed_step import STAGE_CHUNKS
     from rag_desktop.core.types import CancelToken

@@ -207,7 +207,7 @@ def _answer_prompt(question: str) -> list[ChatMessage]:
 
 
 def test_stream_reuses_the_saved_prefix_state_and_a_seed_keeps_its_text(smol: LlamaCppGenerator) -> None:
-    """Issue 12: the answer columns' shared prefix (system + worked example) is evaluated once
+    """The answer columns' shared prefix (system + worked example) is evaluated once
     and its KV state loaded afterwards; the text for a seed does not depend on what ran before."""
     first = _answer_prompt("When does the museum close?")
     a = smol.generate(first, max_tokens=24, temperature=0.8, seed=5)

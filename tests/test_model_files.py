@@ -235,7 +235,7 @@ def test_real_qwen_parts_are_located_without_import() -> None:
 
 
 def test_real_1_5b_parts_are_located_without_import() -> None:
-    """Issue 12: the default generator ships in 22 parts; the join order is part1 … part22."""
+    """The default generator ships in 22 parts; the join order is part1 … part22."""
     try:
         parts = locate_parts(QWEN_1_5B)
     except ModelUnavailable as exc:
@@ -263,7 +263,7 @@ def test_embedded_setting_names_the_1_5b_and_fast_the_0_5b(tmp_path: Path) -> No
 
 
 def test_join_progress_names_the_model(fake: tuple[JoinedModelSpec, bytes, Path]) -> None:
-    """The status line shows the model's full name while it is prepared (issue 12)."""
+    """The status line shows the model's full name while it is prepared."""
     spec, joined, folder = fake
     spec = dataclasses.replace(spec, display_name="Tiny Model Q4")
     events = list(ensure_joined(spec, folder))

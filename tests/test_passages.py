@@ -1,4 +1,4 @@
-"""Answer passages (issue 12): windows inside a chunk, headings, selection, the prompt header."""
+"""Answer passages: windows inside a chunk, headings, selection, the prompt header."""
 
 from __future__ import annotations
 

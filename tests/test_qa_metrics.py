@@ -151,7 +151,7 @@ def test_empty_gold_list_is_an_error() -> None:
         exact_match("x", [])
 
 
-# --------------------------------------------------------------------------- issue 12
+# --------------------------------------------------------------------------- answer passages
 
 
 def test_chinese_and_arabic_numerals_are_the_same_number() -> None:

@@ -269,7 +269,7 @@ def test_docx_that_is_an_old_binary_word_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("inflated", "declared", "expect"), [
-    (1024, None, r"zip bomb: word/document\.xml would inflate to 1\.0 GiB"),  # issue 15's file
+    (1024, None, r"zip bomb: word/document\.xml would inflate to 1\.0 GiB"),  # the reported file
     (60, None, r"zip bomb: word/document\.xml is compressed [\d,]+:1"),  # under the size limit: the ratio
     (1024, 1, "damaged"),  # headers that lie: the actual size is checked while inflating
 ])
@@ -452,7 +452,7 @@ def test_suffixes_and_scan_filter() -> None:
     assert ".doc" not in SUPPORTED_SUFFIXES
     assert is_readable_name("A.PDF") and is_readable_name("old.doc") and is_readable_name("x.md")
     assert not is_readable_name("~$report.docx") and not is_readable_name(".hidden.txt")
-    # Images are documents (OCR, issue 16); scan_folder lists them only while OCR is on.
+    # Images are documents (OCR); scan_folder lists them only while OCR is on.
     assert is_readable_name("photo.jpg") and not is_readable_name("clip.gif")
 
 

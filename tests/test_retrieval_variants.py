@@ -1,4 +1,4 @@
-"""Issue 13 (s_c on the encoder's scale, E(t) on surface forms) and the issue-11 fixes it carries:
+"""The retrieval variants (s_c on the encoder's scale, E(t) on surface forms) and the fixes it carries:
 the empty-B rule setting reaches the Retriever; a re-embed drops every encoder-scale cache."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_variant_names_parse() -> None:
 
 
 def test_empty_b_rule_setting_reaches_the_retriever(lib: Path) -> None:
-    """Issue 11: the Settings dialog offers retrieval.empty_b_rule; the Retriever used a hard-coded rule."""
+    """The Settings dialog offers retrieval.empty_b_rule; the Retriever used a hard-coded rule."""
     for rule in ("demote", "fallback"):
         svc = RagService(lib, Settings().replace("retrieval", empty_b_rule=rule))
         try:
@@ -153,7 +153,7 @@ class OtherEncoder:
 
 
 def test_reembed_drops_encoder_scale_caches(lib: Path, built: Path) -> None:
-    """Issue 11: after ingest --reembed with another encoder the cached cos_baseline and the stored
+    """After ingest --reembed with another encoder the cached cos_baseline and the stored
     gate decision survived (and the code deleted a meta key 'tau' that nothing writes)."""
     svc = RagService(lib, Settings())
     try:

@@ -1,4 +1,4 @@
-"""app.session.Session: the one owner of the models and the open library (issue #11)."""
+"""App.session.Session: the one owner of the models and the open library."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_user_words_of_one_library_do_not_follow_into_the_next(tmp_path: Path) -
         assert WORD in _words(first)
         second = session.open(tmp_path / "b", Settings())
         assert isinstance(second, RagService)
-        assert _words(second) == plain  # before #11 the word stayed taught across the switch
+        assert _words(second) == plain  # before the fix the word stayed taught across the switch
 
 
 def test_a_session_without_models_closes_only_the_service(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The settings schema (issue 11, "one settings schema"): each setting declared once, one validator.
+"""The settings schema ("one settings schema"): each setting declared once, one validator.
 
 The defaults and the settings.toml format are pinned to what they were before the schema
 (``DEFAULTS`` was printed from the old ``settings_to_dict(Settings())``), so declaring the

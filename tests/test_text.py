@@ -1,4 +1,4 @@
-"""core.text: one definition of each script class, asked by every stage (issue #11)."""
+"""Core.text: one definition of each script class, asked by every stage."""
 
 from __future__ import annotations
 

@@ -218,7 +218,7 @@ class UIState:
     # QMainWindow.saveGeometry() as base64 (Qt's own format: size, position, screen, maximised).
     window_geometry: str = ""
     # The "CF-RAG" switch beside "Generate answers": CF-RAG takes minutes on a CPU, so a person
-    # may want the answers without it (issue 12, item 4); remembered like the window's size.
+    # may want the answers without it; remembered like the window's size.
     run_cfrag: bool = True
 
     def with_question(self, question: str) -> UIState:

@@ -1,4 +1,4 @@
-"""Questions across languages (issue 12, item 5): translate the question, not the library.
+"""Questions across languages: translate the question, not the library.
 
 A library that mixes Chinese and English documents is searched with the question as typed and
 with its translation into the other language; every column fuses the two rankings

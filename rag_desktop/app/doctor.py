@@ -34,7 +34,7 @@ def _check(name: str, ready: bool, detail: str, hint: str = "") -> dict[str, Any
 # Debian/Ubuntu package of each shared library Qt's xcb platform plugin (libqxcb.so) loads,
 # directly or through libQt6XcbQpa (checked with dpkg -S on Debian 12 / Ubuntu 24.04). The
 # pip wheel of PySide6 brings Qt itself but not these X11 helpers; a desktop that never ran
-# another Qt 6 app often lacks libxcb-cursor0, libxcb-icccm4, libxcb-keysyms1 (issue 15).
+# another Qt 6 app often lacks libxcb-cursor0, libxcb-icccm4, libxcb-keysyms1.
 XCB_PACKAGES: dict[str, str] = {
     "libxcb-cursor.so.0": "libxcb-cursor0",
     "libxcb-icccm.so.4": "libxcb-icccm4",

@@ -1,4 +1,4 @@
-"""The document viewer's way to a file's pages (issue #11: the ui imports no backend).
+"""The document viewer's way to a file's pages (the ui imports no backend).
 
 The viewer decides what to mark (core.highlight); rendering the page with PyMuPDF and
 reading a Word or text file's pages are the backends' work, reached through here.

@@ -175,7 +175,7 @@ class EvalOptions:
     level: str = "doc"
     keywords: str | None = None
     library: Path | None = None
-    # Questions across languages (issue 12, item 5): None keeps retrieval.cross_language from settings.
+    # Questions across languages: None keeps retrieval.cross_language from settings.
     cross_language: bool | None = None
 
 
@@ -188,7 +188,7 @@ class EvalReport:
     notes: tuple[str, ...]
     gate: GateDecision | None
     config: dict[str, Any]
-    # query id -> the question's other-language search: status, translation, seconds (issue 12, item 5)
+    # query id -> the question's other-language search: status, translation, seconds
     translations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

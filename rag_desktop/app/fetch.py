@@ -1,6 +1,6 @@
 """Download the real default models from the Hugging Face Hub (``scripts/fetch_models.py``).
 
-The app itself never downloads (DESIGN.md: offline unless the user asks); this module is what
+The app itself never downloads (docs/architecture.md, "Models": offline unless the user asks); this module is what
 runs when the user *does* ask. It is importable so the script and its tests share one code path.
 
 What it fetches — :data:`SOURCES`, the one table to edit when a repo or file name changes:
@@ -109,7 +109,7 @@ class ModelSource:
     approx_bytes: int = 0
 
 
-# The real defaults (foundation issue / DESIGN.md "Models"). Edit here when a repo changes.
+# The real defaults (docs/architecture.md, "Models"). Edit here when a repo changes.
 SOURCES: dict[Role, ModelSource] = {
     "generator": ModelSource(
         role="generator",

@@ -612,7 +612,7 @@ class Library:
         doc_index: FaissIndex,
         report: IngestReport,
     ) -> bool:
-        """A file that can no longer be read leaves the library (issue 15, item 1).
+        """A file that can no longer be read leaves the library.
 
         Its old text would otherwise stay searchable — and, being the only copy, keep coming
         up as the top hit — while the file on disk says something else (or nothing). The
@@ -656,7 +656,7 @@ class Library:
             db.execute("DELETE FROM term_vectors")
             db.execute("DELETE FROM staged_vectors")
             db.execute("DELETE FROM keywords")
-            # Everything measured on the old encoder's scale goes with its vectors (issue 11: the
+            # Everything measured on the old encoder's scale goes with its vectors (the
             # key 'tau' was never written, τ is 'tau_auto'; the cached cos_baseline and the stored
             # gate decision survived a re-embed with another encoder).
             db.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(ENCODER_SCALE_KEYS))})", ENCODER_SCALE_KEYS)
@@ -852,7 +852,7 @@ def learn_surfaces(catalog: Catalog, tokenizer: Tokenizer, terms: Sequence[str],
 
     E(t) must embed the word ("series"), not its Snowball stem ("seri"): the tokenizer knows a
     stem's surface only from text it tokenized itself, and a term that enters a keyword set at a
-    later refresh comes from a file ingested in an earlier session (issue 13). Re-tokenizing one
+    later refresh comes from a file ingested in an earlier session. Re-tokenizing one
     stored chunk that holds the term teaches it; terms whose surface is already known cost nothing.
     """
     unknown = [t for t in terms if tokenizer.surface_form(t) == t and t.isascii() and t.isalpha()]

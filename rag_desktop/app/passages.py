@@ -1,4 +1,4 @@
-"""Answer passages for one ranked column: windows, pages, headings, scores (issue 12).
+"""Answer passages for one ranked column: windows, pages, headings, scores.
 
 The pure parts (windows, headings, selection) are in :mod:`rag_desktop.core.passages`; this
 module reads what they need from the library: the chunks behind the column's top hits (for a
@@ -205,7 +205,7 @@ class PassageFinder:
 
         One hit out per hit in, same order, ids and scores, so a prompt's ``[n]`` still points at
         the n-th hit; the text is the chosen windows in document order (joined by a blank line)
-        and the page is the first chosen window's page. For CF-RAG's evidence (issue 14): its
+        and the page is the first chosen window's page. For CF-RAG's evidence: its
         hypotheses read each evidence chunk through the paragraph that answers the question
         instead of the chunk's first tokens that fit the budget. Unchanged: a document-level
         hit, a chunk not in the catalog, and a chunk with no more than ``per_hit`` windows (its

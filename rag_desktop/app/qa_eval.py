@@ -8,7 +8,7 @@ separately and labelled), token F1, and mean latency per method; the JSON report
 adds per question, for the CF-RAG methods, how many counterfactuals were parsed,
 valid and kept, the hypotheses and the decision (:func:`cf_digest`).
 
-Issue 12: ``passages`` is standard RAG reading answer passages (paragraph windows of the top
+``passages`` is standard RAG reading answer passages (paragraph windows of the top
 chunks, with their locators) where ``standard`` reads the whole chunks; ``--docs FOLDER``
 ingests a folder of real documents (PDF/Word/text) instead of ``corpus.jsonl`` (the demo QA
 set, tests/data/demo_qa); ``--generator`` picks the model (``embedded`` = 1.5B,
@@ -344,7 +344,7 @@ def cf_digest(t: CFTrace) -> dict[str, Any]:
         "phi_causal": [round(h.phi_causal, 4) for h in t.hypotheses],
         "decision": t.decision.kind,
         "agreement": t.decision.agreement,
-        # where the question's time went (issue 14: "know where the time goes"), per group of
+        # where the question's time went ("know where the time goes"), per group of
         # generator calls in call order: what bench_llm's cfrag_steps reports, on eval-qa's questions
         "cf_steps": [{"step": u.step, "calls": u.calls, "prompt_tokens": u.prompt_tokens,
                       "cached_tokens": u.cached_tokens, "completion_tokens": u.completion_tokens,

@@ -37,7 +37,7 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Hit, Keyword, Level, RankedList
 
 # The rerank variants the eval command and the UI know, as (method, absorption, empty-B rule).
-# A rule of None is the setting retrieval.empty_b_rule (issue 11: the Settings dialog offers it,
+# A rule of None is the setting retrieval.empty_b_rule (the Settings dialog offers it,
 # and a hard-coded "demote" here made that control do nothing); "causal_fb" is the paper's
 # §4.5 ablation and always falls back.
 VARIANTS: dict[str, tuple[Method, Absorption, EmptyBRule | None]] = {

@@ -1,4 +1,4 @@
-"""The one owner of every heavy model (DESIGN.md: "loaded once, closed before reload").
+"""The one owner of every heavy model (docs/architecture.md, "Models": loaded once, closed before reload).
 
 Models are created lazily on first use from the settings; changing a model
 setting closes the old instance before the new one is loaded. The UI and the CLI
@@ -188,7 +188,7 @@ class Runtime:
     def generator_ready(self) -> bool:
         """True when :meth:`generator` can load without joining a model file first: loaded already,
         a server backend, a GGUF file that exists, or the embedded model joined and verified (a
-        stat and the sidecar, no hashing). Question translation (issue 12, item 5) asks this
+        stat and the sidecar, no hashing). Question translation asks this
         first, so a question never starts a silent 1 GB join."""
         if self._generator is not None or self.settings.models.generator_backend == "openai":
             return True

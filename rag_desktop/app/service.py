@@ -1,4 +1,4 @@
-"""RagService: the facade the UI and the CLI call (DESIGN.md, layer ``app``).
+"""RagService: the facade the UI and the CLI call (docs/architecture.md, layer ``app``).
 
 One service per open library. It owns the Runtime (models) and the Library
 (catalog + indexes), and exposes typed operations: ingest, compare, answer,
@@ -70,7 +70,7 @@ from rag_desktop.core.types import (
 
 log = logging.getLogger(__name__)
 
-CONVERSATION_FILE = "conversation.json"  # the library's follow-up thread (issue 12)
+CONVERSATION_FILE = "conversation.json"  # the library's follow-up thread
 
 
 class CausalOffCode(StrEnum):
@@ -145,7 +145,7 @@ class Comparison:
         own = {"baseline": self.baseline, "causal": self.causal}.get(column) or self.cross_encoder
         assert own is not None, column
         return self.answer_lists.get(column, own)
-    # The question's other-language search (issue 12, item 5): the translation, whether the
+    # The question's other-language search: the translation, whether the
     # columns fuse two rankings, or why the question was ranked as typed only.
     cross_language: CrossLanguage | None = None
 
@@ -541,7 +541,7 @@ class RagService:
         yield from source_needs(self.runtime.generator(), self.settings.generation, query, answer, cancel)
 
     def passage_finder(self) -> PassageFinder:
-        """The answer-passage finder of this library (issue 12), sharing the retriever's encoder."""
+        """The answer-passage finder of this library, sharing the retriever's encoder."""
         g = self.settings.generation
         if self._passages is None or self._passages.max_passages != g.max_passages:
             r = self.retriever()
@@ -557,7 +557,7 @@ class RagService:
     ) -> Iterator[GenEvent | Answer | Progress]:
         """Stream an answer from the top sources of ``ranked``; ends with the Answer and citations.
 
-        With answer passages (``generation.passages``, issue 12) the model reads paragraph-sized
+        With answer passages (``generation.passages``) the model reads paragraph-sized
         windows of the top ``n_sources`` hits, each headed by what locates it, and ``[n]`` points
         at that paragraph; otherwise it reads the hits' whole chunks. Progress events say what
         the answer is doing (``passages``: windows scored; ``reading``: the prompt's tokens).
@@ -641,7 +641,7 @@ class RagService:
         except sqlite3.Error as exc:
             log.warning("could not keep the %s documents of a question: %s", how, exc)
 
-    # ------------------------------------------------------------------ conversation (issue 12)
+    # ------------------------------------------------------------------ conversation
     def rewrite_followup(self, question: str, conversation: Conversation,
                          cancel: CancelToken | None = None, timeout_s: float | None = None) -> Rewrite:
         """The standalone form of a follow-up, by the local model; the user's words on failure.

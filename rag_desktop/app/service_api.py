@@ -1,4 +1,4 @@
-"""The service the desktop UI talks to, as a typed Protocol (issue #11).
+"""The service the desktop UI talks to, as a typed Protocol.
 
 The UI never sees :class:`rag_desktop.app.service.RagService` by name: it holds a
 :class:`LibraryService`, so the tests' fake service (tests/test_gui_support.py) is checked

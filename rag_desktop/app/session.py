@@ -1,4 +1,4 @@
-"""The Session: the one owner of the models and of the open library (issue #11).
+"""The Session: the one owner of the models and of the open library.
 
 A person has one library open at a time and one set of models loaded. The Session holds
 both: the Runtime (embedder, tokenizer, scorer, generator), built once, and the one

@@ -392,7 +392,7 @@ class FaissIndex:
         before the rename is checked: ``faiss.write_index(index, filename)`` writes through a
         C ``FILE*`` and only *prints* a failing ``fclose`` (a destructor cannot throw), so on a
         full disk the last buffered bytes — all of them for a small index — were lost without
-        an error and the rename put a 0-byte file in place of a good one (issue 15, item 5).
+        an error and the rename put a 0-byte file in place of a good one.
         Here faiss streams the bytes through ``PyCallbackIOWriter`` into our own ``write(2)``
         calls (one block in memory at a time); the size on disk must equal what was written.
         """

@@ -1,6 +1,7 @@
 """Generation through an OpenAI-compatible HTTP server (llama.cpp server, vLLM, llama-cpp-python's).
 
-The scale path of DESIGN.md: the same :class:`rag_desktop.core.protocols.Generator`
+The scale path of docs/architecture.md ("Deploying a shared library"): the same
+:class:`rag_desktop.core.protocols.Generator`
 protocol, spoken over ``POST <base_url>/chat/completions`` with ``stream: true``
 (server-sent events). Standard library only (``http.client``), so this backend has no
 dependency to install.

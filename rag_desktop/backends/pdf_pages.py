@@ -1,4 +1,4 @@
-"""A few pages of a PDF with their printed labels, for locating answer passages (issue 12).
+"""A few pages of a PDF with their printed labels, for locating answer passages.
 
 Ingest keeps only page ranges per chunk; an answer passage inside a chunk that spans pages
 needs the page it is on, and the UI shows the page *label* the PDF defines (a textbook

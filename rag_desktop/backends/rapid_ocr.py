@@ -1,6 +1,6 @@
 """OCR with RapidOCR (PP-OCRv4 detection + recognition, Chinese and English) on onnxruntime.
 
-Why this engine (issue 16, measured in docs/evaluation.md "OCR"): ``rapidocr-onnxruntime``
+Why this engine (measured in docs/evaluation.md "OCR"): ``rapidocr-onnxruntime``
 ships its three ONNX models inside the wheel (16 MB), so OCR works offline from a plain
 ``pip install``; it reads Chinese and English with one model. Debian's tesseract needs a
 system package (not installable from pyproject, absent on Windows/macOS desktops).

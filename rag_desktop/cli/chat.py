@@ -1,4 +1,4 @@
-"""``rag-desktop chat``: follow-up questions on the command line (issue 12).
+"""``rag-desktop chat``: follow-up questions on the command line.
 
 A REPL over one library's conversation: each line is a question; from the second one on it is
 rewritten by the local model into a standalone question (printed as ``→ asked as: …``) before

@@ -39,7 +39,7 @@ def terminal_safe(text: str, keep_newlines: bool = False) -> str:
     Titles, file names and passages come from documents: an ESC/OSC sequence in one recolours
     the terminal or sets its title, BEL rings, a C1 CSI (U+009B) is an ESC [ to some
     terminals, a bidi override reorders what is shown, and a newline in a file name forges
-    an output line (issue 15, item 6). ``keep_newlines`` keeps line breaks for text that is
+    an output line. ``keep_newlines`` keeps line breaks for text that is
     meant to have lines (an answer). Undecodable file-name bytes become U+FFFD.
     """
     text = printable(text)

@@ -3,7 +3,7 @@
 * a :class:`RagError` (any layer's error worded for a person) → its message, its hint if it adds
   something, exit 2; no traceback — the message already says what is wrong and what to do;
 * ``KeyboardInterrupt`` → exit 130;
-* anything else is a bug (even a ``ValueError`` from deep code: before issue #11 every
+* anything else is a bug (even a ``ValueError`` from deep code: before this every
   ValueError was shown as if the person had typed something wrong) → "internal error", the
   exception's type and message, how to see the traceback, exit 1.
 
@@ -29,7 +29,7 @@ def report(exc: BaseException, verbose: bool) -> int:
         print("rag-desktop: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     # -v shows the traceback, except of a settings error: the settings file is the person's,
-    # and where in the code it was read says nothing (as before issue #11).
+    # and where in the code it was read says nothing (as it once did).
     if verbose and not (isinstance(exc, RagError) and exc.kind is ErrorKind.SETTINGS):
         raise exc
     if isinstance(exc, RagError):

@@ -1,4 +1,4 @@
-"""Citations added after generation, for sentences the model left uncited (issue 12).
+"""Citations added after generation, for sentences the model left uncited.
 
 The app's prompt asks for a ``[n]`` after every sentence, and the embedded models often write the
 right fact without one (measured on the demo set: the 1.5B cited in 2 of its first 3 answers, the

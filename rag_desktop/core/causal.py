@@ -97,7 +97,7 @@ EmptyBRule = Literal["demote", "fallback"]
 Method = Literal["causal", "hybrid"]
 # How s_c is read off B (Eq. 4–5). "paper" is the exact formula; the others are remedies for an
 # encoder whose cosines are compressed and anisotropic (multilingual-e5 puts every term pair
-# between ~0.8 and ~0.93, and all v_B near the common direction of its embeddings, issue 13):
+# between ~0.8 and ~0.93, and all v_B near the common direction of its embeddings):
 #   "centred"     cos(E(q) − μ_T, v_B − μ_T): term and query vectors centred on the library's
 #                 mean term vector μ_T (Eq. 4 is linear, so centring the E(t) centres v_B);
 #   "idf"         v_B weighted by λ_t · idf(t): generic terms, which pull v_B towards μ_T, count less;
@@ -110,7 +110,7 @@ ScoreVariant = Literal["paper", "centred", "idf", "contrast", "centred_idf"]
 SCORE_VARIANTS: tuple[ScoreVariant, ...] = ("paper", "centred", "idf", "contrast", "centred_idf")
 
 # A warning is raised when B(d) is empty for more than this share of the window
-# (issue 4: with e5 at τ = 0.6 every B was empty and the order silently became the baseline's).
+# (with e5 at τ = 0.6 every B was empty and the order silently became the baseline's).
 EMPTY_B_WARN_FRACTION = 0.5
 
 
@@ -156,7 +156,7 @@ class TermSet:
         object.__setattr__(self, "vectors", vec)
         # Derived once here, not per query: the app keeps K_d TermSets for a whole session,
         # so normalising rows and collecting weights at construction takes them off the
-        # re-rank path (issue 4 budget: re-ranking ≤ 5 % of a baseline query).
+        # re-rank path (budget: re-ranking ≤ 5 % of a baseline query).
         # Encoders that already return unit rows (e5, BGE-M3) share one array: a K_d set is
         # 15 × dim float64, and the app keeps up to a thousand of them per session. Their rows
         # come from float32, so "unit" means within 1e-6 (cosines move by < 1e-6 at most).
@@ -327,7 +327,7 @@ def causal_scores(
         # The products are taken per candidate (≤ 15 rows each) and not as one (T, h)
         # matrix on purpose: OpenBLAS runs a gemm of a few hundred rows on all cores, and
         # on a busy laptop that single call was measured at 8–30 ms (p99) against ~60 µs for
-        # the twenty small ones (issue 4 budget: re-ranking ≤ 5 % of a baseline query).
+        # the twenty small ones (budget: re-ranking ≤ 5 % of a baseline query).
         q_unit_t = np.ascontiguousarray(query_terms.unit.T)
         cos = np.concatenate([c.unit @ q_unit_t for c in present])  # (T, m)
         bq = cos.argmax(axis=1)
@@ -651,7 +651,7 @@ def calibrate_tau(
     """Encoder-aware τ for Eq. 3: the ``percentile`` of random term-pair cosines.
 
     τ = 0.6 is on BGE-M3's cosine scale; multilingual-e5 puts every pair between
-    ~0.8 and ~0.93, so a fixed 0.6 absorbs every term (issue 4). Taking τ as a
+    ~0.8 and ~0.93, so a fixed 0.6 absorbs every term. Taking τ as a
     high percentile (settings: 97) of the library's own distribution means "only
     pairs closer than 97 % of random term pairs count as the same meaning",
     whatever the encoder's scale.

@@ -1,7 +1,7 @@
-"""The one citation grammar: what counts as ``[n]`` in a model's answer (issue 12).
+"""The one citation grammar: what counts as ``[n]`` in a model's answer.
 
 Prompting, CF-RAG, the answer metrics and the UI all read citations with this module, so
-an answer cannot cite a source in one place and not in another (before issue 12 CF-RAG read
+an answer cannot cite a source in one place and not in another (CF-RAG once read
 only ASCII brackets without ranges, so 【1】 and [1-2] were no citations there, while the UI
 accepted four digits, so "[2023]" was a link only in the viewer).
 

@@ -1,4 +1,4 @@
-"""Follow-up questions: a conversation per library, rewritten into standalone questions (issue 12).
+"""Follow-up questions: a conversation per library, rewritten into standalone questions.
 
 A follow-up ("那有效期呢？", "and in the drinking-age version?") cannot be retrieved on its own:
 the local model rewrites it, from the conversation so far, into a standalone question, which

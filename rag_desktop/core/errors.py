@@ -1,4 +1,4 @@
-"""The one error family (issue #11): every error worded for a person is a :class:`RagError`.
+"""The one error family: every error worded for a person is a :class:`RagError`.
 
 Each layer subclasses it where the problem arises (``SettingsError`` in core, ``MissingDependency``
 and ``UnreadableDocument`` in backends, ``CatalogError`` in app, ...), and each subclass names its

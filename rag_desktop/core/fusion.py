@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion of one column's rankings for several phrasings of a question (issue 12, item 5).
+"""Reciprocal rank fusion of one column's rankings for several phrasings of a question.
 
 A question asked in Chinese about an English document is ranked twice: as typed, and as the local
 model translated it into the library's other language. Each column (baseline, causal/hybrid,

@@ -131,7 +131,7 @@ def generate_many(
 
 class ReplayGenerator:
     """A generator that answers a request it has already answered from memory (eval-qa's paired
-    CF-RAG ablations, issue 14 item 5).
+    CF-RAG ablations).
 
     Why: an ablation (``cfrag_no_cf``, ``cfrag_no_div``, ``cfrag_no_causal``) changes one step of
     CF-RAG; every call before that step, and every later call whose prompt the change did not
@@ -249,7 +249,7 @@ class LineResult:
 def generate_line(generator: Generator, messages: Sequence[ChatMessage], *, max_tokens: int, seed: int,
                   timeout_s: float, cancel: CancelToken | None = None) -> LineResult:
     """One greedy line from ``generator`` under a deadline: the follow-up rewrite and the question
-    translation (issue 12) ask for one line and must never hold a question up for long.
+    translation ask for one line and must never hold a question up for long.
 
     The deadline also stops a model that is still reading the prompt (no token yet); it is reported
     as ``timed_out``, never raised. A user's ``cancel`` raises Cancelled; a generator error

@@ -1,4 +1,4 @@
-"""What the document viewer marks on a page, Qt-free and without PyMuPDF (issue #11: the
+"""What the document viewer marks on a page, Qt-free and without PyMuPDF (the
 ui imports no backend; the viewer builds these and app.documents hands them to the renderer).
 """
 
@@ -33,7 +33,7 @@ class RenderedPage:
     height: int
     found: dict[str, int] = field(default_factory=dict)  # highlight text → rectangles marked
     word_marks: int = 0  # whole words marked through ``words`` (render_page)
-    # The page's printed label where the PDF defines one ("87", "iv"; issue 12: a chapter printed
+    # The page's printed label where the PDF defines one ("87", "iv"; a chapter printed
     # as pages 87–89 is physical pages 1–3), "" otherwise. The page box still counts physical pages.
     label: str = ""
     # Top of the first "region" highlight (the passage) in the PNG's pixels, None when none was

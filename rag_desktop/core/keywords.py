@@ -11,7 +11,7 @@ Two variants (``settings.retrieval.keyword_variant``):
     The paper: generic stopwords (``stopwords/zh.txt``, ``stopwords/en.txt``),
     TF–IDF, top-n. Kept so the paper's method can be compared with ours.
 ``"improved"``
-    The fixes issue 4 asks for: question filler dropped from queries
+    The fixes: question filler dropped from queries
     (``query_zh.txt``/``query_en.txt``), common verbs dropped everywhere
     (``verbs_zh.txt``/``verbs_en.txt``), pure numbers and number+unit tokens
     (``10g``, ``2024``, ``3.5%``, ``2024年``) dropped. Stemming and the corpus
@@ -403,7 +403,7 @@ def discover_cjk_terms(
 
     The classic unsupervised new-word test (counts, internal cohesion, free
     neighbours on both sides), used to build the improved variant's user
-    dictionary (issue 4: jieba splits 久咳, 大模型, 预训练):
+    dictionary (jieba splits 久咳, 大模型, 预训练):
 
     * frequency: at least ``min_count`` occurrences;
     * cohesion: for every split ``w = a + b``,

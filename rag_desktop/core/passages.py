@@ -1,4 +1,4 @@
-"""Answer passages: rank coarse, read fine (DESIGN.md "Two granularities", issue 12).
+"""Answer passages: rank coarse, read fine (docs/architecture.md, "Data flow").
 
 The 4,096/512 chunks of paper 000 stay the unit the columns rank. What the model reads, and
 what ``[n]`` points at, is a *passage*: a paragraph-sized window inside a top-ranked chunk,

@@ -237,7 +237,7 @@ def source_where(hit: Hit, locator: Locator | None, lang: Lang) -> str:
     """What locates a source for the model: title, section heading or article, page (label).
 
     "Reasoning — 7.3 The selection task (page 141)" / "《差旅费管理办法》 第八条（第 1 页）": with
-    the heading in the header the model can say *where* the answer is (issue 12).
+    the heading in the header the model can say *where* the answer is.
     """
     title = hit.title or hit.path
     heading = locator.heading if locator is not None else ""
@@ -260,7 +260,7 @@ def answer_key(hits: Sequence[Hit], n_sources: int = ANSWER_SOURCES) -> tuple[tu
     order, with which text (passages are chosen inside them, numbered in this order).
 
     Two columns with the same key get the same prompt, and with the generator's fixed seed the
-    same answer (issue 12: "when two columns' passages are identical, generate once and say so"):
+    same answer ("when two columns' passages are identical, generate once and say so"):
     a column the gate shows in baseline order reads exactly the baseline's sources.
     """
     return tuple((h.unit_id, h.doc_id, h.text) for h in answer_hits(hits, n_sources))
@@ -278,7 +278,7 @@ def build_answer_messages(
     """The chat messages for answering ``query`` from ``sources`` within the context window.
 
     Sources are taken in the order given (the caller's ranking) and numbered [1]..[m].
-    Budget (issue 5): n_ctx − answer_reserve − (instruction + question + chat-template
+    Budget: n_ctx − answer_reserve − (instruction + question + chat-template
     overhead) is what the sources may use. Sources are added whole while they fit; the
     first one that does not fit is cut at a sentence end (never inside a character) and
     the list stops there, so a lower-ranked source never displaces a higher-ranked one.
@@ -397,7 +397,7 @@ def build_translation_messages(text: str, source_lang: Lang, target_lang: Lang) 
 
 def build_question_translation_messages(question: str, source_lang: Lang, target_lang: Lang) -> tuple[ChatMessage, ...]:
     """Messages asking for a question in the other language (``prompts/translate_question_<target>.txt``):
-    a short instruction, no worked example, one line out (issue 12, item 5: searched across languages)."""
+    a short instruction, no worked example, one line out (item 5: searched across languages)."""
     if target_lang not in ("zh", "en") or source_lang == target_lang:
         raise ValueError(f"cannot translate a {source_lang!r} question into {target_lang!r}")
     if not question.strip():
@@ -415,7 +415,7 @@ class ThinkFilter:
     """Removes ``<think>…</think>`` from a token stream, whatever way the tags are split.
 
     Qwen3 emits a (possibly empty) thinking block before its answer; the answer must
-    never show it (issue 5). Feed each streamed piece to :meth:`feed` and show what it
+    never show it. Feed each streamed piece to :meth:`feed` and show what it
     returns; call :meth:`flush` at the end. A suffix that could be the start of a tag is
     held back until the next piece decides it. ``start_inside`` is for templates whose
     generation prompt already opens the block (the model then only emits ``</think>``).

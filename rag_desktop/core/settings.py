@@ -156,7 +156,7 @@ class IngestSettings:
     watch_debounce_s: float = field_spec(2.0, min=0, min_open=True, unit="s")
     watch_poll_s: float = field_spec(0.0, min=0, unit="s", zero_means="the OS's change events")
     # Files larger than this are skipped with a reason (0: no limit). A 50 MB text file is
-    # ~15,000 chunks, over two hours of embedding on a laptop CPU (issue 15).
+    # ~15,000 chunks, over two hours of embedding on a laptop CPU.
     max_file_mb: float = field_spec(100.0, min=0, unit="MB", zero_means="no limit")
 
 
@@ -237,7 +237,7 @@ class CFRagSettings:
     evidence_per_hypothesis: int = field_spec(4, min=1)
     # Paragraph windows each evidence chunk is read through by the hypotheses and the synthesis
     # (the paper's evidence is a ~100-word passage, this app's chunk 4,096 characters); 0 reads
-    # the chunk itself, cut to the prompt budget from its start (before issue 14).
+    # the chunk itself, cut to the prompt budget from its start (the old behaviour).
     read_passages: int = field_spec(1, min=0)
     # Q(e) ∈ [0, 1] (core.cfrag.quality_score), so a threshold outside it keeps or drops everything.
     quality_min: float = field_spec(0.2, min=0, max=1, step=0.05)
@@ -266,12 +266,12 @@ class GenerationSettings:
     # default: the model reads passages in their own language (a call per passage before the first
     # token; docs/evaluation.md, "Model calls on the question's path").
     translate: bool = False
-    # Answer passages (issue 12): the model reads paragraph-sized windows of the top chunks
+    # Answer passages: the model reads paragraph-sized windows of the top chunks
     # (at most this many), not whole 4,096-character chunks.
     passages: bool = True
     max_passages: int = field_spec(8, min=1)
     # A sentence the model left uncited gets the source holding its words, marked as matched
-    # (core.attribution; issue 12: the embedded models often state the fact without its [n]).
+    # (core.attribution; the embedded models often state the fact without its [n]).
     match_citations: bool = True
     # Each [n] the model wrote is kept only where passage n holds the sentence it ends; a repeated
     # marker is written once (core.attribution.check_citations; lexical, no model call).
@@ -279,7 +279,7 @@ class GenerationSettings:
     # Say "not in your documents" instead of asking the model when the question's words are mostly
     # not the library's and no passage stands out (core.abstain; decided before the model loads).
     abstain: bool = True
-    # Follow-up questions (issue 12): a rewrite that takes longer falls back to the user's words.
+    # Follow-up questions: a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 
 

@@ -1,4 +1,4 @@
-"""The text toolbox (issue #11): one definition of each script class and of answer tokens.
+"""The text toolbox: one definition of each script class and of answer tokens.
 
 Before, "CJK" had three definitions (qa_metrics, ocr_text, cfrag) and Han a fourth and fifth
 (the UI's highlighter, the jieba backend), so a character could be Chinese to one stage and
@@ -102,7 +102,7 @@ def _is_punct(ch: str) -> bool:
     return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
 
 
-# Chinese numerals (issue 12: 第55条 and 第五十五条 are the same article). A run is read as a
+# Chinese numerals (第55条 and 第五十五条 are the same article). A run is read as a
 # number when it holds a digit character (一…九, 〇/零, 两) or 十; 百/千/万 alone ("百分之")
 # are left as they are.
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,

@@ -1,4 +1,4 @@
-"""Frozen dataclasses that flow between the stages (DESIGN.md, "Data that flows").
+"""Frozen dataclasses that flow between the stages (docs/architecture.md, "Data flow").
 
 Every stage takes and returns these; nothing here knows about models, files or Qt.
 All are JSON-serialisable through :func:`rag_desktop.core.cfrag.types.to_jsonable`.
@@ -264,7 +264,7 @@ class Citation:
 
 @dataclass(frozen=True)
 class Locator:
-    """Where an answer passage stands (issue 12): its section heading or article, and the
+    """Where an answer passage stands: its section heading or article, and the
     printed page label when the PDF defines one ("" otherwise)."""
 
     heading: str = ""
@@ -277,7 +277,7 @@ class Answer:
     citations: tuple[Citation, ...] = ()
     sources: tuple[Hit, ...] = ()
     method: str = ""
-    # Answer passages (issue 12): one Locator per source, and each source's text before it was
+    # Answer passages: one Locator per source, and each source's text before it was
     # translated ("" where it was not), so the UI shows the original beside the translation.
     locators: tuple[Locator, ...] = ()
     original_texts: tuple[str, ...] = ()

@@ -38,7 +38,7 @@ BAD = QColor("#B3261E")
 
 
 def progress_text(p: Progress) -> str:
-    """A status line for model preparation: the model's full name, MB done of MB, ETA (issue 12)."""
+    """A status line for model preparation: the model's full name, MB done of MB, ETA."""
     if p.stage in ("join_model", "verify_model") and p.total > 0:
         key = "answer.preparing_eta" if p.eta_s is not None else "answer.preparing_bytes"
         return tr(key, msg=p.message or tr(f"stage.{p.stage}"), done=f"{p.current / 1e6:,.0f}",
@@ -113,7 +113,7 @@ class AnswerPane(QWidget):
         self._status_key = "answer.idle"
         self._status_args: dict[str, object] = {}
         self._notes: list[Callable[[], str]] = []  # add_note's, after the status
-        # Elapsed seconds beside what the pane is doing (issue 12: "reading 1,240 tokens… · 4 s").
+        # Elapsed seconds beside what the pane is doing ("reading 1,240 tokens… · 4 s").
         self._t0: float | None = None  # time.monotonic() when this answer started
         self._ticker = QTimer(self)
         self._ticker.setInterval(1000)
@@ -310,7 +310,7 @@ class AnswerPane(QWidget):
         for i, h in enumerate(srcs):
             orig = self._originals.get(h.unit_id)
             given = " ".join(h.text.split())
-            if i < len(texts):  # answer passages carry their own original (issue 12)
+            if i < len(texts):  # answer passages carry their own original
                 original = " ".join(texts[i].split()) or given
             else:
                 original = " ".join(orig.text.split()) if orig is not None else given
@@ -321,7 +321,7 @@ class AnswerPane(QWidget):
                 item = QTableWidgetItem(text)  # plain text item: never interpreted as HTML
                 item.setToolTip(plain_tooltip(text if j < 2 else (given if j == 2 else original)[:1500]))
                 # At the top: a passage wraps into a tall row, and centred n / Document cells then
-                # sat below the visible part of the row and looked empty (issue 17).
+                # sat below the visible part of the row and looked empty.
                 item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
                 self.sources.setItem(i, j, item)
         self.sources.resizeRowsToContents()

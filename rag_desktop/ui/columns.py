@@ -518,7 +518,7 @@ class ResultColumn(QWidget):
         self._subtitle = ""
         self._verdict: dict[str, Any] | None = None  # the causal column's "why this order" (set_verdict)
         # The columns shown side by side (align_headings): their headings and subtitles take the
-        # same height, so the first rows line up whatever each heading says (issue 17).
+        # same height, so the first rows line up whatever each heading says.
         self.peers: Sequence[ResultColumn] = ()
         self._aligning = False
         sm = self.view.selectionModel()

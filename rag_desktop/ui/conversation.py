@@ -1,4 +1,4 @@
-"""The conversation panel: the thread of follow-up questions of the open library (issue 12).
+"""The conversation panel: the thread of follow-up questions of the open library.
 
 Shows the history (what was typed, what it was asked as), the standalone form of a follow-up
 for the user to check or edit before retrieval, and New conversation / Export. It only shows

@@ -1,6 +1,6 @@
-"""The main window's follow-up thread (issue 12): the conversation dock, rewriting a
+"""The main window's follow-up thread: the conversation dock, rewriting a
 follow-up into a standalone question, recording turns (a mixin of ui.main_window.MainWindow,
-split out for #11)."""
+split out of it)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class ConversationActions(WindowPart):
     side: QSplitter  # the left column: the library panel, then this dock
     ask: Callable[..., None]
 
-    # ================================================================== conversation (issue 12)
+    # ================================================================== conversation
     def _build_conversation(self) -> None:
         from PySide6.QtWidgets import QDockWidget
 

@@ -475,7 +475,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.cf_disabled": ("CF-RAG is off", "CF-RAG 已关闭"),
     "answer.not_run": ("not run", "未运行"),
     "answer.generating": ("writing…", "正在生成…"),
-    # issue 12: two columns reading the same sources in the same order get one answer, written once.
+    # two columns reading the same sources in the same order get one answer, written once.
     "answer.shared_wait": ("same sources as {column}: its answer is written once and shown here too",
                            "与“{column}”列的资料相同：只生成一次答案，也显示在这里"),
     "answer.shared_done": ("{column}'s answer (same sources)", "同“{column}”的答案（资料相同）"),

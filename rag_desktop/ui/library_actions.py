@@ -1,5 +1,5 @@
 """The main window's library work: adding folders, watching them, switching and removing
-libraries, the calibration gate (a mixin of ui.main_window.MainWindow, split out for #11).
+libraries, the calibration gate (a mixin of ui.main_window.MainWindow).
 
 Each method runs on the GUI thread and sends slow work to the window's one worker
 (``self.runner``); the library switch goes through the Session (app.session), which opens the

@@ -129,7 +129,7 @@ def run_gui(library: Path | None, demo: bool) -> int:
         _message(tr("startup.failed_title"), f"{msg}\n{hint}\n\n{tr('startup.log', path=str(log_path))}")
         return 1
     win.show()
-    win.prepare_model_in_background()  # issue 12: never silently at the first question
+    win.prepare_model_in_background()  # never silently at the first question
     code = int(app.exec())
     win.runner.cancel_all()  # however the loop ended, no task may outlive the service
     win.runner.wait(30000)

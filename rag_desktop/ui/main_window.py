@@ -117,7 +117,7 @@ class QueryState:
     qid: int
     question: str
     started: float = field(default_factory=time.monotonic)
-    typed: str = ""  # what the user typed, when ``question`` is its standalone rewrite (issue 12)
+    typed: str = ""  # what the user typed, when ``question`` is its standalone rewrite
     comparison: Any = None
     surfaces: dict[str, str] = field(default_factory=dict)
     words: dict[str, tuple[WordSpan, ...]] = field(default_factory=dict)
@@ -320,7 +320,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         qbar.addWidget(self.stop_btn)
 
         self.error_bar = ErrorBar()
-        # "also searched as: …" (issue 12, item 5): the question's translation the columns fused,
+        # "also searched as: …": the question's translation the columns fused,
         # or why the question was ranked as typed only.
         self.crosslang_line = QLabel()
         self.crosslang_line.setObjectName("crosslang_line")
@@ -559,7 +559,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
     def _ask_from_box(self) -> None:
         """Return in the question box. An editable QComboBox's line edit emits returnPressed
         twice for one key press; the second, for the same text at once, is the same question
-        (before issue 12 it silently restarted the search; with follow-ups it would read the
+        (before, it silently restarted the search; with follow-ups it would read the
         question as a follow-up of itself)."""
         # Both emissions come from one key event: ignore any until the event loop turns again
         # (a time window instead also dropped a quick, deliberate re-ask of the same words).
@@ -762,7 +762,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         guarded = partial(self._guarded, st)
 
         # Columns that read the same sources in the same order get the same prompt and, with the
-        # fixed seed, the same answer: generate it once (issue 12). A column the gate shows in
+        # fixed seed, the same answer: generate it once. A column the gate shows in
         # baseline order is the usual case; the answer would otherwise be written twice.
         groups: dict[tuple[object, ...], list[str]] = {}
         ranked_of = dict(lists)
@@ -950,7 +950,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
                 ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)], note=note))
         sub = tr("col.cf_sub", kind=tr(decision_key(t.decision)), n=len(t.counterfactuals),
                  scorer=scorer_text(t.scorer, t.scorer_is_substitute))
-        m = margin_summary(t)  # Δ is an annotation with its noise level, not the order (issue 14)
+        m = margin_summary(t)  # Δ is an annotation with its noise level, not the order
         if t.counterfactuals:
             sub += " · " + tr("col.cf_margin_ok" if m.separates else "col.cf_margin_noise",
                               spread=fmt(m.spread, 3), noise=fmt(m.noise, 3))
@@ -997,7 +997,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
 
     def open_result(self, hit: Hit, page: int | None = None) -> None:
         """Open a document from the results of the question on screen: the person's relevance
-        signal, kept as a label of that question for the automatic gate (issue 13)."""
+        signal, kept as a label of that question for the automatic gate."""
         st = self.state
         if st is not None and st.comparison is not None and hit.doc_id:
             self.service.note_relevant(st.comparison.query, [hit.doc_id], "opened")
@@ -1010,7 +1010,7 @@ class MainWindow(LibraryActions, ConversationActions, QMainWindow):
         st = self.state
         if st is not None:
             for a in st.answers.values():
-                # The cited passage itself (issue 12): the viewer opens on its page and marks it.
+                # The cited passage itself: the viewer opens on its page and marks it.
                 if 0 < c.n <= len(a.sources) and (a.sources[c.n - 1].unit_id, a.sources[c.n - 1].page) == (
                         c.unit_id, c.page):
                     hit = a.sources[c.n - 1]

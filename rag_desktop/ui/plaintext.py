@@ -3,7 +3,7 @@
 Qt treats a tooltip (and a QLabel in its default AutoText mode) as rich text whenever
 ``Qt.mightBeRichText`` guesses so — for instance when it starts with a tag — so a title or a
 passage holding ``<img src=…>``, ``<table>`` or ``<a href=…>`` was rendered: an image fetched,
-a table drawn, a link shown (issue 15, item 6). There is no "plain text" flag for tooltips,
+a table drawn, a link shown. There is no "plain text" flag for tooltips,
 so the text is escaped and wrapped in a paragraph that keeps its line breaks.
 """
 

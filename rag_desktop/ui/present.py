@@ -101,7 +101,7 @@ class CFRow:
 def cfrag_rows(trace: CFTrace) -> list[CFRow]:
     """What CF-RAG used first — the chosen hypothesis's evidence in its prompt order — then
     the other kept evidence by s(q,e), then the filtered-out passages (marked); Δ is an
-    annotation, not the order (issue 14: ordering by Δ ranked noise first)."""
+    annotation, not the order (ordering by Δ ranked noise first)."""
     return [CFRow(i, r.evidence, r.group == "chosen", r.group, r.cited)
             for i, r in enumerate(evidence_rows(trace), start=1)]
 

@@ -2,7 +2,7 @@
 
 ui/i18n.py holds every string the app writes; the buttons Qt draws itself come from Qt's
 translation catalogues, which PySide6 ships (qtbase_zh_CN.qm). Without them the Chinese UI's
-dialogs said "OK" and "Cancel" (issue 17: labels that stay English).
+dialogs said "OK" and "Cancel" (labels that stay English).
 """
 
 from __future__ import annotations

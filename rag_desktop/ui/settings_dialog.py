@@ -218,7 +218,7 @@ class SettingsDialog(QDialog):
                 embedded.setToolTip(tr("settings.embedded_tip"))
                 embedded.clicked.connect(lambda: line.setText("embedded"))
                 row.addWidget(embedded)
-                if f.key == "generator":  # issue 12: the 0.5B model stays as the fast choice
+                if f.key == "generator":  # the 0.5B model stays as the fast choice
                     fast = QPushButton(tr("settings.embedded_fast"))
                     fast.setToolTip(tr("settings.embedded_fast_tip"))
                     fast.clicked.connect(lambda: line.setText("embedded-fast"))

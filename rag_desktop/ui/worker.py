@@ -1,4 +1,4 @@
-"""The one bridge between the service's long operations and Qt (DESIGN.md, "Data that flows").
+"""The one bridge between the service's long operations and Qt (docs/architecture.md, "Data flow").
 
 A task is a function of a :class:`TaskContext` that either returns a value or returns a
 generator of events. The bridge runs it on a worker thread and turns each event into a

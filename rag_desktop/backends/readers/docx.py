@@ -101,7 +101,7 @@ def _check_package(path: Path) -> None:
         raise UnreadableDocument(path, "the .docx package (a ZIP file) is damaged") from exc
 
 
-# Zip-bomb limits (issue 15, item 3), checked before python-docx reads anything: it loads every
+# Zip-bomb limits, checked before python-docx reads anything: it loads every
 # part into memory and lxml parses the XML ones at several times their size, so a 1 MB file
 # whose document.xml inflates to 1 GiB took 11 s and 2.25 GB of memory to be rejected. The
 # text of a 5,000-page Word document is well under 100 MiB of XML; XML of real documents

@@ -49,7 +49,7 @@ def load_pymupdf() -> ModuleType:
 
     MuPDF's messages ("MuPDF error: …" while repairing a damaged file) go to the Python log
     (logger ``pymupdf``, level WARNING), not to stdout, where PyMuPDF prints them by default:
-    they made ``rag-desktop ingest --json`` output invalid JSON (issue 15, item 6).
+    they made ``rag-desktop ingest --json`` output invalid JSON.
     """
     for name in ("pymupdf", "fitz"):
         try:

@@ -188,7 +188,7 @@ def _read(run: CFRun, hits: Sequence[Hit]) -> list[Hit]:
     The paper's evidence is a passage of about a hundred words; this app's retrieval unit is a
     4,096-character chunk, and a prompt budget cut keeps each chunk's *first* tokens, which may not
     hold the answer. So the app passes a reader that gives each chunk as its best paragraph for
-    the question (issue 14; fewer tokens read, too). Scores, Δ and φ stay on the chunks.
+    the question (fewer tokens read, too). Scores, Δ and φ stay on the chunks.
     """
     if run.read is None:
         return list(hits)

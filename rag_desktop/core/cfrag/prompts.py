@@ -1,6 +1,6 @@
 """Every prompt CF-RAG sends, rendered from ``rag_desktop/prompts/cfrag_*.txt``.
 
-The text lives in the template files (like the answer prompts, issue 11); this module
+The text lives in the template files (like the answer prompts); this module
 only fills them in and fits the evidence into the context. ``tests/test_cfrag_prompts.py``
 holds the rendered messages byte for byte.
 """

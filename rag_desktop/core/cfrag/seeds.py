@@ -1,4 +1,4 @@
-"""Every random choice of a CF-RAG run, derived from one ``seed`` (issue 11).
+"""Every random choice of a CF-RAG run, derived from one ``seed``.
 
 The paper gives no seeding scheme; this is ours: numpy's SeedSequence spawn tree.
 """
@@ -12,7 +12,7 @@ import numpy as np
 # come in a group, its grandchild i. Streams of different roles or indices are
 # independent by construction — the ad-hoc offsets used before (seed + 10 + j for
 # hypotheses, seed + 20 for the synthesis) collided from the 11th hypothesis on
-# (issue 11). The order is fixed: children 0 and 1 were already the clustering and
+#. The order is fixed: children 0 and 1 were already the clustering and
 # sampling streams, so those results do not change.
 SEED_ROLES = ("clustering", "sampling", "counterfactual", "closed_book", "hypothesis", "synthesis")
 

@@ -29,7 +29,7 @@ def evidence_rows(trace: CFTrace) -> list[EvidenceRow]:
     """The evidence list of the CF-RAG column: what CF-RAG used first, Δ as an annotation.
 
     Paper 002 produces an answer, not a ranking, so the list shows what the answer rests
-    on (issue 14, item 6): first the evidence the answering call read (``DecisionTrace.read_ids``),
+    on: first the evidence the answering call read (``DecisionTrace.read_ids``),
     the passages its rationale cites as [n] before the others, each in prompt order; then the
     other kept evidence by s(q, e), then the filtered-out passages by s(q, e), marked with their
     status. Ordering by Δ instead ranked noise first when every Δ lay within ±0.004 (the demo's

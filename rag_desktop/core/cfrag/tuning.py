@@ -3,7 +3,7 @@
 The user-facing knobs (φ_coh weights ``coh_w_*``, ``answer_same_f1``, ``sigma_rule``, and
 everything the paper names) live in :class:`~rag_desktop.core.settings.CFRagSettings`
 (``[cfrag]`` in settings.toml) and are read from there; this class holds only what a
-user is not meant to tune (issue 11: one source of truth per idea).
+user is not meant to tune (one source of truth per idea).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class CFTuning:
     max_tokens_closed_book: int = 192
     # A hypothesis is a JSON object with an answer and a one-sentence rationale (it was "one to
     # three sentences": the three hypotheses then wrote ~130 tokens each against 65 for a standard
-    # answer, and on a CPU the written tokens are CF-RAG's largest cost, issue 14 / benchmarks §8).
+    # answer, and on a CPU the written tokens are CF-RAG's largest cost / benchmarks §8).
     # At 256 tokens the 0.5B model's longer replies were cut inside the answer string ("…cross-
     # encoders are too"), so the budget stays as a ceiling, not a target.
     max_tokens_hypothesis: int = 384

@@ -1,4 +1,4 @@
-"""Two bugs from issue 11, each tested through the window alone (these tests failed before the fix):
+"""Two window bugs, each tested through the window alone (these tests failed before the fix):
 
 (a) the question history was a setting, so every question rewrote settings.toml and undid a
     hand edit made while the app was open;
@@ -89,8 +89,8 @@ def test_the_causal_column_says_why_it_shows_the_baseline_order(qtbot: Any, libr
         win = _window(qtbot, svc, settings, tmp_path / "s.toml")
         _ask(qtbot, win, "Why do people choose the matching cards?", timeout=300000)  # loads the embedder
         col = win.columns["causal"]
-        # The heading states the verdict (issue 13); the reason with its numbers is the heading's
-        # tooltip, not repeated in the subtitle (issue 17: the repeat pushed every column's rows down).
+        # The heading states the verdict; the reason with its numbers is the heading's
+        # tooltip, not repeated in the subtitle (the repeat pushed every column's rows down).
         why = col.header.toolTip()
         assert why and why not in col.subtitle.text()
         for sub in (why, col.subtitle.text()):

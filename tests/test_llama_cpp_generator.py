@@ -229,6 +229,28 @@ def test_stream_reuses_the_saved_prefix_state_and_a_seed_keeps_its_text(smol: Ll
         plain.close()
 
 
+def test_a_warmed_prefix_is_loaded_by_the_first_request_and_gives_the_same_text() -> None:
+    """``warm`` evaluates the fixed prefix ahead of the first question: that question then
+    loads it (the wait it saves), and its text for a seed is the text an unwarmed generator gives."""
+    prompt = _answer_prompt("When does the museum close?")
+    cold = LlamaCppGenerator(smollm2(), n_ctx=1024)
+    warm = LlamaCppGenerator(smollm2(), n_ctx=1024)
+    try:
+        expected = cold.generate(prompt, max_tokens=24, temperature=0.8, seed=5)
+        assert cold.last_prefix_reused == 0
+        assert warm.warm([prompt[:3] + [ChatMessage("user", "?")]]) == 1
+        assert warm.warm([prompt[:3] + [ChatMessage("user", "?")]]) == 0  # kept, not made again
+        assert warm.generate(prompt, max_tokens=24, temperature=0.8, seed=5) == expected
+        assert warm.last_prefix_reused > 30
+        cancelled = CancelToken()
+        cancelled.set()
+        assert warm.warm([_answer_prompt("x")[:1] + [ChatMessage("user", "?"), ChatMessage("assistant", "!"),
+                                                     ChatMessage("user", "?")]], cancelled) == 0
+    finally:
+        cold.close()
+        warm.close()
+
+
 def _cancel_after(delay: float, gen: LlamaCppGenerator, messages: list[ChatMessage]) -> tuple[list[GenEvent],
                                                                                               float]:
     token = CancelToken()

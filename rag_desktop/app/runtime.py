@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -19,7 +19,7 @@ from rag_desktop.app.config import model_dir
 from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import CancelToken, Progress
+from rag_desktop.core.types import CancelToken, ChatMessage, Progress
 
 log = logging.getLogger(__name__)
 _G = TypeVar("_G", bound=Generator)
@@ -31,6 +31,10 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._lock = threading.RLock()
+        # The generator has its own lock: loading it and evaluating its answer prefixes takes
+        # seconds, and a question's retrieval (embedder, tokenizer) must not wait for that.
+        # Order, where both are taken: _lock, then _gen_lock.
+        self._gen_lock = threading.RLock()
         self._embedder: Embedder | None = None
         self._tokenizers: dict[str, Tokenizer] = {}
         self._scorer: CrossEncoder | None = None
@@ -198,8 +202,12 @@ class Runtime:
         target = model_dir(self.settings) / embedded.filename
         return target.is_file() and model_files.cached_verification(target, embedded.sha256)
 
-    def generator(self) -> Generator:
-        with self._lock:
+    def generator(self, warm: Sequence[Sequence[ChatMessage]] = ()) -> Generator:
+        """The generator, loaded on first use. ``warm``: prompts whose fixed prefix (system and
+        worked example) a newly loaded generator evaluates before anyone else can use it
+        (``LlamaCppGenerator.warm``), so the first question's first token waits only for its own
+        sources; an already loaded generator is returned as it is."""
+        with self._gen_lock:
             if self._generator is None:
                 m = self.settings.models
                 gen: Generator
@@ -220,6 +228,9 @@ class Runtime:
                         thinking=self.settings.generation.thinking,
                     )
                 gen.load()
+                warm_up = getattr(gen, "warm", None)
+                if warm and warm_up is not None:
+                    warm_up(warm)
                 self._generator = gen
             return self._generator
 
@@ -227,7 +238,7 @@ class Runtime:
         """Load the generator and serve ``wrap(generator)`` from now on (eval-qa's
         :class:`~rag_desktop.core.generation.ReplayGenerator`). A settings change that reloads
         the model closes the wrapper with it; the next ``generator()`` is unwrapped."""
-        with self._lock:
+        with self._gen_lock:
             wrapped = wrap(self.generator())
             self._generator = wrapped
             return wrapped
@@ -240,7 +251,8 @@ class Runtime:
             close()
 
     def _close_generator(self) -> None:
-        gen, self._generator = self._generator, None
+        with self._gen_lock:
+            gen, self._generator = self._generator, None
         if gen is not None:
             gen.close()
 

@@ -415,6 +415,28 @@ class LlamaCppGenerator:
                                                     seed=seed, cancel=cancel, stop=stop)
                        if e.kind is GenEventKind.TOKEN)
 
+    def warm(self, prompts: Sequence[Sequence[ChatMessage]], cancel: CancelToken | None = None) -> int:
+        """Evaluate the fixed prefix of each of ``prompts`` and keep its state (see
+        :meth:`_start_from_prefix`), so the first request with that prefix loads it instead of
+        evaluating it. Returns the number of prefixes made. The caller guarantees nothing else
+        uses the model meanwhile (``app.runtime.Runtime.generator`` warms before it hands the
+        generator out)."""
+        if not self.reuse_prefix_state or self.cache_prompt:
+            return 0
+        self.load()
+        llm, made = self._llm, 0
+        for messages in prompts:
+            if self._stopping(cancel) or not self._enter(llm):
+                break
+            try:
+                before = len(self._prefix_states)
+                llm.reset()
+                self._start_from_prefix(llm, messages)
+                made += len(self._prefix_states) > before
+            finally:
+                self._leave()
+        return made
+
     def _start_from_prefix(self, llm: Any, messages: Sequence[ChatMessage]) -> None:
         """Put the KV cache of the prompt's fixed prefix in place before ``create_chat_completion``.
 

@@ -247,6 +247,14 @@ def source_where(hit: Hit, locator: Locator | None, lang: Lang) -> str:
     return title + (f" — {heading}" if heading else "") + f" (page {page})"
 
 
+def answer_prefix(lang: Lang) -> tuple[ChatMessage, ...]:
+    """What every answer prompt in ``lang`` starts with (system and worked example), with a
+    placeholder last turn: the messages a generator evaluates ahead of the first question
+    (``Generator.warm``), so that question's first token waits only for its own sources."""
+    tl: Lang = "zh" if template_lang(lang) == "zh" else "en"
+    return (*load_template(f"answer_{tl}").prefix(), ChatMessage("user", "?"))
+
+
 ANSWER_SOURCES = 5  # how many of a column's top hits an answer reads (their chunks, or passages inside them)
 
 

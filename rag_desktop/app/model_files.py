@@ -271,6 +271,15 @@ def hash_file(path: Path, on_block: Callable[[int], None] | None = None,
               cancel: CancelToken | None = None) -> str:
     """sha256 of a file read in BLOCK_SIZE pieces; ``on_block`` gets bytes done so far."""
     h = hashlib.sha256()
+    for done in _hashed_blocks(path, h, cancel):
+        if on_block is not None:
+            on_block(done)
+    return h.hexdigest()
+
+
+def _hashed_blocks(path: Path, h: hashlib._Hash, cancel: CancelToken | None) -> Iterator[int]:
+    """Feed ``path`` to ``h`` in BLOCK_SIZE pieces (bounded memory), yielding the bytes done after
+    each; ``cancel`` is checked before each piece."""
     done = 0
     with path.open("rb") as fh:
         while block := fh.read(BLOCK_SIZE):
@@ -278,9 +287,7 @@ def hash_file(path: Path, on_block: Callable[[int], None] | None = None,
                 cancel.raise_if_set()
             h.update(block)
             done += len(block)
-            if on_block is not None:
-                on_block(done)
-    return h.hexdigest()
+            yield done
 
 
 class _Rate:
@@ -301,14 +308,8 @@ def _verify_iter(path: Path, sha256: str, cancel: CancelToken | None,
     """Hash ``path`` yielding Progress, then a final bool (matches); writes the sidecar on success."""
     rate = _Rate("verify_model", path.stat().st_size, f"Checking {label or path.name}", str(path))
     h = hashlib.sha256()
-    done = 0
-    with path.open("rb") as fh:
-        while block := fh.read(BLOCK_SIZE):
-            if cancel is not None:
-                cancel.raise_if_set()
-            h.update(block)
-            done += len(block)
-            yield rate.event(done)
+    for done in _hashed_blocks(path, h, cancel):
+        yield rate.event(done)
     ok = h.hexdigest() == sha256
     if ok:
         _write_sidecar(path, sha256)

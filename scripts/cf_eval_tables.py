@@ -35,6 +35,7 @@ from __future__ import annotations
 import collections
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +56,35 @@ def _cited(rows: list[dict[str, Any]]) -> str:
     return f"{len(cited) / len(rows):.3f} | {prec}"
 
 
+def _reports(paths: list[str]) -> Iterator[dict[str, Any]]:
+    """Each eval-qa report, parsed, in the order given."""
+    for p in paths:
+        yield json.loads(Path(p).read_text(encoding="utf-8"))
+
+
+def _by_lang(rows: list[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(language, its rows) for all the rows, then the en and the zh ones, leaving out an empty one."""
+    for lang in ("all", "en", "zh"):
+        sel = [r for r in rows if lang == "all" or _lang(r) == lang]
+        if sel:
+            yield lang, sel
+
+
+def _head(*cells: str) -> None:
+    """A Markdown table's header row and the separator under it."""
+    print("| " + " | ".join(cells) + " |")
+    print("|" + "---|" * len(cells))
+
+
 def spread(paths: list[str]) -> int:
     """Mean and [min–max] over seeds of each (setting, method, language)'s per-run means."""
     runs: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
-    for p in paths:
-        data = json.loads(Path(p).read_text(encoding="utf-8"))
+    for data in _reports(paths):
         setting, seed = _run_label(data)
         for m, rows in data["per_question"].items():
-            for lang in ("all", "en", "zh"):
-                sel = [r for r in rows if lang == "all" or _lang(r) == lang]
-                if sel:
-                    runs.setdefault((setting, m, lang), {})[seed] = sel
-    print("| setting | method | lang | seeds | n / seed | strict EM | containment EM | token F1 | mean latency |")
-    print("|---|---|---|---|---|---|---|---|---|")
+            for lang, sel in _by_lang(rows):
+                runs.setdefault((setting, m, lang), {})[seed] = sel
+    _head("setting", "method", "lang", "seeds", "n / seed", "strict EM", "containment EM", "token F1", "mean latency")
     for (setting, m, lang), by_seed in sorted(runs.items()):
         def cell(key: str, fmt: str = "{:.3f}", per_seed: dict[int, list[dict[str, Any]]] = by_seed) -> str:
             vals = [_mean(rows, key) for rows in per_seed.values()]
@@ -92,8 +109,7 @@ def steps(paths: list[str]) -> int:
     std: list[float] = []
     per: dict[str, list[dict[str, Any]]] = {}
     totals: list[float] = []
-    for p in paths:
-        data = json.loads(Path(p).read_text(encoding="utf-8"))
+    for data in _reports(paths):
         std += [float(r["latency_s"]) for r in data["per_question"].get("standard", [])]
         for r in data["per_question"].get("cfrag", []):
             if "cf_steps" not in r:
@@ -108,9 +124,8 @@ def steps(paths: list[str]) -> int:
     print(f"CF-RAG questions: {n}; mean latency {sum(totals) / n:.1f} s"
           + (f"; standard RAG mean {sum(std) / len(std):.1f} s over {len(std)} (ratio "
              f"{sum(totals) / n / (sum(std) / len(std)):.2f}x)" if std else ""))
-    print("| step | questions with it | calls | prompt tokens | in the group's shared prefix (read once) | written "
-          "| seconds | share of latency |")
-    print("|---|---|---|---|---|---|---|---|")
+    _head("step", "questions with it", "calls", "prompt tokens", "in the group's shared prefix (read once)", "written",
+          "seconds", "share of latency")
     for step, rows in per.items():
         def m(key: str, rs: list[dict[str, Any]] = rows) -> float:
             return sum(float(r[key]) for r in rs) / len(rs)
@@ -140,18 +155,13 @@ def oracle(data_dir: str, paths: list[str]) -> int:
     from rag_desktop.core.qa_metrics import containment_match
 
     golds = _golds(data_dir)
-    print("| setting | seed | method | lang | n | a hypothesis holds gold | final holds gold "
-          "| lost by the decision (decision: count) | right under a majority rule (Ψ within the majority) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for p in paths:
-        data = json.loads(Path(p).read_text(encoding="utf-8"))
+    _head("setting", "seed", "method", "lang", "n", "a hypothesis holds gold", "final holds gold",
+          "lost by the decision (decision: count)", "right under a majority rule (Ψ within the majority)")
+    for data in _reports(paths):
         setting, seed = _run_label(data)
         for m, rows in data["per_question"].items():
             rows = [r for r in rows if "hypotheses" in r and r["id"] in golds]
-            for lang in ("all", "en", "zh"):
-                sel = [r for r in rows if lang == "all" or _lang(r) == lang]
-                if not sel:
-                    continue
+            for lang, sel in _by_lang(rows):
                 hyp = [r for r in sel if any(containment_match(h, golds[r["id"]]) for h in r["hypotheses"])]
                 final = [r for r in sel if r["containment"]]
                 lost = collections.Counter(str(r["decision"]) for r in hyp if not r["containment"])
@@ -199,11 +209,9 @@ def majority(data_dir: str, paths: list[str]) -> int:
     ``cfrag_no_div`` rows: reread's answer is cfrag's where it selected and cfrag_no_div's where it
     synthesised (the same request); the rule selects a majority's highest Ψ, else rereads."""
     golds = _golds(data_dir)
-    print("| setting | seed | n | synthesised | majority among them | reread right | majority rule right "
-          "| synthesis seconds saved |")
-    print("|---|---|---|---|---|---|---|---|")
-    for p in paths:
-        data = json.loads(Path(p).read_text(encoding="utf-8"))
+    _head("setting", "seed", "n", "synthesised", "majority among them", "reread right", "majority rule right",
+          "synthesis seconds saved")
+    for data in _reports(paths):
         pq = data["per_question"]
         if not pq.get("cfrag") or not pq.get("cfrag_no_div"):
             continue
@@ -241,33 +249,25 @@ def main(paths: list[str]) -> int:
     if paths[0] == "--steps":
         return steps(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}
-    for p in paths:
-        data = json.loads(Path(p).read_text(encoding="utf-8"))
+    for data in _reports(paths):
         note = "" if data.get("complete", True) else " (partial)"
         for m, rows in data["per_question"].items():
             if rows:
                 per[f"{m}{note}"] = rows
-    print("| method | lang | n | strict EM | containment EM | token F1 | cited share | citation precision "
-          "| mean latency | TTFT |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    _head("method", "lang", "n", "strict EM", "containment EM", "token F1", "cited share", "citation precision",
+          "mean latency", "TTFT")
     for m, rows in per.items():
-        for lang in ("all", "en", "zh"):
-            sel = [r for r in rows if lang == "all" or _lang(r) == lang]
-            if sel:
-                ttft = [r for r in sel if r.get("ttft_s") is not None]
-                print(f"| {m} | {lang} | {len(sel)} | {_mean(sel, 'exact_match'):.3f} | "
-                      f"{_mean(sel, 'containment'):.3f} | {_mean(sel, 'f1'):.3f} | {_cited(sel)} | "
-                      f"{_mean(sel, 'latency_s'):.1f} s | " + (f"{_mean(ttft, 'ttft_s'):.1f} s |" if ttft else "– |"))
+        for lang, sel in _by_lang(rows):
+            ttft = [r for r in sel if r.get("ttft_s") is not None]
+            print(f"| {m} | {lang} | {len(sel)} | {_mean(sel, 'exact_match'):.3f} | "
+                  f"{_mean(sel, 'containment'):.3f} | {_mean(sel, 'f1'):.3f} | {_cited(sel)} | "
+                  f"{_mean(sel, 'latency_s'):.1f} s | " + (f"{_mean(ttft, 'ttft_s'):.1f} s |" if ttft else "– |"))
     print()
-    print("| method | lang | parsed/q | valid/q | kept/q | questions with ≥ 1 kept | decisions |")
-    print("|---|---|---|---|---|---|---|")
+    _head("method", "lang", "parsed/q", "valid/q", "kept/q", "questions with ≥ 1 kept", "decisions")
     for m, rows in per.items():
         if "cf_parsed" not in rows[0]:
             continue
-        for lang in ("all", "en", "zh"):
-            sel = [r for r in rows if lang == "all" or _lang(r) == lang]
-            if not sel:
-                continue
+        for lang, sel in _by_lang(rows):
             dec = collections.Counter(str(r["decision"]) for r in sel)
             print(f"| {m} | {lang} | {_mean(sel, 'cf_parsed'):.2f} | {_mean(sel, 'cf_valid'):.2f} | "
                   f"{_mean(sel, 'cf_kept'):.2f} | {sum(1 for r in sel if r['cf_kept'])}/{len(sel)} | "

@@ -16,7 +16,6 @@ CF-RAG eval-qa run takes an hour here; prompt tokens are what CF-RAG's prefill g
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -24,11 +23,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from passage_prompt_sizes import language_groups
+from passage_prompt_sizes import demo_arguments, demo_library, generator_vocab, language_groups
 
-from rag_desktop.app import model_files
 from rag_desktop.app.evaluation import read_jsonl
-from rag_desktop.app.service import RagService
 from rag_desktop.core.cfrag import SYSTEM_HYPOTHESIS, cfrag_result
 from rag_desktop.core.generation import GenRequest, GenResult, generate_sequentially
 from rag_desktop.core.lang import detect_lang
@@ -36,7 +33,6 @@ from rag_desktop.core.settings import Settings
 from rag_desktop.core.text import normalize_answer
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
 
-ROOT = Path(__file__).resolve().parent.parent
 REPLY = '{"answer": "x", "rationale": "[1]"}'
 
 
@@ -71,30 +67,15 @@ class CountingGenerator:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT / "tests/data/demo_qa")
-    ap.add_argument("--docs", type=Path, default=ROOT / "resources/demo")
-    ap.add_argument("--library", type=Path, default=Path("/tmp/rag_desktop_cf_reads/lib"))
-    ap.add_argument("--generator", default="embedded")
+    ap = demo_arguments(__doc__, "/tmp/rag_desktop_cf_reads/lib")
     ap.add_argument("--read", default="0,1,2", help="cfrag.read_passages values to compare")
     ap.add_argument("--json", type=Path, default=None, dest="json_out")
     args = ap.parse_args()
 
-    import llama_cpp
-
-    from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
-
-    ensure_cpu_backend()  # the CPU kernels of a GGML_BACKEND_DL build
-
-    spec = model_files.embedded_spec(args.generator)
-    gguf = model_files.prepare_joined(spec) if spec is not None else Path(args.generator)
-    gen = CountingGenerator(llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False))
+    gen = CountingGenerator(generator_vocab(args.generator))
     settings = (Settings().replace("retrieval", level="chunk", cross_language=False)
                 .replace("cfrag", use_counterfactuals=False))
-    svc = RagService(args.library, settings)
-    if not svc.library.catalog.documents():
-        for _ in svc.ingest([args.docs]):
-            pass
+    svc = demo_library(args.library, settings, args.docs)
     svc.runtime._generator = gen  # type: ignore[assignment]
     reads = [int(x) for x in args.read.split(",")]
     rows: list[dict[str, Any]] = []

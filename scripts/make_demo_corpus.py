@@ -118,6 +118,10 @@ def parse_source(path: Path) -> SourceDoc:
     return SourceDoc(path=path, meta=meta, blocks=tuple(_parse_blocks(path, lines[end + 1 :])))
 
 
+# Blocks made of consecutive marked lines, one item a line: their kind and the line's mark.
+_ITEM_MARKS = {"note": re.compile(r"^> "), "ul": re.compile(r"^- "), "ol": re.compile(r"^\d+\. ")}
+
+
 def _parse_blocks(path: Path, lines: list[str]) -> list[Block]:
     blocks: list[Block] = []
     i = 0
@@ -135,24 +139,13 @@ def _parse_blocks(path: Path, lines: list[str]) -> list[Block]:
         elif m := re.match(r"^(#{1,3}) (.+)$", ln):
             blocks.append(Block(f"h{len(m.group(1))}", m.group(2).strip()))
             i += 1
-        elif ln.startswith("> "):
-            note: list[str] = []
-            while i < len(lines) and lines[i].startswith("> "):
-                note.append(lines[i][2:].strip())
-                i += 1
-            blocks.append(Block("note", items=tuple(note)))
-        elif ln.startswith("- "):
+        elif kind := next((k for k, mark in _ITEM_MARKS.items() if mark.match(ln)), None):
+            mark = _ITEM_MARKS[kind]
             items: list[str] = []
-            while i < len(lines) and lines[i].startswith("- "):
-                items.append(lines[i][2:].strip())
+            while i < len(lines) and mark.match(lines[i]):
+                items.append(mark.sub("", lines[i], count=1).strip())
                 i += 1
-            blocks.append(Block("ul", items=tuple(items)))
-        elif re.match(r"^\d+\. ", ln):
-            items = []
-            while i < len(lines) and re.match(r"^\d+\. ", lines[i]):
-                items.append(re.sub(r"^\d+\. ", "", lines[i]).strip())
-                i += 1
-            blocks.append(Block("ol", items=tuple(items)))
+            blocks.append(Block(kind, items=tuple(items)))
         elif ln.startswith("|"):
             raw: list[str] = []
             while i < len(lines) and lines[i].startswith("|"):

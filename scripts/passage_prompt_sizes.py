@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rag_desktop.app import model_files
 from rag_desktop.app.service import RagService
@@ -37,33 +38,49 @@ def language_groups(rows: list[dict[str, object]]) -> list[tuple[str, list[dict[
     return [(name, sel) for name, sel in out if sel]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def demo_arguments(description: str | None, library: str) -> argparse.ArgumentParser:
+    """The options this script and cf_evidence_reads.py share: the QA set, its documents, the
+    library built from them (under ``library`` by default) and the generator that counts tokens."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT / "tests/data/demo_qa")
     ap.add_argument("--docs", type=Path, default=ROOT / "resources/demo")
-    ap.add_argument("--library", type=Path, default=Path("/tmp/rag_desktop_prompt_sizes/lib"))
+    ap.add_argument("--library", type=Path, default=Path(library))
     ap.add_argument("--generator", default="embedded")
-    ap.add_argument("--n-sources", type=int, default=4)
-    args = ap.parse_args()
+    return ap
 
+
+def generator_vocab(generator: str) -> Any:
+    """The generator's tokenizer: its GGUF (an embedded model's name, or a path) loaded vocabulary-only."""
     import llama_cpp
 
     from rag_desktop.backends.ggml_cpu import ensure_cpu_backend
 
     ensure_cpu_backend()  # the CPU kernels of a GGML_BACKEND_DL build
 
-    spec = model_files.embedded_spec(args.generator)
-    gguf = model_files.prepare_joined(spec) if spec is not None else Path(args.generator)
-    vocab = llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)
+    spec = model_files.embedded_spec(generator)
+    gguf = model_files.prepare_joined(spec) if spec is not None else Path(generator)
+    return llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)
+
+
+def demo_library(library: Path, settings: Settings, docs: Path) -> RagService:
+    """The library's service, ingesting ``docs`` first when the library holds no document yet."""
+    svc = RagService(library, settings)
+    if not svc.library.catalog.documents():
+        for _ in svc.ingest([docs]):
+            pass
+    return svc
+
+
+def main() -> int:
+    ap = demo_arguments(__doc__, "/tmp/rag_desktop_prompt_sizes/lib")
+    ap.add_argument("--n-sources", type=int, default=4)
+    args = ap.parse_args()
+    vocab = generator_vocab(args.generator)
 
     def count(text: str) -> int:
         return len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    settings = Settings().replace("retrieval", level="chunk")
-    svc = RagService(args.library, settings)
-    if not svc.library.catalog.documents():
-        for _ in svc.ingest([args.docs]):
-            pass
+    svc = demo_library(args.library, Settings().replace("retrieval", level="chunk"), args.docs)
     rows = []
     for line in (args.data / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         if not line.strip():

@@ -64,15 +64,20 @@ def add_image_only_page(doc: pymupdf.Document, *, drawing: bool = False) -> None
         page.insert_image(pymupdf.Rect(72, 72, 400, 500), stream=_png_bytes())
 
 
+def saved(doc: pymupdf.Document, path: Path) -> Path:
+    """``doc`` written to ``path`` and closed; the path."""
+    doc.save(path)
+    doc.close()
+    return path
+
+
 def image_only_pdf(tmp: Path, name: str = "scan.pdf") -> Path:
     """Every page is image-only (one raster image page, one vector-drawing page)."""
     path = tmp / name
     doc = pymupdf.open()
     add_image_only_page(doc)
     add_image_only_page(doc, drawing=True)
-    doc.save(path)
-    doc.close()
-    return path
+    return saved(doc, path)
 
 
 def partly_scanned_pdf(tmp: Path) -> Path:
@@ -84,9 +89,7 @@ def partly_scanned_pdf(tmp: Path) -> Path:
     add_image_only_page(doc)
     doc.new_page().insert_text((72, 72), "Typed fourth page.", fontsize=11)
     add_image_only_page(doc, drawing=True)
-    doc.save(path)
-    doc.close()
-    return path
+    return saved(doc, path)
 
 
 def zero_byte_pdf(tmp: Path) -> Path:

@@ -9,6 +9,15 @@ from rag_desktop.app.service import RagService
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Progress
 
+# A small library in two languages whose documents share no topic (a reasoning experiment,
+# Chinese medicine, a recipe): a question finds one of them, in its language or across.
+MIXED_DOCS = {
+    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
+                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
+    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
+    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
+}
+
 
 def ingest_texts(root: Path, texts: dict[str, str], settings: Settings | None = None) -> RagService:
     """Write ``texts`` (file name → content) to ``root/docs``, ingest them into ``root/library``

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -20,3 +22,21 @@ def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+class JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A quiet request handler that reads a JSON request body and answers JSON (or given bytes)."""
+
+    def log_message(self, *args: object) -> None:  # keep the test output clean
+        pass
+
+    def _request_json(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+
+    def _send(self, status: int, obj: object, raw: bytes | None = None) -> None:
+        body = raw if raw is not None else json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)

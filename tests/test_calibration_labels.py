@@ -90,18 +90,20 @@ def test_library_list_round_trip_and_current(tmp_path: Path) -> None:
     assert not lst.with_library(tmp_path / "c", make_current=False).current.endswith("c")
 
 
-def test_a_broken_library_list_names_the_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("text", "message"), [
+    ('libraries = "not a list"\n', "libraries"),
+    ('current = "/x"\nwhat = 1\n', "unknown key what"),
+    ("libraries = [", "not valid TOML"),
+])
+def test_a_broken_library_list_names_the_key(tmp_path: Path, text: str, message: str) -> None:
     f = tmp_path / "libraries.toml"
-    f.write_text('libraries = "not a list"\n', encoding="utf-8")
-    with pytest.raises(SettingsError, match="libraries"):
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(SettingsError, match=message):
         load_libraries(f)
-    f.write_text('current = "/x"\nwhat = 1\n', encoding="utf-8")
-    with pytest.raises(SettingsError, match="unknown key what"):
-        load_libraries(f)
-    f.write_text("libraries = [", encoding="utf-8")
-    with pytest.raises(SettingsError, match="not valid TOML"):
-        load_libraries(f)
-    # the current library is always in the list
+
+
+def test_the_current_library_is_always_in_the_list(tmp_path: Path) -> None:
+    f = tmp_path / "libraries.toml"
     f.write_text('current = "/tmp/only"\n', encoding="utf-8")
     assert load_libraries(f).libraries == (str(Path("/tmp/only").resolve()),)
 

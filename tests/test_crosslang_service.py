@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from library_helpers import ingest_texts
+from library_helpers import MIXED_DOCS, ingest_texts
 from test_gui_support import ScriptedGenerator
 
 from rag_desktop.app.crosslang import CrossStatus
@@ -25,10 +25,7 @@ from rag_desktop.core.types import ChatMessage
 pytestmark = pytest.mark.integration
 
 DOCS = {
-    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
-                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
-    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
-    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
+    **MIXED_DOCS,
     "tax_zh.txt": "企业所得税按季度预缴，年度终了后五个月内汇算清缴。小型微利企业享受减免优惠。" * 6,
 }
 QUESTION_ZH = "沃森选择任务中人们为什么选错卡片？"

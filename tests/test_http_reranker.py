@@ -7,8 +7,6 @@ reordering, batching, retries and errors are what is tested.
 
 from __future__ import annotations
 
-import http.server
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from local_http import serving
+from local_http import JsonHandler, serving
 from test_openai_embedder import DOCS, _build, _settings
 from test_openai_embedder import server as embed_server  # noqa: F401 (fixture)
 from test_openai_generator import free_port
@@ -34,23 +32,12 @@ def overlap_score(query: str, text: str) -> float:
     return float(len(q & t)) - 0.001 * len(t)
 
 
-class TeiServer(http.server.BaseHTTPRequestHandler):
+class TeiServer(JsonHandler):
     batches: ClassVar[list[int]] = []
     calls: ClassVar[dict[str, int]] = {}
 
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _send(self, status: int, obj: object) -> None:
-        body = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def do_POST(self) -> None:
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        req = self._request_json()
         mode = self.path.split("/")[1]
         TeiServer.calls[mode] = TeiServer.calls.get(mode, 0) + 1
         if self.path != f"/{mode}/rerank":

@@ -223,28 +223,28 @@ def test_packaged_model_status_detects_non_gguf(tmp_path: Path, monkeypatch: pyt
 # --------------------------------------------------------------------------- real packages (fast: stat only)
 
 
-def test_real_qwen_parts_are_located_without_import() -> None:
+def located_real_parts(spec: mf.JoinedModelSpec, n_parts: int) -> list[Path]:
+    """The installed parts of ``spec``, checked: part01 … part<n_parts> in join order, their sizes
+    adding up to the model's and agreeing with pip's RECORD, none of the packages imported."""
     try:
-        parts = locate_parts(QWEN_0_5B)
+        parts = locate_parts(spec)
     except ModelUnavailable as exc:
         pytest.skip(str(exc))
-    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 7)]
-    assert sum(p.stat().st_size for p in parts) == QWEN_0_5B.size
-    mf._precheck_parts(QWEN_0_5B, parts)  # sizes agree with pip's RECORD
-    assert not any(name in sys.modules for name in QWEN_0_5B.packages)
+    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, n_parts + 1)]
+    assert sum(p.stat().st_size for p in parts) == spec.size
+    mf._precheck_parts(spec, parts)  # sizes agree with pip's RECORD
+    assert not any(name in sys.modules for name in spec.packages)
+    return parts
+
+
+def test_real_qwen_parts_are_located_without_import() -> None:
+    located_real_parts(QWEN_0_5B, 6)
 
 
 def test_real_1_5b_parts_are_located_without_import() -> None:
     """The default generator ships in 22 parts; the join order is part1 … part22."""
-    try:
-        parts = locate_parts(QWEN_1_5B)
-    except ModelUnavailable as exc:
-        pytest.skip(str(exc))
-    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 23)]
+    parts = located_real_parts(QWEN_1_5B, 22)
     assert all(p.stat().st_size == 52_428_800 for p in parts[:-1])
-    assert sum(p.stat().st_size for p in parts) == QWEN_1_5B.size
-    mf._precheck_parts(QWEN_1_5B, parts)
-    assert not any(name in sys.modules for name in QWEN_1_5B.packages)
 
 
 def test_embedded_setting_names_the_1_5b_and_fast_the_0_5b(tmp_path: Path) -> None:

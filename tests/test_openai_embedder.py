@@ -8,9 +8,8 @@ use a scripted ``http.server`` on loopback; connection refused uses a closed por
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import http.server
-import json
 import os
 import re
 import sys
@@ -22,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 from llama_server import running_server, server_model_or_skip
-from local_http import serving
+from local_http import JsonHandler, serving
 from test_openai_generator import free_port
 
 from rag_desktop.app.library import EmbedderMismatch, IngestReport
@@ -43,26 +42,14 @@ def bag_vector(text: str, dim: int = DIM) -> list[float]:
     return v
 
 
-class EmbedServer(http.server.BaseHTTPRequestHandler):
+class EmbedServer(JsonHandler):
     """POST /<mode>/v1/embeddings; the first path segment selects a behaviour."""
 
     calls: ClassVar[dict[str, int]] = {}
     bodies: ClassVar[list[dict[str, object]]] = []
 
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _send(self, status: int, obj: object, raw: bytes | None = None) -> None:
-        body = raw if raw is not None else json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def do_POST(self) -> None:
-        n = int(self.headers.get("Content-Length", "0"))
-        req = json.loads(self.rfile.read(n))
+        req = self._request_json()
         mode = self.path.split("/")[1]
         EmbedServer.calls[mode] = EmbedServer.calls.get(mode, 0) + 1
         EmbedServer.bodies.append(req)
@@ -238,22 +225,16 @@ def test_library_built_over_the_server_and_queried(server: str, tmp_path: Path) 
 def test_library_refuses_another_model_or_dimension(server: str, tmp_path: Path) -> None:
     svc = _build(tmp_path, _settings(f"{server}/ok/v1"))
     svc.close()
-    other = RagService(tmp_path / "library", _settings(f"{server}/other/v1"))
-    try:
-        with pytest.raises(EmbedderMismatch, match=r"built with the embedder 'openai-embeddings/bag-16', but "
-                                                   r"'openai-embeddings/other-model'"):
-            other.compare("chain")
-    finally:
-        other.close()
-    narrow = RagService(tmp_path / "library", _settings(f"{server}/dim8/v1"))
-    try:
+    with (contextlib.closing(RagService(tmp_path / "library", _settings(f"{server}/other/v1"))) as other,
+          pytest.raises(EmbedderMismatch, match=r"built with the embedder 'openai-embeddings/bag-16', but "
+                                                r"'openai-embeddings/other-model'")):
+        other.compare("chain")
+    with contextlib.closing(RagService(tmp_path / "library", _settings(f"{server}/dim8/v1"))) as narrow:
         with pytest.raises(EmbedderMismatch, match=r"holds 16-dimensional vectors from 'openai-embeddings/bag-16'"
                                                    r", but the configured embedder gives 8-dimensional"):
             narrow.compare("chain")
         with pytest.raises(EmbedderMismatch):
             list(narrow.ingest([tmp_path / "docs"]))
-    finally:
-        narrow.close()
 
 
 # --------------------------------------------------------------------------- a real llama.cpp server (slow)

@@ -230,24 +230,25 @@ def test_qwen3_models_get_the_no_think_switch(fake_server: str) -> None:
     assert json.loads(other.generate(HELLO, max_tokens=4, temperature=0, seed=1)) == "Say hello."
 
 
-def test_cancel_while_waiting_for_headers(fake_server: str) -> None:
-    gen = OpenAIGenerator(f"{fake_server}/slow/v1", timeout=30)
+def cancelled_in_a_second(url: str) -> list[GenEvent]:
+    """The events of a stream from ``url`` cancelled 0.3 s in, which must end within a second of that."""
+    gen = OpenAIGenerator(url, timeout=30)
     cancel = CancelToken()
     threading.Timer(0.3, cancel.set).start()
     t0 = time.monotonic()
     events = list(gen.stream(HELLO, max_tokens=4, temperature=0, seed=1, cancel=cancel))
-    assert [e.finish_reason for e in events] == ["cancelled"]
     assert time.monotonic() - t0 < 1.3
+    return events
+
+
+def test_cancel_while_waiting_for_headers(fake_server: str) -> None:
+    events = cancelled_in_a_second(f"{fake_server}/slow/v1")
+    assert [e.finish_reason for e in events] == ["cancelled"]
 
 
 def test_cancel_while_stream_is_silent(fake_server: str) -> None:
-    gen = OpenAIGenerator(f"{fake_server}/stall/v1", timeout=30)
-    cancel = CancelToken()
-    threading.Timer(0.3, cancel.set).start()
-    t0 = time.monotonic()
-    events = list(gen.stream(HELLO, max_tokens=4, temperature=0, seed=1, cancel=cancel))
+    events = cancelled_in_a_second(f"{fake_server}/stall/v1")
     assert text_of(events) == "first" and events[-1].finish_reason == "cancelled"
-    assert time.monotonic() - t0 < 1.3
 
 
 def test_count_tokens_uses_server_tokenizer_then_estimate(fake_server: str) -> None:

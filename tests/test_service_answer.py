@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from library_helpers import ingest_texts
+from library_helpers import MIXED_DOCS, ingest_texts
 from test_gui_support import ANSWER_TEXT, ScriptedGenerator
 
 from rag_desktop.app.calibration import load_typed_probes, score_probes
@@ -22,12 +22,7 @@ from rag_desktop.core.types import Answer, GenEvent, GenEventKind
 
 pytestmark = pytest.mark.integration
 
-DOCS = {
-    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
-                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
-    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
-    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
-}
+DOCS = MIXED_DOCS
 
 
 @pytest.fixture(scope="module")

@@ -54,14 +54,13 @@ class DownloadFailed:
     kept_bytes: int  # what stays under the staging folder for the next Download to resume
 
 
+# Each failure fetch tells apart, by its class; any other FetchError is the hub's.
+_REASONS: tuple[tuple[type[FetchError], Reason], ...] = (
+    (OfflineError, "offline"), (InterruptedDownload, "interrupted"), (ChecksumError, "checksum"))
+
+
 def _reason(exc: FetchError) -> Reason:
-    if isinstance(exc, OfflineError):
-        return "offline"
-    if isinstance(exc, InterruptedDownload):
-        return "interrupted"
-    if isinstance(exc, ChecksumError):
-        return "checksum"
-    return "hub"
+    return next((reason for kind, reason in _REASONS if isinstance(exc, kind)), "hub")
 
 
 def kept_bytes(source: ModelSource, dest: Path) -> int:

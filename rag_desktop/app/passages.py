@@ -14,7 +14,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -55,21 +55,20 @@ class PassageSet:
     seconds: float
 
 
+@dataclass(eq=False, repr=False)
 class PassageFinder:
     """Finds the answer passages for a question inside a column's top hits."""
 
-    def __init__(self, library: Library, embedder: Embedder, tokenizer: Tokenizer, idf: IdfTable,
-                 stopwords: frozenset[str], *, max_passages: int = 8,
-                 min_chars: int = P.DEFAULT_MIN_CHARS, max_chars: int = P.DEFAULT_MAX_CHARS) -> None:
-        self.library = library
-        self.embedder = embedder  # only for a document-level hit's best chunks (stored vectors)
-        self.tokenizer = tokenizer
-        self.idf = idf
-        self.stopwords = stopwords
-        self.max_passages = max_passages
-        self.min_chars = min_chars
-        self.max_chars = max_chars
-        self._pdf: OrderedDict[int, _PdfInfo] = OrderedDict()
+    library: Library
+    embedder: Embedder  # only for a document-level hit's best chunks (stored vectors)
+    tokenizer: Tokenizer
+    idf: IdfTable
+    stopwords: frozenset[str]
+    _: KW_ONLY
+    max_passages: int = 8
+    min_chars: int = P.DEFAULT_MIN_CHARS
+    max_chars: int = P.DEFAULT_MAX_CHARS
+    _pdf: OrderedDict[int, _PdfInfo] = field(default_factory=OrderedDict, init=False)
 
     # ------------------------------------------------------------------ chunks
     def _chunks_for(self, hits: Sequence[Hit], qv: np.ndarray) -> list[tuple[int, Chunk]]:

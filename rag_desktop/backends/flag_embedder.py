@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.backends.errors import ModelUnavailable, require
+from rag_desktop.backends.loading import LoadedOnce
+from rag_desktop.core.checks import at_least, text_list
 
 FloatArray = npt.NDArray[np.float32]
 Kind = Literal["flag", "m3"]
@@ -113,7 +114,31 @@ def model_fingerprint(folder: Path) -> str:
     return h.hexdigest()[:12]
 
 
-class FlagEmbedder:
+class FlagModelFolder(LoadedOnce):
+    """A FlagEmbedding model in a local folder (the embedder below, the cross-encoder in
+    backends/flag_reranker.py): loaded offline, with torch's threads set, and released by
+    stopping FlagEmbedding's worker pool."""
+
+    def __init__(self, model_path: str | os.PathLike[str], batch_size: int, threads: int) -> None:
+        super().__init__()
+        self._path = Path(model_path).expanduser()
+        self._batch_size = batch_size
+        self._threads = threads
+
+    def _flag_embedding(self, purpose: str) -> Any:
+        """The FlagEmbedding module, imported offline; ``threads`` > 0 sets torch's (process-wide)."""
+        force_offline()
+        flag: Any = require("FlagEmbedding", purpose, "FlagEmbedding")
+        if self._threads:
+            torch: Any = require("torch", purpose, "torch")
+            torch.set_num_threads(self._threads)
+        return flag
+
+    def _release(self, model: Any) -> None:
+        model.stop_self_pool()
+
+
+class FlagEmbedder(FlagModelFolder):
     """:class:`~rag_desktop.core.protocols.Embedder` over FlagEmbedding (``FlagModel`` / ``BGEM3FlagModel``).
 
     ``kind`` and ``pooling`` are detected from the folder unless given. Queries get
@@ -141,25 +166,18 @@ class FlagEmbedder:
             raise ValueError(f"FlagEmbedder: kind must be auto, flag or m3, got {kind!r}")
         if pooling not in ("auto", "cls", "mean"):
             raise ValueError(f"FlagEmbedder: pooling must be auto, cls or mean, got {pooling!r}")
-        if batch_size < 1:
-            raise ValueError(f"FlagEmbedder: batch_size must be >= 1, got {batch_size}")
-        if threads < 0:
-            raise ValueError(f"FlagEmbedder: threads must be >= 0, got {threads}")
-        self._path = Path(model_path).expanduser()
+        at_least("FlagEmbedder", batch_size=(batch_size, 1), threads=(threads, 0))
+        super().__init__(model_path, batch_size, threads)
         self._kind_arg = kind
         self._pooling_arg = pooling
-        self._batch_size = batch_size
         self._query_instruction = query_instruction
         self._query_max_length = query_max_length
         self._passage_max_length = passage_max_length
-        self._threads = threads
         self._use_library_encode = use_library_encode
-        self._model: Any = None
         self._dim: int | None = None
         self._kind: Kind | None = None
         self._pooling: Pooling | None = None
         self._has_sparse = False
-        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ description
 
@@ -208,71 +226,44 @@ class FlagEmbedder:
 
     # ------------------------------------------------------------------ lifetime
 
-    def load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            folder, kind, pooling = self._describe()
-            cfg = _read_json(folder / "config.json")
-            force_offline()
-            flag: Any = require("FlagEmbedding", "The FlagEmbedding embedder (BGE-M3)", "FlagEmbedding")
-            torch: Any = require("torch", "The FlagEmbedding embedder (BGE-M3)", "torch")
-            if self._threads:
-                torch.set_num_threads(self._threads)
-            limit = int(cfg.get("max_position_embeddings", 514))
-            # XLM-R style models reserve two positions for the padding offset.
-            passage_max = self._passage_max_length or (limit - 2 if cfg.get("model_type") == "xlm-roberta" else limit)
-            common: dict[str, Any] = {
-                "pooling_method": pooling,
-                "normalize_embeddings": True,
-                "use_fp16": False,  # CPU: fp16 is slower and FlagEmbedding upcasts anyway
-                "devices": "cpu",
-                "batch_size": self._batch_size,
-                "query_max_length": min(self._query_max_length, passage_max),
-                "passage_max_length": passage_max,
-                "query_instruction_for_retrieval": self._query_instruction,
-            }
-            try:
-                if kind == "m3":
-                    model = flag.BGEM3FlagModel(str(folder), return_dense=True, return_sparse=False,
-                                                return_colbert_vecs=False, **common)
-                else:
-                    model = flag.FlagModel(str(folder), **common)
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ModelUnavailable(f"FlagEmbedding could not load the embedder at {folder}: {exc}") from exc
-            # What FlagEmbedding's encode does before every batch on a CPU, done once.
-            model.model.float()
-            model.model.to("cpu")
-            model.model.eval()
-            self._dim = int(model.model.config.hidden_size)
-            self._kind, self._pooling = kind, pooling
-            self._has_sparse = kind == "m3" and (folder / "sparse_linear.pt").is_file()
-            self._model = model
-
-    def close(self) -> None:
-        with self._lock:
-            model, self._model = self._model, None
-        if model is not None:
-            model.stop_self_pool()
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
+    def _create(self) -> Any:
+        folder, kind, pooling = self._describe()
+        cfg = _read_json(folder / "config.json")
+        flag = self._flag_embedding("The FlagEmbedding embedder (BGE-M3)")
+        limit = int(cfg.get("max_position_embeddings", 514))
+        # XLM-R style models reserve two positions for the padding offset.
+        passage_max = self._passage_max_length or (limit - 2 if cfg.get("model_type") == "xlm-roberta" else limit)
+        common: dict[str, Any] = {
+            "pooling_method": pooling,
+            "normalize_embeddings": True,
+            "use_fp16": False,  # CPU: fp16 is slower and FlagEmbedding upcasts anyway
+            "devices": "cpu",
+            "batch_size": self._batch_size,
+            "query_max_length": min(self._query_max_length, passage_max),
+            "passage_max_length": passage_max,
+            "query_instruction_for_retrieval": self._query_instruction,
+        }
+        try:
+            if kind == "m3":
+                model = flag.BGEM3FlagModel(str(folder), return_dense=True, return_sparse=False,
+                                            return_colbert_vecs=False, **common)
+            else:
+                model = flag.FlagModel(str(folder), **common)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ModelUnavailable(f"FlagEmbedding could not load the embedder at {folder}: {exc}") from exc
+        # What FlagEmbedding's encode does before every batch on a CPU, done once.
+        model.model.float()
+        model.model.to("cpu")
+        model.model.eval()
+        self._dim = int(model.model.config.hidden_size)
+        self._kind, self._pooling = kind, pooling
+        self._has_sparse = kind == "m3" and (folder / "sparse_linear.pt").is_file()
+        return model
 
     # ------------------------------------------------------------------ embedding
 
-    @staticmethod
-    def _texts(texts: Sequence[str], what: str) -> list[str]:
-        if isinstance(texts, str):
-            raise TypeError(f"{what}: expected a sequence of strings, got one string (wrap it in a list)")
-        out = list(texts)
-        for i, t in enumerate(out):
-            if not isinstance(t, str):
-                raise TypeError(f"{what}: item {i} is {type(t).__name__}, not str")
-        return out
-
     def _run(self, texts: Sequence[str], mode: Literal["query", "passage", "term"]) -> FloatArray:
-        items = self._texts(texts, f"embed_{mode}s" if mode != "passage" else "embed_passages")
+        items = text_list(texts, f"embed_{mode}s" if mode != "passage" else "embed_passages")
         if not items:
             return np.empty((0, self.dim), dtype=np.float32)
         self.load()
@@ -353,7 +344,7 @@ class FlagEmbedder:
 
         Only for BGE-M3 folders that carry ``sparse_linear.pt``: without it FlagEmbedding
         would use a randomly initialised head, whose weights mean nothing."""
-        items = self._texts(texts, "sparse_weights")
+        items = text_list(texts, "sparse_weights")
         self.load()
         if not self._has_sparse:
             raise ModelUnavailable(

@@ -22,19 +22,18 @@ un-sorted) without the probe; the tests check the scores equal ``compute_score``
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.backends.errors import ModelUnavailable, require
-from rag_desktop.backends.flag_embedder import check_model_folder, force_offline, model_fingerprint
+from rag_desktop.backends.flag_embedder import FlagModelFolder, check_model_folder, model_fingerprint
+from rag_desktop.core.checks import at_least, score_inputs
 
 
-class FlagCrossEncoder:
+class FlagCrossEncoder(FlagModelFolder):
     """:class:`~rag_desktop.core.protocols.CrossEncoder` over ``FlagEmbedding.FlagReranker``."""
 
     def __init__(
@@ -47,20 +46,11 @@ class FlagCrossEncoder:
         threads: int = 0,
         use_library_score: bool = False,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"FlagCrossEncoder: batch_size must be >= 1, got {batch_size}")
-        if max_length < 8:
-            raise ValueError(f"FlagCrossEncoder: max_length must be >= 8, got {max_length}")
-        if threads < 0:
-            raise ValueError(f"FlagCrossEncoder: threads must be >= 0, got {threads}")
-        self._path = Path(model_path).expanduser()
-        self._batch_size = batch_size
+        at_least("FlagCrossEncoder", batch_size=(batch_size, 1), max_length=(max_length, 8), threads=(threads, 0))
+        super().__init__(model_path, batch_size, threads)
         self._max_length = max_length
         self._normalize = normalize
-        self._threads = threads
         self._use_library_score = use_library_score
-        self._model: Any = None
-        self._lock = threading.Lock()
 
     @property
     def identity(self) -> str:
@@ -74,57 +64,33 @@ class FlagCrossEncoder:
     def is_substitute(self) -> bool:
         return False
 
-    @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
-
-    def load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            folder = check_model_folder(self._path, "cross-encoder")
-            force_offline()
-            flag: Any = require("FlagEmbedding", "The cross-encoder (bge-reranker-v2-m3)", "FlagEmbedding")
-            if self._threads:
-                torch: Any = require("torch", "The cross-encoder (bge-reranker-v2-m3)", "torch")
-                torch.set_num_threads(self._threads)
-            try:
-                model = flag.FlagReranker(
-                    str(folder),
-                    use_fp16=False,
-                    devices="cpu",
-                    batch_size=self._batch_size,
-                    max_length=self._max_length,
-                    normalize=self._normalize,
-                )
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ModelUnavailable(f"FlagEmbedding could not load the cross-encoder at {folder}: {exc}") from exc
-            labels = int(getattr(model.model.config, "num_labels", 1))
-            if labels != 1:
-                raise ModelUnavailable(
-                    f"{folder} is a classifier with {labels} labels; a reranker has a single relevance logit"
-                )
-            model.model.float()  # what compute_score does on a CPU before every call, done once
-            model.model.to("cpu")
-            model.model.eval()
-            self._model = model
-
-    def close(self) -> None:
-        with self._lock:
-            model, self._model = self._model, None
-        if model is not None:
-            model.stop_self_pool()
+    def _create(self) -> Any:
+        folder = check_model_folder(self._path, "cross-encoder")
+        flag = self._flag_embedding("The cross-encoder (bge-reranker-v2-m3)")
+        try:
+            model = flag.FlagReranker(
+                str(folder),
+                use_fp16=False,
+                devices="cpu",
+                batch_size=self._batch_size,
+                max_length=self._max_length,
+                normalize=self._normalize,
+            )
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ModelUnavailable(f"FlagEmbedding could not load the cross-encoder at {folder}: {exc}") from exc
+        labels = int(getattr(model.model.config, "num_labels", 1))
+        if labels != 1:
+            raise ModelUnavailable(
+                f"{folder} is a classifier with {labels} labels; a reranker has a single relevance logit"
+            )
+        model.model.float()  # what compute_score does on a CPU before every call, done once
+        model.model.to("cpu")
+        model.model.eval()
+        return model
 
     def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float64]:
         """s(q, e) for each passage, in the order given."""
-        if not isinstance(query, str):
-            raise TypeError(f"FlagCrossEncoder.score: query must be str, got {type(query).__name__}")
-        if isinstance(passages, str):
-            raise TypeError("FlagCrossEncoder.score: passages must be a sequence of strings, got one string")
-        items = list(passages)
-        for i, p in enumerate(items):
-            if not isinstance(p, str):
-                raise TypeError(f"FlagCrossEncoder.score: passage {i} is {type(p).__name__}, not str")
+        items = score_inputs("FlagCrossEncoder.score", query, passages)
         if not items:
             return np.empty(0, dtype=np.float64)
         self.load()

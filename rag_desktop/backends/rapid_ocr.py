@@ -23,35 +23,20 @@ after the import (tested in ``tests/test_ocr.py``).
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
-import os
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.backends.errors import ModelUnavailable, require
+from rag_desktop.backends.loading import LoadedOnce, environment_restored
+from rag_desktop.core.checks import at_least
 from rag_desktop.core.ocr_text import join_chars, normalise_ocr_text
 from rag_desktop.core.types import OcrLine
 
 # Environment variables opencv-python's import changes (see the module docstring).
 _CV2_ENV = ("QT_QPA_PLATFORM_PLUGIN_PATH", "QT_QPA_FONTDIR", "LD_LIBRARY_PATH")
-
-
-@contextlib.contextmanager
-def _environment_kept(names: tuple[str, ...]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in names}
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _version() -> str:
@@ -61,36 +46,31 @@ def _version() -> str:
         return "not-installed"
 
 
-class RapidOcrEngine:
+class RapidOcrEngine(LoadedOnce):
     """:class:`~rag_desktop.core.protocols.OcrEngine` over ``rapidocr_onnxruntime.RapidOCR``."""
 
     def __init__(self, *, threads: int = 0, min_score: float = 0.5) -> None:
-        if threads < 0:
-            raise ValueError(f"RapidOcrEngine: threads must be >= 0, got {threads}")
+        at_least("RapidOcrEngine", threads=(threads, 0))
+        super().__init__()
         self._threads = threads
         self._min_score = min_score
-        self._engine: Any = None
-        self._lock = threading.Lock()
 
     @property
     def identity(self) -> str:
         return f"rapidocr-onnxruntime@{_version()}/PP-OCRv4"
 
-    def load(self) -> None:
-        """Import RapidOCR and create its three ONNX sessions (idempotent, ~1 s)."""
-        with self._lock:
-            if self._engine is not None:
-                return
-            with _environment_kept(_CV2_ENV):
-                mod: Any = require("rapidocr_onnxruntime", "OCR of scanned pages and images",
-                                   "rapidocr-onnxruntime")
-                kwargs: dict[str, Any] = {"text_score": self._min_score}
-                if self._threads:
-                    kwargs["intra_op_num_threads"] = self._threads
-                try:
-                    self._engine = mod.RapidOCR(**kwargs)
-                except (OSError, RuntimeError, ValueError) as exc:
-                    raise ModelUnavailable(f"RapidOCR could not load its models: {exc}") from exc
+    def _create(self) -> Any:
+        """Import RapidOCR and create its three ONNX sessions (``load()`` does it once, ~1 s)."""
+        with environment_restored(*_CV2_ENV):
+            mod: Any = require("rapidocr_onnxruntime", "OCR of scanned pages and images",
+                               "rapidocr-onnxruntime")
+            kwargs: dict[str, Any] = {"text_score": self._min_score}
+            if self._threads:
+                kwargs["intra_op_num_threads"] = self._threads
+            try:
+                return mod.RapidOCR(**kwargs)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise ModelUnavailable(f"RapidOCR could not load its models: {exc}") from exc
 
     def recognise(self, image: npt.NDArray[np.uint8], scale: float) -> list[OcrLine]:
         """Lines of an RGB image; boxes in image pixels divided by ``scale``."""
@@ -99,7 +79,7 @@ class RapidOcrEngine:
         self.load()
         bgr = np.ascontiguousarray(image[:, :, ::-1])
         with self._lock:  # onnxruntime sessions are thread-safe, RapidOCR's mutable state is not
-            result, _ = self._engine(bgr, return_word_box=True)
+            result, _ = self._model(bgr, return_word_box=True)
         lines: list[OcrLine] = []
         gray = image.mean(axis=2)
         for item in result or ():

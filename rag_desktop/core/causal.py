@@ -513,35 +513,28 @@ def rerank(
     for new_rank, j in enumerate(new_pos, start=1):
         hit = hits[j]
         new_hits.append(hit.with_rank(new_rank))
-        if j < window:
+        explanation = Explanation(
+            unit_id=hit.unit_id,
+            baseline_rank=j + 1,
+            new_rank=new_rank,
+            s_sim=float(hit.s_sim),
+            s_c=None,
+            s_hybrid=None,
+            split=None,
+            fallback_used=False,
+            size_a=0,
+        )
+        if j < window:  # a reranked candidate: its scores and keyword split (below the window: none)
             split, size_a = _split(cands[j], query_terms, flags, offsets[j])
-            explanations.append(
-                Explanation(
-                    unit_id=hit.unit_id,
-                    baseline_rank=j + 1,
-                    new_rank=new_rank,
-                    s_sim=float(hit.s_sim),
-                    s_c=None if empty_list[j] else s_c_list[j],
-                    s_hybrid=hybrid_list[j],
-                    split=split,
-                    fallback_used=empty_list[j] and cfg.empty_b_rule == "fallback",
-                    size_a=size_a,
-                )
+            explanation = dataclasses.replace(
+                explanation,
+                s_c=None if empty_list[j] else s_c_list[j],
+                s_hybrid=hybrid_list[j],
+                split=split,
+                fallback_used=empty_list[j] and cfg.empty_b_rule == "fallback",
+                size_a=size_a,
             )
-        else:
-            explanations.append(
-                Explanation(
-                    unit_id=hit.unit_id,
-                    baseline_rank=j + 1,
-                    new_rank=new_rank,
-                    s_sim=float(hit.s_sim),
-                    s_c=None,
-                    s_hybrid=None,
-                    split=None,
-                    fallback_used=False,
-                    size_a=0,
-                )
-            )
+        explanations.append(explanation)
 
     diag = _diagnostics(arrays, cfg, window, len(query_terms.keywords))
     label = (

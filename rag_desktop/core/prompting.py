@@ -397,10 +397,7 @@ def build_translation_messages(text: str, source_lang: Lang, target_lang: Lang) 
         raise ValueError(f"text is already in {target_lang!r}; nothing to translate")
     if not text.strip():
         raise ValueError("nothing to translate: the text is empty")
-    tpl = load_template(f"translate_{target_lang}")
-    name = _LANG_NAMES[target_lang][source_lang]
-    return (*tpl.prefix(source_language=name),
-            ChatMessage("user", tpl.render("user", text=text, source_language=name)))
+    return _translation_messages(f"translate_{target_lang}", text, source_lang, target_lang)
 
 
 def build_question_translation_messages(question: str, source_lang: Lang, target_lang: Lang) -> tuple[ChatMessage, ...]:
@@ -410,10 +407,15 @@ def build_question_translation_messages(question: str, source_lang: Lang, target
         raise ValueError(f"cannot translate a {source_lang!r} question into {target_lang!r}")
     if not question.strip():
         raise ValueError("nothing to translate: the question is empty")
-    tpl = load_template(f"translate_question_{target_lang}")
+    return _translation_messages(f"translate_question_{target_lang}", question.strip(), source_lang, target_lang)
+
+
+def _translation_messages(template: str, text: str, source_lang: Lang, target_lang: Lang) -> tuple[ChatMessage, ...]:
+    """``template``'s fixed turns, then ``text`` as the user turn, the source language named in the target's."""
+    tpl = load_template(template)
     name = _LANG_NAMES[target_lang][source_lang]
     return (*tpl.prefix(source_language=name),
-            ChatMessage("user", tpl.render("user", text=question.strip(), source_language=name)))
+            ChatMessage("user", tpl.render("user", text=text, source_language=name)))
 
 
 # --------------------------------------------------------------------------- thinking text

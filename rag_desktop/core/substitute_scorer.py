@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.core.checks import at_least, score_inputs
 from rag_desktop.core.protocols import Embedder
 
 SUBSTITUTE_IDENTITY = "embedding-cosine (substitute for a cross-encoder)"
@@ -37,8 +38,7 @@ class EmbeddingCosineScorer:
     """:class:`~rag_desktop.core.protocols.CrossEncoder` substitute: cosine of E(q) and E(e)."""
 
     def __init__(self, embedder: Embedder, *, cache_size: int = 4096) -> None:
-        if cache_size < 0:
-            raise ValueError(f"EmbeddingCosineScorer: cache_size must be >= 0, got {cache_size}")
+        at_least("EmbeddingCosineScorer", cache_size=(cache_size, 0))
         self._embedder = embedder
         self._cache_size = cache_size
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
@@ -109,14 +109,7 @@ class EmbeddingCosineScorer:
 
     def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float64]:
         """cos(E(q), E(e)) per passage in (−1, 1), in the order given."""
-        if not isinstance(query, str):
-            raise TypeError(f"EmbeddingCosineScorer.score: query must be str, got {type(query).__name__}")
-        if isinstance(passages, str):
-            raise TypeError("EmbeddingCosineScorer.score: passages must be a sequence of strings, got one string")
-        items = list(passages)
-        for i, item in enumerate(items):
-            if not isinstance(item, str):
-                raise TypeError(f"EmbeddingCosineScorer.score: passage {i} is {type(item).__name__}, not str")
+        items = score_inputs("EmbeddingCosineScorer.score", query, passages)
         if not items:
             return np.empty(0, dtype=np.float64)
         q = np.asarray(self._embedder.embed_queries([query]), dtype=np.float64).reshape(-1)

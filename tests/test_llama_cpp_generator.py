@@ -238,14 +238,15 @@ def test_a_warmed_prefix_is_loaded_by_the_first_request_and_gives_the_same_text(
     try:
         expected = cold.generate(prompt, max_tokens=24, temperature=0.8, seed=5)
         assert cold.last_prefix_reused == 0
-        assert warm.warm([prompt[:3] + [ChatMessage("user", "?")]]) == 1
-        assert warm.warm([prompt[:3] + [ChatMessage("user", "?")]]) == 0  # kept, not made again
+        assert warm.warm([[*prompt[:3], ChatMessage("user", "?")]]) == 1
+        assert warm.warm([[*prompt[:3], ChatMessage("user", "?")]]) == 0  # kept, not made again
         assert warm.generate(prompt, max_tokens=24, temperature=0.8, seed=5) == expected
         assert warm.last_prefix_reused > 30
         cancelled = CancelToken()
         cancelled.set()
-        assert warm.warm([_answer_prompt("x")[:1] + [ChatMessage("user", "?"), ChatMessage("assistant", "!"),
-                                                     ChatMessage("user", "?")]], cancelled) == 0
+        other = [*_answer_prompt("x")[:1], ChatMessage("user", "?"), ChatMessage("assistant", "!"),
+                 ChatMessage("user", "?")]
+        assert warm.warm([other], cancelled) == 0
     finally:
         cold.close()
         warm.close()

@@ -3,13 +3,25 @@
 A cycle means two modules are one idea split in two (or one owns what the other should):
 ``app.evaluation`` <-> ``app.qa_eval`` and ``backends.readers`` <-> its readers were the two the
 issue named. Function-level (lazy) imports count too: they hide a cycle, they do not remove it.
-Imports under ``TYPE_CHECKING`` do not: they are annotations, never executed.
+So do imports under ``TYPE_CHECKING``: never executed, but a reader still has to read both modules
+to understand either (docs/architecture.md, "Limits"); the type both need goes into a module both
+import, or the one side names what it uses as a Protocol.
 grimp is the graph library import-linter is built on (installed with it).
 """
 
 from __future__ import annotations
 
 import grimp
+
+# Cycles still to break, each as its sorted modules: they may go, never grow, and nothing joins them.
+# ui.conversation_actions names the window's QueryState for its annotations (the ui's owners move it).
+KNOWN: list[list[str]] = [
+    ["rag_desktop.ui.conversation_actions", "rag_desktop.ui.main_window"],
+]
+
+
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph("rag_desktop", exclude_type_checking_imports=False)
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -61,12 +73,27 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_cycles_in_rag_desktop() -> None:
-    graph = grimp.build_graph("rag_desktop", exclude_type_checking_imports=True)
-    assert _cycles(graph) == []
+    new = [c for c in _cycles(_graph()) if c not in KNOWN]
+    assert new == [], f"import cycles (annotation-only imports included): {new}"
 
 
-def test_the_cycles_issue_11_named_are_gone() -> None:
-    graph = grimp.build_graph("rag_desktop", exclude_type_checking_imports=True)
+def test_a_broken_known_cycle_leaves_the_list() -> None:
+    found = _cycles(_graph())
+    gone = [c for c in KNOWN if c not in found]
+    assert gone == [], f"no longer a cycle, remove from KNOWN: {gone}"
+
+
+def test_type_checking_imports_are_in_the_graph() -> None:
+    """The scan sees an import that only exists under ``TYPE_CHECKING`` (core.generation's Generator)."""
+    graph = _graph()
+    assert graph.direct_import_exists(importer="rag_desktop.core.generation", imported="rag_desktop.core.protocols")
+    typed_only = grimp.build_graph("rag_desktop", exclude_type_checking_imports=True)
+    assert not typed_only.direct_import_exists(
+        importer="rag_desktop.core.generation", imported="rag_desktop.core.protocols")
+
+
+def test_the_cycles_named_first_are_gone() -> None:
+    graph = _graph()
     for a, b in [("rag_desktop.app.evaluation", "rag_desktop.app.qa_eval")]:
         assert not (graph.direct_import_exists(importer=a, imported=b)
                     and graph.direct_import_exists(importer=b, imported=a)), (a, b)

@@ -1,5 +1,5 @@
 """A file removed and added back unchanged is matched by its content hash and not embedded again
-(Library._keep_vectors, embed_step.content_key): the real library, reader, catalog and embedder; the
+(ingest_run.keep_vectors, embed_step.content_key): the real library, reader, catalog and embedder; the
 embedder is wrapped only to count its calls."""
 
 from __future__ import annotations

@@ -23,8 +23,11 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from rag_desktop.app.library import Library
+from rag_desktop.app.retrieval import Retriever
+from rag_desktop.app.runtime import Runtime
 from rag_desktop.core import metrics
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.gate import GateDecision, calibrate
@@ -32,8 +35,20 @@ from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Progress
 
-if TYPE_CHECKING:  # annotations only: the service starts auto_gate, which uses this module
-    from rag_desktop.app.service import RagService
+
+class ProbeService(Protocol):
+    """What calibration uses of app.service.RagService. The service starts auto_gate, which uses this
+    module: naming what it needs, not importing the service, keeps the two out of an import cycle
+    (docs/architecture.md, "Limits": annotations included)."""
+
+    @property
+    def library(self) -> Library: ...
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    def retriever(self) -> Retriever: ...
+
 
 _PROBE_PROMPT = {
     "en": "Write one question that a reader could answer using only the passage below. "
@@ -50,7 +65,7 @@ class Probe:
 
 
 def generate_probes(
-    svc: RagService, n: int, seed: int, cancel: CancelToken | None = None
+    svc: ProbeService, n: int, seed: int, cancel: CancelToken | None = None
 ) -> Iterator[Progress | Probe]:
     cat = svc.library.catalog
     docs = cat.documents()
@@ -76,7 +91,7 @@ def generate_probes(
             yield Probe(q, frozenset({c.doc_id}), "generated")
 
 
-def load_typed_probes(svc: RagService, path: Path) -> list[Probe]:
+def load_typed_probes(svc: ProbeService, path: Path) -> list[Probe]:
     by_path = {d.path: d.doc_id for d in svc.library.catalog.documents()}
     probes = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -149,7 +164,7 @@ def questions_from_text(text: str) -> list[str]:
     return out
 
 
-def probe_candidates(svc: RagService, probe: Probe, top: int = TOP) -> ProbeCandidates:
+def probe_candidates(svc: ProbeService, probe: Probe, top: int = TOP) -> ProbeCandidates:
     """Rank ``probe`` at document level under every method and list the documents to label."""
     r = svc.retriever()
     ctx = r.context(probe.question, "doc")
@@ -184,7 +199,7 @@ def probe_candidates(svc: RagService, probe: Probe, top: int = TOP) -> ProbeCand
 
 
 def iter_probe_candidates(
-    svc: RagService, probes: Sequence[Probe], cancel: CancelToken | None = None
+    svc: ProbeService, probes: Sequence[Probe], cancel: CancelToken | None = None
 ) -> Iterator[Progress | ProbeCandidates]:
     for i, p in enumerate(probes, start=1):
         if cancel is not None:
@@ -223,7 +238,7 @@ def score_labels(
     return CalibrationOutcome(decision, tuple(scores), skipped)
 
 
-def score_probes(svc: RagService, probes: Sequence[Probe]) -> GateDecision:
+def score_probes(svc: ProbeService, probes: Sequence[Probe]) -> GateDecision:
     return score_labels([probe_candidates(svc, p) for p in probes]).decision
 
 
@@ -232,7 +247,7 @@ def gated_settings(settings: Settings) -> Settings:
     return settings.replace("retrieval", default_method="gated")
 
 
-def store_decision(svc: RagService, decision: GateDecision, labels: str = "typed or wizard") -> None:
+def store_decision(svc: ProbeService, decision: GateDecision, labels: str = "typed or wizard") -> None:
     """Store the decision with how its probes were labelled and when (the causal column says so)."""
     from datetime import UTC, datetime
 
@@ -253,7 +268,7 @@ class CalibrationReport:
         return {"decision": None if self.decision is None else self.decision.to_dict(), "probes": list(self.probes)}
 
 
-def run_calibrate(svc: RagService, probes_file: Path) -> CalibrationReport:
+def run_calibrate(svc: ProbeService, probes_file: Path) -> CalibrationReport:
     """Typed probes (``probes_file``, the person's own labels) scored and the decision stored in the library."""
     probes = load_typed_probes(svc, probes_file)
     if not probes:

@@ -1,7 +1,7 @@
 """A library is a folder: ``catalog.sqlite`` plus the FAISS files beside it.
 
 ``Library.ingest`` is a generator of :class:`Progress` events that ends with an
-:class:`IngestReport`. Guarantees (issue "Library ingestion"):
+:class:`IngestReport`. Guarantees (docs/architecture.md "Storage and crash safety"):
 
 * one SQLite transaction per file, so a kill -9 at any moment leaves every file
   either fully in or fully out;
@@ -10,66 +10,46 @@
 * the FAISS indexes are caches of the vectors stored in the catalog: saved
   atomically, checked against the catalog at open and rebuilt when they disagree;
 * a bad file is recorded with its reason and the rest of the folder goes on.
+
+The ingest's parts live beside this module, one job each: folder_scan (which files),
+library_lock (one writer), ingest_run (each file checked, read, embedded, stored),
+doc_prepare (a file read and chunked), embed_step, ingest_meter, index_cache (the FAISS files).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
-import hashlib
 import heapq
 import logging
 import os
-import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.app.catalog import Catalog, CatalogError, FileState, decode_path, encode_path, printable
-from rag_desktop.app.embed_step import content_key, embed_file, text_hash
-from rag_desktop.app.ingest_meter import PARSE_SHARE, IngestMeter, work_sizes
-from rag_desktop.app.ocr import OcrCache, ocr_document
-from rag_desktop.backends.errors import MissingDependency, ModelUnavailable
+from rag_desktop.app.catalog import Catalog, CatalogError, printable
+from rag_desktop.app.doc_prepare import teach_user_words
+from rag_desktop.app.folder_scan import scan_folder as scan_folder
+from rag_desktop.app.index_cache import IndexCache
+from rag_desktop.app.ingest_run import IngestReport as IngestReport
+from rag_desktop.app.ingest_run import IngestRun, IngestTools
+from rag_desktop.app.library_lock import LibraryLock
+from rag_desktop.app.ocr import OcrCache
 from rag_desktop.backends.faiss_index import FaissIndex
-from rag_desktop.backends.readers import (
-    OCR_SUFFIXES,
-    UnreadableDocument,
-    display_name,
-    is_readable_name,
-    read_document,
-)
-from rag_desktop.backends.readers.pdf import SCANNED_REASON
-from rag_desktop.backends.scan_pages import OCR_OFF_REASON, is_image
 from rag_desktop.core import keywords as kw
 from rag_desktop.core.causal import calibrate_tau
-from rag_desktop.core.chunking import chunk_text
-from rag_desktop.core.cleaning import clean_pages
 from rag_desktop.core.errors import ErrorKind
-from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Embedder, OcrEngine, Tokenizer
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Cancelled, CancelToken, ChunkSpan, FileProblem, Keyword, Lang, Progress
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock (see LibraryLock)
-    fcntl = None  # type: ignore[assignment]
+from rag_desktop.core.types import CancelToken, Keyword, Progress
 
 log = logging.getLogger(__name__)
 
-SIZE_LIMIT_REASON = "larger than the per-file size limit"
-
-INDEX_FILES = {"chunk": "chunks.faiss", "doc": "docs.faiss"}
 # Catalog meta keys that hold values measured with the library's encoder; a re-embed drops them.
 # ("gate", "gate_auto": the calibration gate's decisions and the background calibration's state;
 # "score_means": μ_T / μ_D of app.retrieval.Retriever.score_means.)
 ENCODER_SCALE_KEYS = ("embedder", "dim", "tau_auto", "cos_baseline", "gate", "gate_auto", "score_means")
-OCR_RETRY_REASONS = frozenset({SCANNED_REASON, OCR_OFF_REASON})
 CATALOG_FILE = "catalog.sqlite"
 
 
@@ -95,168 +75,10 @@ def library_folder_problem(folder: Path) -> tuple[str, str] | None:
     return None
 
 
-LOCK_FILE = "ingest.lock"
-
-
-class LibraryLock:
-    """One writer per library: an exclusive ``flock`` on ``<library>/ingest.lock``.
-
-    Two ingests of one library (two terminals, or the desktop app and a terminal) would
-    race on the same file rows (``UNIQUE constraint failed: documents.path``) and write
-    the FAISS caches over each other. The second one is refused at once with the holder's
-    pid instead of waiting behind an ingest that may take an hour. The kernel drops the
-    lock when the holder exits, even after kill -9, so a stale lock cannot block anyone;
-    the file itself stays (unlinking a flock file races with the next opener) and only
-    says who holds it. Where ``fcntl`` does not exist (Windows) there is no lock.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / LOCK_FILE
-        self._fd: int | None = None
-
-    def holder(self) -> str:
-        """What the lock file says about its holder ("pid 123: rag-desktop ingest ..."), or ''."""
-        try:
-            text = self.path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return ""
-        return text.splitlines()[0] if text else ""
-
-    def acquire(self) -> None:
-        """Take the lock or raise :class:`CatalogError` naming the process that holds it."""
-        if fcntl is None or self._fd is not None:
-            return
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise CatalogError(f"cannot create {printable(self.path)}: {exc.strerror or exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            who = self.holder() or "another process"
-            raise CatalogError(
-                f"the library {printable(self.path.parent)} is busy: an ingest is already writing to it "
-                f"(held by {who}). Wait for it to finish (or stop it), then run this again."
-            ) from None
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"pid {os.getpid()}: {_command_line()}\n".encode("utf-8", "replace"))
-        except OSError:
-            pass  # the lock holds even if the note about its holder cannot be written (disk full)
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is None or fcntl is None:
-            return
-        fd, self._fd = self._fd, None
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def _command_line() -> str:
-    """A one-line description of this process for the lock file (the program and its arguments)."""
-    args = [Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
-    line = " ".join(args)
-    return (line[:200] + "…") if len(line) > 200 else line
-
-
 class EmbedderMismatch(CatalogError):
     """The library was built with another embedder; querying it would compare apples with pears."""
 
     kind = ErrorKind.EMBEDDER_MISMATCH
-
-
-@dataclass
-class IngestReport:
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    skipped: list[FileProblem] = field(default_factory=list)
-    # Read, but with a caveat the person should see ("the PDF is damaged and was repaired on
-    # opening; some text may be missing"): one entry per (file, warning) added or updated now.
-    warnings: list[FileProblem] = field(default_factory=list)
-    cancelled: bool = False
-    seconds: float = 0.0
-    chunks_embedded: int = 0
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "removed": self.removed,
-            "unchanged": len(self.unchanged),
-            "skipped": [{"path": p.path, "reason": p.reason} for p in self.skipped],
-            "warnings": [{"path": p.path, "warning": p.reason} for p in self.warnings],
-            "cancelled": self.cancelled,
-            "seconds": round(self.seconds, 3),
-            "chunks_embedded": self.chunks_embedded,
-        }
-
-
-def sha256_file(path: Path, cancel: CancelToken | None = None) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-            if cancel is not None:
-                cancel.raise_if_set()
-    return h.hexdigest()
-
-
-IGNORE_FILE = ".ragignore"
-
-
-def _ignored(path: Path, rules: list[tuple[Path, str]]) -> bool:
-    """True if a ``.ragignore`` pattern (fnmatch, relative to its folder) matches ``path``."""
-    for folder, pattern in rules:
-        try:
-            rel = path.relative_to(folder).as_posix()
-        except ValueError:
-            continue
-        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
-            return True
-    return False
-
-
-def scan_folder(root: Path, images: bool = False) -> tuple[list[Path], list[FileProblem]]:
-    """Supported files under ``root`` (sorted), and the entries that cannot be visited.
-
-    A ``.ragignore`` file in a folder lists fnmatch patterns (one per line, ``#`` comments)
-    of files that are not documents (the demo folder uses it for its SOURCES and QUESTIONS
-    notes). Symlinked directories are not followed (a symlink loop cannot trap us); a
-    symlinked file is read through its link when the target exists. Image files are
-    documents only with ``images`` (OCR on).
-    """
-    found: list[Path] = []
-    problems: list[FileProblem] = []
-
-    def onerror(err: OSError) -> None:
-        problems.append(FileProblem(printable(err.filename or root), f"cannot open folder: {err.strerror}"))
-
-    ignore: list[tuple[Path, str]] = []  # (folder of the .ragignore, pattern)
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
-        dirnames.sort()
-        here = Path(dirpath)
-        if IGNORE_FILE in filenames:
-            try:
-                lines = (here / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError) as exc:
-                problems.append(FileProblem(printable(here / IGNORE_FILE), f"cannot read: {exc}"))
-                lines = []
-            ignore.extend((here, ln.strip()) for ln in lines if ln.strip() and not ln.startswith("#"))
-        for name in sorted(filenames):
-            p = here / name
-            if is_readable_name(p) and (images or not is_image(p)) and not _ignored(p, ignore):
-                found.append(p)
-        for name in dirnames:
-            p = Path(dirpath) / name
-            if p.is_symlink():
-                problems.append(FileProblem(printable(p), "symbolic link to a folder — not followed"))
-    return found, problems
 
 
 class Library:
@@ -273,7 +95,7 @@ class Library:
             raise CatalogError(f"the library folder {folder} is not writable")
         self.catalog = Catalog(folder / CATALOG_FILE)
         self.ocr_cache = OcrCache(folder)
-        self._indexes: dict[str, FaissIndex] = {}
+        self.indexes = IndexCache(folder, settings, self.catalog)
 
     def close(self) -> None:
         self.catalog.close()
@@ -300,56 +122,9 @@ class Library:
                 f"re-embed the library (rag-desktop ingest --reembed)."
             )
 
-    # ------------------------------------------------------------------ indexes
     def index(self, level: str, dim: int) -> FaissIndex:
-        """The FAISS index for ``level``, reconciled with the catalog on first use."""
-        if level in self._indexes:
-            return self._indexes[level]
-        path = self.folder / INDEX_FILES[level]
-        idx: FaissIndex | None = None
-        if path.exists():
-            try:
-                idx = FaissIndex.load(path, expected_dim=dim, flat_max=self.settings.ingest.flat_index_max)
-            except Exception:  # a torn, foreign or other-dimension file: rebuild below
-                idx = None
-        want = self.catalog.unit_ids(level)
-        if idx is None or idx.dim != dim or set(idx.ids().tolist()) != want:
-            idx = self._rebuild_index(level, dim)
-        self._indexes[level] = idx
-        return idx
-
-    def _rebuild_index(self, level: str, dim: int) -> FaissIndex:
-        idx = FaissIndex.from_settings(dim, self.settings)
-        ids: list[int] = []
-        vecs: list[npt.NDArray[np.float32]] = []
-        for uid, v in self.catalog.iter_vectors(level):
-            ids.append(uid)
-            vecs.append(v)
-        if ids:
-            idx.add(np.asarray(ids, dtype=np.int64), np.stack(vecs).astype(np.float32))
-        try:
-            idx.save(self.folder / INDEX_FILES[level])
-        except OSError as exc:
-            # The rebuilt index is right in memory; the file is only a cache (rebuilt again
-            # next time). A full disk must not make a readable library unqueryable.
-            log.warning("%s", exc)
-        return idx
-
-    def _save_indexes(self, best_effort: bool = False) -> None:
-        """Save the FAISS caches. A failure is a :class:`CatalogError` that says the catalog is
-        intact; with ``best_effort`` (another error is already on its way out) it is only logged."""
-        for level, idx in self._indexes.items():
-            try:
-                idx.save(self.folder / INDEX_FILES[level])
-            except OSError as exc:
-                if best_effort:
-                    log.warning("%s", exc)
-                    continue
-                raise CatalogError(
-                    f"{exc}. Everything ingested is safe in {CATALOG_FILE}; the index file was left as it "
-                    "was and is rebuilt from the catalog when the library is next opened. "
-                    "Free some disk space and run ingest again."
-                ) from exc
+        """The FAISS index for ``level`` ("chunk" or "doc"), reconciled with the catalog on first use."""
+        return self.indexes.get(level, dim)
 
     # ------------------------------------------------------------------ ingest
     def ingest(
@@ -384,271 +159,34 @@ class Library:
         reembed: bool,
         ocr: OcrEngine | None,
     ) -> Iterator[Progress | IngestReport]:
+        """Open the library for ``embedder``, run the file steps (app.ingest_run), then the keyword sets."""
         t0 = time.monotonic()
-        cancel = cancel or CancelToken()
-        report = IngestReport()
         if reembed:
             self._drop_all_vectors()
-        self.check_embedder(embedder)
-        embedder.load()
-        tokenizer.load()
-        self._teach_user_words(tokenizer)
-        kfilter = kw.build_filter(self.settings.retrieval.keyword_variant, tokenizer)
-        with self.catalog.transaction():
-            self.catalog.set_meta("embedder", embedder.identity)
-            self.catalog.set_meta("dim", str(embedder.dim))
-        chunk_index = self.index("chunk", embedder.dim)
-        doc_index = self.index("doc", embedder.dim)
-
-        roots = [Path(os.path.abspath(f)) for f in folders]
-        files: list[tuple[Path, Path]] = []
-        for root in roots:
-            if not root.is_dir():
-                report.skipped.append(FileProblem(printable(root), "not a folder (or it does not exist)"))
-                continue
-            with self.catalog.transaction():
-                self.catalog.add_root(str(root))
-            found, problems = scan_folder(root, images=ocr is not None)
-            report.skipped.extend(problems)
-            files.extend((root, p) for p in found)
-
-        states = self.catalog.file_states()
-        problem_states = self.catalog.problem_states()
-        seen: set[str] = set()
-        changed = False
-        n = len(files)
-        meter = IngestMeter(work_sizes(files, states))
-        key = ""
-        try:
-            for i, (root, path) in enumerate(files, start=1):
-                cancel.raise_if_set()
-                meter.file_done(key)  # the previous file: stored, skipped or unchanged
-                key = encode_path(path)
-                seen.add(key)
-                yield meter.tag(Progress("scan", i, n, display_name(path), None, key), key, 0.0)
-                old = states.get(key)
-                try:
-                    st = path.stat()
-                except OSError as exc:
-                    reason = f"cannot read: {exc.strerror or exc}"
-                    changed |= self._drop_stale(key, old, reason, None, chunk_index, doc_index, report)
-                    report.skipped.append(FileProblem(printable(path), reason))
-                    continue
-                too_big = self._size_problem(st.st_size)
-                if too_big is not None:
-                    changed |= self._drop_stale(key, old, too_big, st, chunk_index, doc_index, report)
-                    report.skipped.append(FileProblem(printable(path), too_big))
-                    continue
-                if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-                    report.unchanged.append(printable(path))
-                    continue
-                prob = problem_states.get(key)
-                if prob is not None and prob[2].startswith(SIZE_LIMIT_REASON):
-                    prob = None  # the file fits the limit now (or the limit was raised): read it
-                # A scan skipped while OCR was off is tried again once OCR is on.
-                if prob is not None and prob[0] == st.st_size and prob[1] == st.st_mtime_ns \
-                        and not (ocr is not None and prob[2] in OCR_RETRY_REASONS):
-                    changed |= self._drop_stale(key, old, prob[2], None, chunk_index, doc_index, report)
-                    report.skipped.append(FileProblem(printable(path), prob[2]))
-                    continue
-                try:
-                    digest = sha256_file(path, cancel)
-                except OSError as exc:
-                    reason = f"cannot read: {exc.strerror or exc}"
-                    changed |= self._drop_stale(key, old, reason, None, chunk_index, doc_index, report)
-                    report.skipped.append(FileProblem(printable(path), reason))
-                    continue
-                if old is not None and old.sha256 == digest:
-                    with self.catalog.transaction():
-                        self.catalog.touch_document(old.doc_id, st.st_size, st.st_mtime_ns)
-                    report.unchanged.append(printable(path))
-                    continue
-                try:
-                    ocr_text = None
-                    if ocr is not None and path.suffix.lower() in OCR_SUFFIXES:
-                        try:
-                            ocr_text = yield from meter.follow(ocr_document(
-                                path, digest, ocr, self.ocr_cache, self.settings.ingest.ocr_dpi, cancel, key),
-                                key, 0.0, PARSE_SHARE)
-                        except (MissingDependency, ModelUnavailable) as exc:
-                            # OCR cannot run here: the text pages are still read; a scan-only file is
-                            # skipped as without OCR, and tried again by the next ingest.
-                            log.warning("OCR unavailable for %s: %s", printable(path), exc)
-                            ocr_text = None
-                    yield meter.tag(Progress("parse", i, n, display_name(path), None, key), key,
-                                    PARSE_SHARE if ocr_text else 0.0)
-                    prepared = self._prepare(path, tokenizer, kfilter, cancel, ocr_text)
-                except UnreadableDocument as exc:
-                    changed |= self._drop_stale(key, old, exc.reason, st, chunk_index, doc_index, report)
-                    report.skipped.append(FileProblem(printable(path), exc.reason))
-                    continue
-                vecs = yield from meter.follow(embed_file(
-                    self.catalog, key, f"{display_name(path)} ({i}/{n})", [c.text for c in prepared.chunks], embedder,
-                    self.settings.ingest.embed_batch_size, cancel, content_key(digest)), key, PARSE_SHARE, 1.0)
-                changed = True  # set first: a failure after the commit below still saves the indexes
-                self._store_file(key, root, path, digest, st, prepared, vecs, old, tokenizer, embedder, cancel,
-                                 (chunk_index, doc_index), report)
-
-            meter.file_done(key)
-            changed |= self._forget_vanished(roots, states, problem_states, seen, chunk_index, doc_index, report)
-        except Cancelled:
-            report.cancelled = True
-        except BaseException:
-            # Disk full, Ctrl-C, the consumer closing the generator: save what is committed
-            # if possible, but never let a second failure hide the first.
-            if changed:
-                self._save_indexes(best_effort=True)
-            raise
-        if changed:
-            self._save_indexes()
-        if not report.cancelled and (changed or self.catalog.get_meta("keywords_dirty") == "1"):
+        kfilter = self._open_for(embedder, tokenizer)
+        tools = IngestTools(self.catalog, self.settings, self.indexes, self.ocr_cache, embedder, tokenizer,
+                            kfilter, ocr)
+        run = IngestRun(tools, cancel or CancelToken())
+        yield from run.files(folders)
+        report, meter = run.report, run.meter
+        if not report.cancelled and (run.changed or self.catalog.get_meta("keywords_dirty") == "1"):
             yield meter.tag(Progress("keywords", 0, 1, "updating keyword sets"), "", 0.0)
             self.refresh_keywords(tokenizer, embedder)
             yield meter.finish(Progress("keywords", 1, 1, "keyword sets up to date"))
         report.seconds = time.monotonic() - t0
         yield report
 
-    def _store_file(self, key: str, root: Path, path: Path, digest: str, st: os.stat_result,
-                    prepared: Library._Prepared, vecs: npt.NDArray[np.float32], old: FileState | None,
-                    tokenizer: Tokenizer, embedder: Embedder, cancel: CancelToken,
-                    indexes: tuple[FaissIndex, FaissIndex], report: IngestReport) -> None:
-        """One read and embedded file enters the library in one transaction (replacing its previous
-        version), then the chunk and document indexes (``indexes``) and the report."""
-        doc_vec = vecs.mean(axis=0)  # paper 000 §4.1: mean-pooled per file
-        doc_vec = (doc_vec / max(float(np.linalg.norm(doc_vec)), 1e-12)).astype(np.float32)
-        new_terms = self._missing_terms(prepared.candidate_terms)
-        surfaces = [tokenizer.surface_form(t) for t in new_terms]
-        term_vecs = embedder.embed_terms(surfaces) if new_terms else None
-        cancel.raise_if_set()
+    def _open_for(self, embedder: Embedder, tokenizer: Tokenizer) -> kw.KeywordFilter:
+        """Check and record the library's embedder, load the models; the ingest's keyword filter."""
+        self.check_embedder(embedder)
+        embedder.load()
+        tokenizer.load()
+        teach_user_words(self.catalog, tokenizer)
+        kfilter = kw.build_filter(self.settings.retrieval.keyword_variant, tokenizer)
         with self.catalog.transaction():
-            removed_chunks: list[int] = []
-            if old is not None:
-                removed_chunks = self.catalog.delete_document(old.doc_id)
-            doc_id, chunk_ids = self.catalog.insert_document(
-                path=key,
-                root=str(root),
-                sha256=digest,
-                size=st.st_size,
-                mtime_ns=st.st_mtime_ns,
-                title=prepared.title,
-                lang=prepared.lang,
-                n_pages=prepared.n_pages,
-                kind=prepared.kind,
-                warnings=prepared.warnings,
-                doc_vector=doc_vec,
-                chunks=prepared.chunks,
-                chunk_vectors=vecs,
-                chunk_term_counts=prepared.counts,
-            )
-            if term_vecs is not None:
-                self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)
-            self.catalog.delete_staged(key)
-            self.catalog.delete_staged(content_key(digest))
-            self.catalog.set_meta("keywords_dirty", "1")
-        if old is not None and old.sha256 != digest:
-            self.ocr_cache.discard(old.sha256)
-        if old is not None:
-            indexes[0].remove(np.asarray(removed_chunks, dtype=np.int64))
-            indexes[1].remove(np.asarray([old.doc_id], dtype=np.int64))
-            report.updated.append(printable(path))
-        else:
-            report.added.append(printable(path))
-        report.warnings.extend(FileProblem(printable(path), w) for w in prepared.warnings)
-        indexes[0].add(np.asarray(chunk_ids, dtype=np.int64), vecs)
-        indexes[1].add(np.asarray([doc_id], dtype=np.int64), doc_vec[None, :])
-        report.chunks_embedded += len(chunk_ids)
-        if len(report.added) + len(report.updated) >= 1:
-            self._save_indexes_every(30.0)
-
-    def _forget_vanished(self, roots: Sequence[Path], states: dict[str, FileState],
-                         problem_states: dict[str, tuple[int, int, str]], seen: set[str],
-                         chunk_index: FaissIndex, doc_index: FaissIndex, report: IngestReport) -> bool:
-        """Files that disappeared from the ingested folders leave the library, and so do their
-        recorded problems and staged vectors; returns whether the library changed."""
-        changed = False
-        kept_before = [p for p in self.catalog.staged_counts() if p.startswith(content_key(""))]
-        root_set = {str(r) for r in roots}
-        for path_s, state in states.items():
-            if path_s in seen:
-                continue
-            doc_root = self._root_of(path_s, root_set)
-            if doc_root is None or decode_path(path_s).exists():
-                continue
-            with self.catalog.transaction():
-                self._keep_vectors(state)
-                removed_chunks = self.catalog.delete_document(state.doc_id)
-                self.catalog.set_meta("keywords_dirty", "1")
-            chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
-            doc_index.remove(np.asarray([state.doc_id], dtype=np.int64))
-            report.removed.append(printable(decode_path(path_s)))
-            changed = True
-        with self.catalog.transaction():
-            for p in kept_before:  # a removed file's vectors wait one ingest for its bytes to come back
-                self.catalog.delete_staged(p)
-            for p in list(problem_states):
-                if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
-                    self.catalog.forget_problem(p)
-            for p in self.catalog.staged_counts():
-                if p not in seen and self._root_of(p, root_set) is not None and not decode_path(p).exists():
-                    self.catalog.delete_staged(p)
-        return changed
-
-    def _keep_vectors(self, state: FileState) -> None:
-        """A vanished file's chunk vectors, staged under its content hash (embed_step.content_key): the
-        same bytes added back — a file moved out and back, a folder re-attached — reuse them instead of
-        being embedded again. They are kept until the end of the next ingest (one chance; the bound)."""
-        vecs = dict(self.catalog.chunk_vectors_of([state.doc_id]).get(state.doc_id, []))
-        texts = {c.chunk_id: c.text for c in self.catalog.chunks_of(state.doc_id)}
-        self.catalog.stage_vectors(content_key(state.sha256),
-                                   ((text_hash(texts[cid]), v) for cid, v in vecs.items() if cid in texts))
-
-    def _drop_stale(
-        self,
-        key: str,
-        old: FileState | None,
-        reason: str,
-        st: os.stat_result | None,
-        chunk_index: FaissIndex,
-        doc_index: FaissIndex,
-        report: IngestReport,
-    ) -> bool:
-        """A file that can no longer be read leaves the library.
-
-        Its old text would otherwise stay searchable — and, being the only copy, keep coming
-        up as the top hit — while the file on disk says something else (or nothing). The
-        document, its chunks, vectors and keyword sets go in one transaction, and the reason
-        is recorded as the file's problem (shown with the skipped files) when ``st`` is known.
-        Returns True if a document was removed.
-        """
-        with self.catalog.transaction():
-            removed_chunks = self.catalog.delete_document(old.doc_id) if old is not None else []
-            self.catalog.delete_staged(key)
-            if st is not None:
-                self.catalog.record_problem(key, reason, st.st_size, st.st_mtime_ns)
-            if old is not None:
-                self.catalog.set_meta("keywords_dirty", "1")
-        if old is None:
-            return False
-        chunk_index.remove(np.asarray(removed_chunks, dtype=np.int64))
-        doc_index.remove(np.asarray([old.doc_id], dtype=np.int64))
-        report.removed.append(printable(decode_path(key)))
-        return True
-
-    _last_save = 0.0
-
-    def _save_indexes_every(self, seconds: float) -> None:
-        now = time.monotonic()
-        if now - self._last_save >= seconds:
-            self._save_indexes()
-            self._last_save = now
-
-    @staticmethod
-    def _root_of(path: str, roots: set[str]) -> str | None:
-        full = str(decode_path(path))
-        for r in roots:
-            if full.startswith(r.rstrip(os.sep) + os.sep):
-                return r
-        return None
+            self.catalog.set_meta("embedder", embedder.identity)
+            self.catalog.set_meta("dim", str(embedder.dim))
+        return kfilter
 
     def _drop_all_vectors(self) -> None:
         with self.catalog.transaction() as db:
@@ -660,88 +198,7 @@ class Library:
             # key 'tau' was never written, τ is 'tau_auto'; the cached cos_baseline and the stored
             # gate decision survived a re-embed with another encoder).
             db.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(ENCODER_SCALE_KEYS))})", ENCODER_SCALE_KEYS)
-        for name in INDEX_FILES.values():
-            (self.folder / name).unlink(missing_ok=True)
-        self._indexes.clear()
-
-    @dataclass(frozen=True)
-    class _Prepared:
-        title: str
-        lang: Lang
-        n_pages: int
-        kind: str
-        warnings: tuple[str, ...]
-        chunks: list[ChunkSpan]
-        counts: list[dict[str, int]]
-        candidate_terms: list[str]
-
-    def _teach_user_words(self, tokenizer: Tokenizer) -> None:
-        words = self.catalog.get_json("user_words") or []
-        if words:
-            tokenizer.add_words(words)
-
-    def _learn_user_words(self, text: str, tokenizer: Tokenizer) -> None:
-        """Improved kw(·): grow the library's CJK user dictionary from this document.
-
-        jieba splits domain words (久咳 → 久/咳); frequent, cohesive Han sequences of
-        the document become dictionary words before it is segmented. The dictionary
-        is stored in the library so queries are segmented the same way. (Documents
-        ingested earlier keep their segmentation until re-ingested: an order
-        dependence we accept rather than re-tokenising the whole library.)
-        """
-        if self.settings.retrieval.keyword_variant != "improved":
-            return
-        # discover_cjk_terms holds every distinct n-gram: bound the sample it sees.
-        found = kw.discover_cjk_terms([text[:200_000]], min_count=3)
-        if not found:
-            return
-        known = set(self.catalog.get_json("user_words") or [])
-        new = [w for w in found if w not in known]
-        if new:
-            tokenizer.add_words(new)
-            with self.catalog.transaction():
-                self.catalog.set_json("user_words", sorted(known | set(new)))
-
-    def _prepare(
-        self, path: Path, tokenizer: Tokenizer, kfilter: kw.KeywordFilter, cancel: CancelToken,
-        ocr_text: Mapping[int, str] | None = None,
-    ) -> Library._Prepared:
-        parsed = read_document(path, cancel, ocr_text=ocr_text)
-        cleaned = clean_pages(parsed.pages)
-        ing = self.settings.ingest
-        spans = chunk_text(cleaned, size=ing.chunk_size, overlap=ing.chunk_overlap)
-        if not spans:
-            raise UnreadableDocument(path, "no text after cleaning (empty document?)")
-        self._learn_user_words(cleaned.text, tokenizer)
-        counts = [
-            dict(Counter(kw.filter_terms(tokenizer.tokenize(s.text, s.lang), kfilter, query=False))) for s in spans
-        ]
-        # Terms that may enter a keyword set: the most frequent per chunk, generously
-        # (the final top-n depends on the corpus IDF, known only after the whole ingest).
-        cand: set[str] = set()
-        for c in counts:
-            cand.update(t for t, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))[: 3 * ing.keywords_per_chunk])
-        lang = detect_lang(cleaned.text[:20000])
-        return Library._Prepared(
-            title=parsed.title,
-            lang=lang,
-            n_pages=len(parsed.pages),
-            kind=parsed.kind,
-            warnings=parsed.warnings,
-            chunks=spans,
-            counts=counts,
-            candidate_terms=sorted(cand),
-        )
-
-    def _size_problem(self, size: int) -> str | None:
-        """The reason to skip a file of ``size`` bytes under ``ingest.max_file_mb``, or None."""
-        limit = self.settings.ingest.max_file_mb
-        if limit <= 0 or size <= limit * 1_000_000:
-            return None
-        mb = size / 1_000_000
-        shown = f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
-        return (f"{SIZE_LIMIT_REASON} ({shown} MB > ingest.max_file_mb = {limit:g} MB) — "
-                "raise max_file_mb under [ingest] in settings.toml (0: no limit) to include it")
+        self.indexes.clear()
 
     def _embed_sorted(self, embedder: Embedder, texts: list[str], cancel: CancelToken) -> npt.NDArray[np.float32]:
         """Embed in batches of similar length (less padding), returned in input order."""
@@ -753,12 +210,6 @@ class Library:
             idx = order[start : start + bs]
             out[idx] = embedder.embed_passages([texts[i] for i in idx])
         return out
-
-    def _missing_terms(self, terms: Sequence[str]) -> list[str]:
-        if not terms:
-            return []
-        have = self.catalog.term_vectors(terms)
-        return [t for t in terms if t not in have]
 
     def cosine_baseline(self) -> float:
         """b: the mean cosine of random chunk pairs in this library (the encoder's "unrelated" level).

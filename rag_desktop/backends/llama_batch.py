@@ -38,16 +38,14 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.backends.gguf_meta import mem_available_bytes, plan_n_ctx
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
-from rag_desktop.core.types import CancelToken
-
-if TYPE_CHECKING:
-    from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
+from rag_desktop.core.types import CancelToken, ChatMessage
 
 _LLAMA_LOG = logging.getLogger("llama-cpp-python")  # llama-cpp-python routes llama.cpp's log here
 
@@ -111,6 +109,29 @@ def longest_common_prefix(seqs: Sequence[Sequence[int]]) -> int:
     return n
 
 
+class BatchOwner(Protocol):
+    """What :class:`BatchDecoder` uses of its owner, ``LlamaCppGenerator`` (declared here so that the
+    generator, which imports this module, is not imported back: no import cycle, annotations included)."""
+
+    model_path: Path
+    metadata: dict[str, Any]
+    keep_prefix: bool
+    check_memory: bool
+    min_n_ctx: int
+    _lc: Any
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    def _template_opens_think(self) -> bool: ...
+
+    def _prompt(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[list[int], tuple[str, ...]]: ...
+
+    def _arm_abort_ctx(self, ctx: Any, token: CancelToken | None, on: bool) -> None: ...
+
+    def _stopping(self, cancel: CancelToken | None) -> bool: ...
+
+
 class BatchDecoder:
     """The batch context of one generator and the decoding of many requests in it.
 
@@ -146,7 +167,7 @@ class BatchDecoder:
     doc). The same call with the same seeds is reproducible.
     """
 
-    def __init__(self, owner: LlamaCppGenerator) -> None:
+    def __init__(self, owner: BatchOwner) -> None:
         self._gen = owner  # loads the model, renders prompts, arms the abort hook
         self._bctx: Any = None  # the batch context (created on first use)
         self._bctx_n_ctx = 0

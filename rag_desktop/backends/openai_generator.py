@@ -313,34 +313,16 @@ class OpenAIGenerator:
                 n_events += 1
                 if data == "[DONE]":
                     break
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    raise self._malformed(url, "an SSE event that is not JSON", data) from None
-                if not isinstance(event, dict):
-                    raise self._malformed(url, "an SSE event that is not a JSON object", data)
-                if "error" in event:
-                    err = event["error"]
-                    msg = err.get("message", err) if isinstance(err, dict) else err
-                    raise GeneratorError(f"{url} reported an error while generating: {msg}", url)
-                choices = event.get("choices")
-                if not isinstance(choices, list):
-                    raise self._malformed(url, "an event without a 'choices' list", data)
-                if not choices:  # e.g. a final usage-only event
+                delta = self._stream_delta(url, data)
+                if delta is None:  # e.g. a final usage-only event
                     continue
-                choice = choices[0]
-                delta = choice.get("delta") if isinstance(choice, dict) else None
-                if not isinstance(delta, dict):
-                    raise self._malformed(url, "a choice without a 'delta' object", data)
-                text = delta.get("content") or ""
-                if not isinstance(text, str):
-                    raise self._malformed(url, "delta.content is not a string", data)
+                text, reason = delta
                 if text:
                     visible = think.feed(text)
                     if visible:
                         yield GenEvent(GenEventKind.TOKEN, visible)
-                if choice.get("finish_reason"):
-                    finish = str(choice["finish_reason"])
+                if reason:
+                    finish = reason
                 if cancel is not None and cancel.is_set:
                     break
             else:
@@ -369,6 +351,33 @@ class OpenAIGenerator:
             yield GenEvent(GenEventKind.TOKEN, rest)
         self.last_thinking = "".join(think.thinking)
         yield GenEvent(GenEventKind.DONE, finish_reason=finish or "stop")
+
+    def _stream_delta(self, url: str, data: str) -> tuple[str, str] | None:
+        """One SSE event of a streamed chat completion: (its text, its finish_reason or ""), or
+        None for an event without choices; a server error or a malformed event raises."""
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise self._malformed(url, "an SSE event that is not JSON", data) from None
+        if not isinstance(event, dict):
+            raise self._malformed(url, "an SSE event that is not a JSON object", data)
+        if "error" in event:
+            err = event["error"]
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            raise GeneratorError(f"{url} reported an error while generating: {msg}", url)
+        choices = event.get("choices")
+        if not isinstance(choices, list):
+            raise self._malformed(url, "an event without a 'choices' list", data)
+        if not choices:
+            return None
+        choice = choices[0]
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            raise self._malformed(url, "a choice without a 'delta' object", data)
+        text = delta.get("content") or ""
+        if not isinstance(text, str):
+            raise self._malformed(url, "delta.content is not a string", data)
+        return text, str(choice["finish_reason"]) if choice.get("finish_reason") else ""
 
     def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
                              cancel: CancelToken | None = None) -> list[float]:

@@ -258,22 +258,11 @@ class CausalArrays:
     best_cos: F64
 
 
-def causal_scores(
-    query_vec: npt.ArrayLike,
-    query_terms: TermSet,
-    candidate_terms: Sequence[TermSet],
-    *,
-    tau: float,
-    absorption: Absorption = "semantic",
-    score: ScoreVariant = "paper",
-    stats: LibraryStats | None = None,
-) -> CausalArrays:
-    """Vectorised A(d), B(d) (Eq. 3), v_B (Eq. 4) and s_c (Eq. 5) for every candidate.
-
-    ``score`` other than ``"paper"`` reads s_c on the library's scale (``ScoreVariant``) and
-    needs ``stats`` (``"idf"`` needs ``stats.idf``).
-    """
-    q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
+def _check_inputs(
+    q: F64, query_terms: TermSet, candidate_terms: Sequence[TermSet], absorption: Absorption,
+    score: ScoreVariant, stats: LibraryStats | None,
+) -> None:
+    """Raise ValueError for inputs ``causal_scores`` cannot score (dimensions, variants, stats)."""
     if not np.all(np.isfinite(q)) or np.linalg.norm(q) == 0:
         raise ValueError("causal_scores: query_vec must be finite and non-zero")
     h = q.shape[0]
@@ -286,7 +275,6 @@ def causal_scores(
         raise ValueError(f"causal_scores: absorption must be 'semantic' or 'exact', got {absorption!r}")
     if score not in SCORE_VARIANTS:
         raise ValueError(f"causal_scores: score must be one of {SCORE_VARIANTS}, got {score!r}")
-    centred = score in ("centred", "centred_idf")
     use_idf = score in ("idf", "centred_idf")
     if score != "paper":
         if stats is None:
@@ -296,26 +284,13 @@ def causal_scores(
         if use_idf and stats.idf is None:
             raise ValueError(f"causal_scores: score {score!r} needs LibraryStats.idf")
 
-    n = len(candidate_terms)
-    sizes = [len(c.keywords) for c in candidate_terms]
-    T = int(sum(sizes))
-    segment = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    m = len(query_terms.keywords)
-    q_norm = float(np.sqrt(q @ q))
-    if T == 0:
-        return CausalArrays(
-            s_c=np.full(n, np.nan),
-            empty_b=np.ones(n, dtype=bool),
-            a_share=np.full(n, np.nan),
-            segment=segment,
-            absorbed=np.zeros(0, dtype=bool),
-            exact=np.zeros(0, dtype=bool),
-            best_query=np.full(0, -1, dtype=np.int64),
-            best_cos=np.full(0, np.nan),
-        )
-    present = [c for c in candidate_terms if c.keywords]
-    lam = np.concatenate([c.weights for c in present])
 
+def _absorbed(
+    query_terms: TermSet, present: Sequence[TermSet], T: int, tau: float, absorption: Absorption,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.int64], F64]:
+    """Eq. 3 over the ``T`` terms of the candidates that have terms (``present``), concatenated:
+    (t ∈ K_q, t ∈ A(d), the query term it matched best or equals, that cosine or NaN)."""
+    m = len(query_terms.keywords)
     # Eq. 3, first disjunct: t ∈ K_q (index of the equal query term, else -1).
     q_index = {t: i for i, t in enumerate(query_terms.terms)}
     ex_idx = np.fromiter(
@@ -338,6 +313,51 @@ def causal_scores(
         best_cos = np.full(T, np.nan)
         best_query = ex_idx
         absorbed = exact.copy()
+    return exact, absorbed, best_query, best_cos
+
+
+def causal_scores(
+    query_vec: npt.ArrayLike,
+    query_terms: TermSet,
+    candidate_terms: Sequence[TermSet],
+    *,
+    tau: float,
+    absorption: Absorption = "semantic",
+    score: ScoreVariant = "paper",
+    stats: LibraryStats | None = None,
+) -> CausalArrays:
+    """Vectorised A(d), B(d) (Eq. 3), v_B (Eq. 4) and s_c (Eq. 5) for every candidate.
+
+    ``score`` other than ``"paper"`` reads s_c on the library's scale (``ScoreVariant``) and
+    needs ``stats`` (``"idf"`` needs ``stats.idf``).
+    """
+    q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
+    _check_inputs(q, query_terms, candidate_terms, absorption, score, stats)
+    h = q.shape[0]
+    centred = score in ("centred", "centred_idf")
+    use_idf = score in ("idf", "centred_idf")
+
+    n = len(candidate_terms)
+    sizes = [len(c.keywords) for c in candidate_terms]
+    T = int(sum(sizes))
+    segment = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    q_norm = float(np.sqrt(q @ q))
+    if T == 0:
+        return CausalArrays(
+            s_c=np.full(n, np.nan),
+            empty_b=np.ones(n, dtype=bool),
+            a_share=np.full(n, np.nan),
+            segment=segment,
+            absorbed=np.zeros(0, dtype=bool),
+            exact=np.zeros(0, dtype=bool),
+            best_query=np.full(0, -1, dtype=np.int64),
+            best_cos=np.full(0, np.nan),
+        )
+    present = [c for c in candidate_terms if c.keywords]
+    lam = np.concatenate([c.weights for c in present])
+
+    # Eq. 3: A(d), the candidate terms the query absorbs (exactly or within τ).
+    exact, absorbed, best_query, best_cos = _absorbed(query_terms, present, T, tau, absorption)
 
     # B(d) = K_d \ A(d), carried as weights: λ_t on B, 0 on A.
     w_b = np.where(absorbed, 0.0, lam)

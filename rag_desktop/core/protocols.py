@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
+from rag_desktop.core.gen_types import GenRequest, GenResult, TokenSink
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Lang, OcrLine
 
 FloatArray = npt.NDArray[np.float32]

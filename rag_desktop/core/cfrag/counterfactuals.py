@@ -200,8 +200,16 @@ def evaluate_counterfactuals(
             valid=not reasons, kept=False, reason="",
         )
         scored.append((cand, reasons))
+    return _keep_top(scored, s.n_counterfactuals)
+
+
+def _keep_top(
+    scored: Sequence[tuple[CounterfactualCandidate, list[str]]], n: int
+) -> tuple[list[CounterfactualCandidate], list[CounterfactualCandidate]]:
+    """The top ``n`` valid candidates by Info (ties: earlier first), in that order, and the rest
+    with their reasons (a valid one below the top says so)."""
     ranked = sorted((c for c, _ in scored if c.valid), key=lambda c: (-c.info, c.order))
-    kept_orders = [c.order for c in ranked[: s.n_counterfactuals]]
+    kept_orders = [c.order for c in ranked[:n]]
     kept: list[CounterfactualCandidate] = []
     rejected: list[CounterfactualCandidate] = []
     for cand, reasons in scored:
@@ -209,7 +217,7 @@ def evaluate_counterfactuals(
             kept.append(dataclasses.replace(cand, kept=True))
             continue
         if cand.valid:
-            reasons.append(say("below_top", info=f"{cand.info:.3f}", n=s.n_counterfactuals))
+            reasons.append(say("below_top", info=f"{cand.info:.3f}", n=n))
         rejected.append(dataclasses.replace(cand, reason="; ".join(reasons)))
     kept.sort(key=lambda c: kept_orders.index(c.order))
     return kept, rejected

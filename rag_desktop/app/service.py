@@ -379,15 +379,10 @@ class RagService:
 
     # ------------------------------------------------------------------ answers
     def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]:
-        """Make the generator ready: its model file joined and verified once (with progress), the
-        model loaded, and the answer prompts' fixed prefix evaluated for the library's languages
-        (most documents' first), so the first question's first token waits only for its own
-        sources (docs/benchmarks.md §9)."""
+        """The model file joined and verified (progress), the model loaded and the answer prompts'
+        prefix evaluated for the library's languages (``prompting.warm_prompts``; benchmarks §9)."""
         yield from self.runtime.prepare_generator(cancel)
-        counts = self.library_languages()
-        langs: list[Lang] = ["zh" if lang == "zh" else "en" for lang in sorted(counts, key=lambda k: -counts[k])]
-        first: list[Lang] = ["en"]
-        self.runtime.generator(warm=[prompting.answer_prefix(lang) for lang in dict.fromkeys(langs or first)])
+        self.runtime.generator(warm=prompting.warm_prompts(self.library_languages()))
 
     def translate_sources(
         self, sources: Sequence[Hit], target: Lang, cancel: CancelToken | None = None, *, whole_chunks: bool = True

@@ -55,6 +55,7 @@ from rag_desktop.backends.gguf_meta import (
     read_gguf_metadata,
 )
 from rag_desktop.backends.llama_batch import BatchDecoder, BatchStats, longest_common_prefix
+from rag_desktop.backends.llama_prompt import render_prompt
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -527,31 +528,12 @@ class LlamaCppGenerator:
     # -- prompts and batched generation (generate_many: backends/llama_batch.py) ---------
 
     def _prompt(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[list[int], tuple[str, ...]]:
-        """Prompt tokens and the template's stop strings, as ``create_chat_completion`` makes them.
-
-        The GGUF's ``tokenizer.chat_template`` rendered by llama-cpp-python's
-        ``Jinja2ChatFormatter`` (what ``Llama`` builds from the same metadata), tokenized
-        with special tokens parsed, BOS prepended when the vocabulary asks for it.
-        """
-        from llama_cpp import llama_chat_format
-
+        """Prompt tokens and the template's stop strings, as ``create_chat_completion`` makes them."""
         template = str(self.metadata.get("tokenizer.chat_template", ""))
         if not template:
             raise ModelUnavailable(f"{self.model_path.name} has no chat template (tokenizer.chat_template) in "
                                    f"its GGUF metadata; use an instruction-tuned chat model")
-        lc = self._lc
-        vocab = lc.llama_model_get_vocab(llm.model)
-        eos, bos = llm.token_eos(), llm.token_bos()
-        vtext = llm._model.token_get_text  # the token's text, as Llama passes it to the template
-        fmt = llama_chat_format.Jinja2ChatFormatter(
-            template=template, eos_token=vtext(eos) if eos != -1 else "", bos_token=vtext(bos) if bos != -1 else "",
-            stop_token_ids=[eos])
-        resp = fmt(messages=self._chat_messages(messages))  # type: ignore[arg-type]  # plain dicts, as create_chat_completion gets
-        stops = resp.stop if isinstance(resp.stop, list) else [resp.stop] if resp.stop else []
-        toks = list(llm.tokenize(resp.prompt.encode("utf-8"), add_bos=False, special=True))
-        if bos != -1 and lc.llama_vocab_get_add_bos(vocab):
-            toks = [bos, *toks]
-        return toks, tuple(s for s in stops if s)
+        return render_prompt(self._lc, llm, template, self._chat_messages(messages))
 
     def prompt_tokens(self, messages: Sequence[ChatMessage]) -> int:
         """Tokens the model reads for ``messages`` (chat template included)."""

@@ -255,6 +255,14 @@ def answer_prefix(lang: Lang) -> tuple[ChatMessage, ...]:
     return (*load_template(f"answer_{tl}").prefix(), ChatMessage("user", "?"))
 
 
+def warm_prompts(doc_languages: Mapping[str, int]) -> list[tuple[ChatMessage, ...]]:
+    """The answer prefixes worth evaluating ahead of questions on a library with these documents
+    per language: one per answer template the library's languages use, most documents first."""
+    zh_first = sorted(doc_languages, key=lambda k: -doc_languages[k])
+    langs: list[Lang] = ["zh" if lang == "zh" else "en" for lang in zh_first] or ["en"]
+    return [answer_prefix(lang) for lang in dict.fromkeys(langs)]
+
+
 ANSWER_SOURCES = 5  # how many of a column's top hits an answer reads (their chunks, or passages inside them)
 
 

@@ -22,7 +22,6 @@ OVER: dict[tuple[str, str], int] = {
     ("function", "backends/openai_generator.py:stream"): 105,
     ("function", "core/causal.py:causal_scores"): 138,
     ("function", "core/cfrag/counterfactuals.py:evaluate_counterfactuals"): 101,
-    ("function", "ui/trace_view.py:_fill"): 104,
     ("class", "app/service.py:RagService"): 526,
 }
 

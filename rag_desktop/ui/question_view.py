@@ -16,16 +16,7 @@ from functools import partial
 
 from PySide6.QtCore import QObject, Signal
 
-from rag_desktop.app.flow_events import (
-    Abstained,
-    AnswerDone,
-    AnswerGroup,
-    AnswerProgress,
-    CFDone,
-    CFProgress,
-    ColumnsReady,
-    Token,
-)
+from rag_desktop.app import flow_events as fe
 from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.settings import Settings
@@ -114,29 +105,29 @@ class QuestionView(QObject):
         st = self._current(qid)
         if st is None:
             return
-        if isinstance(ev, ColumnsReady):
+        if isinstance(ev, fe.ColumnsReady):
             self._on_columns(st, ev)
-        elif isinstance(ev, AnswerProgress):
+        elif isinstance(ev, fe.AnswerProgress):
             self.results.answers[ev.group.lead].set_progress(progress_text(ev.progress))
-        elif isinstance(ev, Token):
+        elif isinstance(ev, fe.Token):
             for m in ev.group.members:  # a column sharing the sources watches the same answer being written
                 self.results.answers[m].append_token(ev.text)
-        elif isinstance(ev, AnswerDone):
+        elif isinstance(ev, fe.AnswerDone):
             st.answers[ev.column] = ev.answer
             self.results.show_answer(ev.column, ev.answer, ev.ranked.hits, ev.shared_from)
             self.conversation.record_answer(st.question, ev.column, ev.answer, "causal" in st.answers)
-        elif isinstance(ev, CFProgress):
+        elif isinstance(ev, fe.CFProgress):
             self.results.show_cf_progress(ev.progress)
-        elif isinstance(ev, Abstained):  # the library holds no answer: CF-RAG did not run (core.abstain)
+        elif isinstance(ev, fe.Abstained):  # the library holds no answer: CF-RAG did not run (core.abstain)
             st.answers["cfrag"] = ev.answer
             self.results.show_abstained(ev.answer)
-        elif isinstance(ev, CFDone):
+        elif isinstance(ev, fe.CFDone):
             st.cfrag = ev.result
             st.answers["cfrag"] = ev.result.answer
             self.results.show_cfrag(st)
             self.status.emit(tr("status.done", s=fmt(time.monotonic() - st.started, 1)), 10000)
 
-    def _on_columns(self, st: QueryState, ev: ColumnsReady) -> None:
+    def _on_columns(self, st: QueryState, ev: fe.ColumnsReady) -> None:
         assert st.flow is not None
         # the columns now; the translated question's rankings (a model call) join before the answers
         wait = st.flow.translates_next(ev, answers=self._answers_on())
@@ -171,7 +162,7 @@ class QuestionView(QObject):
             for x in group.members[1:]:
                 self.results.answers[x].set_progress(tr("answer.shared_wait", column=tr(TITLE_KEYS[group.lead])))
 
-            def job(ctx: TaskContext, group: AnswerGroup = group) -> Iterator[object]:
+            def job(ctx: TaskContext, group: fe.AnswerGroup = group) -> Iterator[object]:
                 yield from flow.answer(group, ctx.cancel)
 
             self.runner.submit(

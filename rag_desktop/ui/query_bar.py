@@ -51,7 +51,7 @@ class QueryBar(QWidget):
         line.returnPressed.connect(self._ask_from_box)
         self._return_handled = False
         self.ask_btn = QPushButton()
-        self.ask_btn.clicked.connect(self.ask_requested.emit)
+        self.ask_btn.clicked.connect(lambda: self.ask_requested.emit())
         self.level_box = QComboBox()
         # Follows its items when the language changes ("whole documents" must not stay "whole dc…").
         self.level_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -68,7 +68,7 @@ class QueryBar(QWidget):
         self.auto_answer = QCheckBox()
         self.run_cf = QCheckBox()
         self.stop_btn = QPushButton()
-        self.stop_btn.clicked.connect(self.stop_requested.emit)
+        self.stop_btn.clicked.connect(lambda: self.stop_requested.emit())
         self.stop_btn.setEnabled(False)
         self.query_label = QLabel()
         row = QHBoxLayout()

@@ -13,12 +13,6 @@ from __future__ import annotations
 
 import grimp
 
-# Cycles still to break, each as its sorted modules: they may go, never grow, and nothing joins them.
-# ui.conversation_actions names the window's QueryState for its annotations (the ui's owners move it).
-KNOWN: list[list[str]] = [
-    ["rag_desktop.ui.conversation_actions", "rag_desktop.ui.main_window"],
-]
-
 
 def _graph() -> grimp.ImportGraph:
     return grimp.build_graph("rag_desktop", exclude_type_checking_imports=False)
@@ -73,14 +67,8 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_cycles_in_rag_desktop() -> None:
-    new = [c for c in _cycles(_graph()) if c not in KNOWN]
-    assert new == [], f"import cycles (annotation-only imports included): {new}"
-
-
-def test_a_broken_known_cycle_leaves_the_list() -> None:
     found = _cycles(_graph())
-    gone = [c for c in KNOWN if c not in found]
-    assert gone == [], f"no longer a cycle, remove from KNOWN: {gone}"
+    assert found == [], f"import cycles (annotation-only imports included): {found}"
 
 
 def test_type_checking_imports_are_in_the_graph() -> None:

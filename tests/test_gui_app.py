@@ -79,24 +79,25 @@ def demo(qapp: QApplication, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         bar_seen: list[bool] = []
 
         def watch() -> bool:
-            if win.ingesting and win.runner.tasks():
+            if win.libraries.ingesting and win.runner.tasks():
                 t = next((t for t in win.runner.tasks() if t.name == "ingest"), None)
                 if t is not None and not bar_seen:
                     t.signals.progress.connect(progress.append)
-                    bar_seen.append(win.library_panel.progress.isVisibleTo(win))
+                    bar_seen.append(win.libraries.panel.progress.isVisibleTo(win))
             return bool(bar_seen)
 
         wait_until(watch, 60, "the first-launch ingest to start")
-        wait_until(lambda: win.last_ingest_report is not None and not win.runner.busy, 1500, "the demo ingest")
+        wait_until(lambda: win.libraries.last_ingest_report is not None and not win.runner.busy, 1500,
+                   "the demo ingest")
         yield {"win": win, "gen": gen, "sfile": sfile, "progress": progress, "bar_seen": bar_seen[0],
                "library": demo_library_dir()}
         close(win)
 
 
 def ask(win: MainWindow, q: str, level: str = "doc", answers: bool = True, timeout: float = 900) -> None:
-    win.level_box.setCurrentIndex(win.level_box.findData(level))
-    win.auto_answer.setChecked(answers)
-    line = win.query.lineEdit()
+    win.query_bar.level_box.setCurrentIndex(win.query_bar.level_box.findData(level))
+    win.query_bar.auto_answer.setChecked(answers)
+    line = win.query_bar.query.lineEdit()
     assert line is not None
     line.setText(q)
     line.returnPressed.emit()  # Enter
@@ -112,18 +113,18 @@ def ask(win: MainWindow, q: str, level: str = "doc", answers: bool = True, timeo
 def test_first_demo_launch_builds_the_library_with_a_progress_bar(demo: dict[str, Any]) -> None:
     win: MainWindow = demo["win"]
     assert demo_source_folder() == DEMO
-    rep = win.last_ingest_report
+    rep = win.libraries.last_ingest_report
     files = demo_files()
     assert sorted(rep.added) == files and not rep.cancelled
     assert demo["bar_seen"] is True
     stages = {p.stage for p in demo["progress"]}
     assert {"scan", "parse", "embed"} <= stages
     assert all(p.total == len(files) for p in demo["progress"] if p.stage == "scan")
-    listing = win.library_panel.document_items()
+    listing = win.libraries.panel.document_items()
     assert len(listing) == len(files)
     assert {d.text(1) for d in listing} == {"indexed"}
-    assert win.listing is not None and Path(win.listing.library) == demo["library"]
-    assert not win.library_panel.progress.isVisibleTo(win)
+    assert win.libraries.listing is not None and Path(win.libraries.listing.library) == demo["library"]
+    assert not win.libraries.panel.progress.isVisibleTo(win)
 
 
 def test_asking_in_english_fills_the_columns_arrows_chips_and_answers(demo: dict[str, Any]) -> None:
@@ -133,10 +134,10 @@ def test_asking_in_english_fills_the_columns_arrows_chips_and_answers(demo: dict
     assert st is not None and st.cfrag is not None
     comp = st.comparison
     assert len(comp.baseline.hits) > 3
-    base_titles = [r.hit.title for r in win.columns["baseline"].model.rows]
+    base_titles = [r.hit.title for r in win.results.columns["baseline"].model.rows]
     assert base_titles == [h.title for h in comp.baseline.hits]
     assert "Wason" in base_titles[0] or "Conditionals" in base_titles[0]
-    m = win.columns["causal"].model
+    m = win.results.columns["causal"].model
     got = [m.data(m.index(r, COL_CHANGE)) for r in range(m.rowCount())]
     # reference: the baseline rank minus the causal rank of the same document
     base_rank = {h.unit_id: h.rank for h in comp.baseline.hits}
@@ -146,19 +147,19 @@ def test_asking_in_english_fills_the_columns_arrows_chips_and_answers(demo: dict
         want.append(f"▲{d}" if d > 0 else f"▼{-d}" if d < 0 else "=")
     assert got == want == [rank_change(comp.baseline, h).text for h in comp.causal.hits]
     # chips and the "Why" card for the selected document
-    win.columns["causal"].select_row(0)
-    chips = win.chips.chips()
+    win.results.columns["causal"].select_row(0)
+    chips = win.results.chips.chips()
     assert chips and {c.kind for c in chips} <= {"A", "B"} and any(c.kind == "B" for c in chips)
     expl = comp.causal.explanations[0] if comp.causal.explanations[0].unit_id == comp.causal.hits[0].unit_id else \
         next(e for e in comp.causal.explanations if e.unit_id == comp.causal.hits[0].unit_id)
     assert [c.term for c in chips if c.kind == "B"] == [b.term for b in expl.split.b_terms]
     for c, a in zip([c for c in chips if c.kind == "A"], expl.split.a_terms, strict=True):
         assert a.absorbed_by in c.toolTip() or st.surfaces.get(a.absorbed_by, "") in c.toolTip()
-    assert f"causal rank {comp.causal.hits[0].rank}" in win.why.body.text() or "kept its baseline rank" in \
-        win.why.body.text()
+    assert f"causal rank {comp.causal.hits[0].rank}" in win.results.why.body.text() or "kept its baseline rank" in \
+        win.results.why.body.text()
     # answers streamed for every column, with the scripted citations; CF-RAG ran for real
     for method in ("baseline", "causal"):
-        pane = win.answers[method]
+        pane = win.results.answers[method]
         assert pane.answer is not None and "[9]" in pane.status.text()
         # each scripted marker is shown, or removed as unsupported by its passage and said so
         dropped = {n for n, _ in pane.answer.dropped_citations}
@@ -166,9 +167,9 @@ def test_asking_in_english_fills_the_columns_arrows_chips_and_answers(demo: dict
         assert not dropped or "unsupported citation" in pane.status.text()
     trace = st.cfrag.trace
     assert trace.counterfactuals, "the scripted counterfactuals should survive validation"
-    assert win.trace_view.ev_table.rowCount() == len(trace.evidence)
+    assert win.results.trace_view.ev_table.rowCount() == len(trace.evidence)
     # what CF-RAG used first, then the other kept evidence, then filtered passages (marked).
-    assert win.columns["cfrag"].model.rowCount() == len(trace.evidence)
+    assert win.results.columns["cfrag"].model.rowCount() == len(trace.evidence)
     kinds = set(demo["gen"].calls)
     assert {"answer", "counterfactual", "closed_book", "hypothesis"} <= kinds
 
@@ -176,9 +177,9 @@ def test_asking_in_english_fills_the_columns_arrows_chips_and_answers(demo: dict
 def test_asking_in_chinese_finds_the_travel_rules(demo: dict[str, Any]) -> None:
     win: MainWindow = demo["win"]
     ask(win, ZH_Q, answers=False)
-    top = win.columns["baseline"].model.rows[0].hit
+    top = win.results.columns["baseline"].model.rows[0].hit
     assert "差旅" in top.title
-    assert win.columns["cfrag"].placeholder.isVisibleTo(win)  # answers were off: CF-RAG did not run
+    assert win.results.columns["cfrag"].placeholder.isVisibleTo(win)  # answers were off: CF-RAG did not run
 
 
 def expected_page(pdf: Path, chunk_text: str) -> int:
@@ -196,7 +197,7 @@ def expected_page(pdf: Path, chunk_text: str) -> int:
 def test_the_viewer_opens_a_passage_at_its_page_with_marks(demo: dict[str, Any]) -> None:
     win: MainWindow = demo["win"]
     ask(win, "Oaksford and Chater optimal data selection rational analysis", level="chunk", answers=False)
-    rows = win.columns["baseline"].model.rows
+    rows = win.results.columns["baseline"].model.rows
     pdf_rows = [r.hit for r in rows if r.hit.path.endswith(".pdf")]
     target = max(pdf_rows, key=lambda h: (h.page, -h.rank))  # prefer a passage that starts after page 1
     win.open_hit(target)
@@ -206,9 +207,9 @@ def test_the_viewer_opens_a_passage_at_its_page_with_marks(demo: dict[str, Any])
     assert not win.viewer.image.pixmap().isNull()
     assert sum(win.viewer.found.values()) > 0  # the passage (and terms) are marked
     # a citation opens the cited page too
-    win.auto_answer.setChecked(True)
+    win.query_bar.auto_answer.setChecked(True)
     ask(win, "Oaksford and Chater optimal data selection rational analysis", level="chunk")
-    pane = win.answers["baseline"]
+    pane = win.results.answers["baseline"]
     cited = pane.citation(1)
     assert cited is not None and cited.valid
     assert pane.activate_citation(1)
@@ -229,7 +230,7 @@ def test_settings_persist_and_reach_the_service(demo: dict[str, Any]) -> None:
     assert win.service.settings.retrieval.k == 4
     ask(win, EN_Q, answers=False)
     # the dense top k = 4, joined by the keyword leg's units the dense search did not find
-    rows = win.columns["baseline"].model.rows
+    rows = win.results.columns["baseline"].model.rows
     assert 4 <= len(rows) <= 4 + win.service.settings.retrieval.keyword_k
     assert win.state is not None and "dense top 4" in win.state.comparison.baseline.label
     assert EN_Q in load_ui_state(demo["sfile"].with_name("ui_state.toml")).recent_questions
@@ -254,20 +255,20 @@ def test_cancelling_an_ingest_keeps_what_was_added(qapp: QApplication, tmp_path:
                        service_factory=factory_with(ScriptedGenerator()))
     win.show()
     try:
-        wait_until(lambda: win.listing is not None and not win.runner.busy, 60, "the empty listing")
+        wait_until(lambda: win.libraries.listing is not None and not win.runner.busy, 60, "the empty listing")
         seen: list[Progress] = []
-        win.start_ingest([DEMO])
+        win.libraries.start_ingest([DEMO])
         win.runner.tasks()[0].signals.progress.connect(seen.append)
         wait_until(lambda: any(p.stage == "embed" for p in seen), 600, "the first file")
         win.act_cancel.trigger()  # Esc
-        wait_until(lambda: win.last_ingest_report is not None and not win.runner.busy, 600, "the cancel")
-        rep = win.last_ingest_report
+        wait_until(lambda: win.libraries.last_ingest_report is not None and not win.runner.busy, 600, "the cancel")
+        rep = win.libraries.last_ingest_report
         assert rep.cancelled
         n_files = len(demo_files())
         assert len(rep.added) < n_files
-        assert len(win.library_panel.document_items()) == len(rep.added)
+        assert len(win.libraries.panel.document_items()) == len(rep.added)
         assert win.error_bar.shown == []
-        assert not win.library_panel.progress.isVisibleTo(win)
+        assert not win.libraries.panel.progress.isVisibleTo(win)
         assert "cancelled" in win.statusBar().currentMessage()
     finally:
         close(win)

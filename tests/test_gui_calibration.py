@@ -63,7 +63,7 @@ def env(qtbot: Any, library: Path, tmp_path: Path) -> Iterator[tuple[MainWindow,
     win = MainWindow(svc, settings, settings_file=sfile, auto_answer=False)
     qtbot.addWidget(win)
     win.show()
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=30000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=30000)
     yield win, svc, sfile, gen
     win.runner.cancel_all()
     win.runner.wait(30000)
@@ -77,7 +77,7 @@ def click(qtbot: Any, box: QCheckBox) -> None:
 
 def open_wizard(qtbot: Any, win: MainWindow) -> CalibrationWizard:
     win.act_calibrate.trigger()  # Library → Calibration wizard…
-    wiz = win.calibration_wizard
+    wiz = win.libraries.calibration_wizard
     qtbot.waitUntil(wiz.isVisible, timeout=5000)
     assert wiz.page() == PAGE_PROBES
     return wiz
@@ -218,7 +218,7 @@ def test_typed_mode_needs_a_question_and_an_empty_library_is_explained(qtbot: An
     win = MainWindow(svc, Settings(), settings_file=tmp_path / "s.toml")
     qtbot.addWidget(win)
     win.show()
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     wiz = open_wizard(qtbot, win)
     wiz.type_radio.setChecked(True)
     qtbot.mouseClick(wiz.next_btn, Qt.MouseButton.LeftButton)

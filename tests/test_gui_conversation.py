@@ -52,7 +52,7 @@ def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, ConversingServ
     win = MainWindow(svc, Settings(), settings_file=tmp_path / "settings.toml", auto_answer=True)
     qtbot.addWidget(win)
     win.show()
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     yield win, svc
     win.runner.cancel_all()
     win.runner.wait(5000)
@@ -60,7 +60,7 @@ def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, ConversingServ
 
 
 def type_and_ask(qtbot: Any, win: MainWindow, q: str) -> None:
-    line = win.query.lineEdit()
+    line = win.query_bar.query.lineEdit()
     assert line is not None
     line.clear()
     qtbot.keyClicks(line, q)
@@ -69,7 +69,7 @@ def type_and_ask(qtbot: Any, win: MainWindow, q: str) -> None:
 
 def test_follow_up_is_shown_rewritten_and_asked_only_when_confirmed(qtbot: Any, env: Any, tmp_path: Path) -> None:
     win, svc = env
-    panel = win.conversation_panel
+    panel = win.conversation_dock.panel
     type_and_ask(qtbot, win, FIRST)
     qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
                     timeout=10000)
@@ -90,7 +90,7 @@ def test_follow_up_is_shown_rewritten_and_asked_only_when_confirmed(qtbot: Any, 
     assert [(t.question, t.standalone) for t in turns] == [(FIRST, FIRST), (FOLLOW, STANDALONE)]
     assert panel.history.count() == 2 and STANDALONE in panel.history.item(1).text()
 
-    out = win.export_conversation(tmp_path / "thread.md")
+    out = win.conversation_dock.export(tmp_path / "thread.md")
     md = out.read_text(encoding="utf-8")
     assert f"## 2. {FOLLOW}" in md and f"*Asked as:* {STANDALONE}" in md
 
@@ -105,10 +105,10 @@ def test_follow_up_is_shown_rewritten_and_asked_only_when_confirmed(qtbot: Any, 
 def test_use_my_words_asks_the_typed_question(qtbot: Any, env: Any) -> None:
     win, svc = env
     svc.saved = Conversation().add(Turn(FIRST, FIRST))
-    win.conversation_panel.set_conversation(svc.saved)
+    win.conversation_dock.panel.set_conversation(svc.saved)
     type_and_ask(qtbot, win, FOLLOW)
-    qtbot.waitUntil(lambda: win.conversation_panel.own_btn.isEnabled(), timeout=5000)
-    win.conversation_panel.own_btn.click()
+    qtbot.waitUntil(lambda: win.conversation_dock.panel.own_btn.isEnabled(), timeout=5000)
+    win.conversation_dock.panel.own_btn.click()
     qtbot.waitUntil(lambda: win.state is not None and win.state.question == FOLLOW and not win.runner.busy,
                     timeout=10000)
 
@@ -128,7 +128,7 @@ def test_one_return_asks_once_and_a_quick_re_ask_is_not_dropped(qtbot: Any, env:
     yet the same words asked again right away (a person re-asking) are asked again."""
     win, _svc = env
     calls: list[str] = []
-    win.ask = lambda *a, **k: calls.append(win.query.currentText())  # what the Return handler calls
+    win.ask = lambda *a, **k: calls.append(win.query_bar.query.currentText())  # what the Return handler calls
     type_and_ask(qtbot, win, FIRST)
     assert calls == [FIRST]
     qtbot.wait(1)  # the event loop turns once; no time window is needed
@@ -152,7 +152,7 @@ def test_the_conversation_panel_docks_beside_the_columns_at_1280(qtbot: Any, env
     before = win.width()
     dock = win.conversation_dock
     assert not dock.isVisible()  # hidden until wanted
-    win.show_conversation()
+    win.conversation_dock.show_in_side()
     qtbot.waitUntil(dock.isVisible, timeout=3000)
     qtbot.wait(50)
 
@@ -163,7 +163,7 @@ def test_the_conversation_panel_docks_beside_the_columns_at_1280(qtbot: Any, env
     assert win.width() == before == 1280
     assert dock.width() >= 150 and dock.height() >= 150  # room to read the thread
     for m in ("baseline", "causal", "cfrag"):
-        assert not in_window(dock).intersects(in_window(win.stacks[m])), m
-    assert not in_window(dock).intersects(in_window(win.columns_split))
+        assert not in_window(dock).intersects(in_window(win.results.stacks[m])), m
+    assert not in_window(dock).intersects(in_window(win.results.columns_split))
     win.conversation_dock.toggleViewAction().trigger()  # View → Conversation closes it again
     assert not dock.isVisible()

@@ -24,7 +24,7 @@ TRANSLATED = "How does ColBERT's late interaction score passages?"
 def _window(qtbot: Any, svc: Any, tmp_path: Path) -> MainWindow:
     win = MainWindow(svc, Settings(), settings_file=tmp_path / "settings.toml", auto_answer=False)
     qtbot.addWidget(win)
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     return win
 
 
@@ -42,17 +42,17 @@ def test_the_window_says_what_else_the_question_was_searched_as(qtbot: Any, tmp_
                                        translated_found={"baseline": (first_doc,)})
     win = _window(qtbot, svc, tmp_path)
     _ask(qtbot, win, "ColBERT 的后期交互是如何给段落打分的？")
-    assert not win.crosslang_line.isHidden()
-    assert win.crosslang_line.text() == f"also searched as: {TRANSLATED} (translated in 1.2 s)"
+    assert not win.query_bar.crosslang_line.isHidden()
+    assert win.query_bar.crosslang_line.text() == f"also searched as: {TRANSLATED} (translated in 1.2 s)"
     assert "also searched as" in win.statusBar().currentMessage()
     # the row the translated question found best is marked; the others are not
-    notes = {r.hit.doc_id: r.note for r in win.columns["baseline"].model.rows}
+    notes = {r.hit.doc_id: r.note for r in win.results.columns["baseline"].model.rows}
     assert notes[first_doc] == "found by the translated question"
     assert all(n == "" for d, n in notes.items() if d != first_doc)
     i18n.set_language("zh")
     try:
         win.retranslate()
-        assert win.crosslang_line.text() == f"同时检索：{TRANSLATED}（翻译用时 1.2 秒）"
+        assert win.query_bar.crosslang_line.text() == f"同时检索：{TRANSLATED}（翻译用时 1.2 秒）"
     finally:
         i18n.set_language("en")
         win.retranslate()
@@ -60,22 +60,23 @@ def test_the_window_says_what_else_the_question_was_searched_as(qtbot: Any, tmp_
     # a fallback says why the question was ranked as typed only
     svc.cross_language = CrossLanguage(CrossStatus.TIMEOUT, "zh", "en", "", 30.2, 30.0)
     _ask(qtbot, win, "另一个问题？")
-    assert win.crosslang_line.text() == "ranked as typed only: translating the question took over 30 s"
+    assert win.query_bar.crosslang_line.text() == "ranked as typed only: translating the question took over 30 s"
     svc.cross_language = CrossLanguage(CrossStatus.NO_GENERATOR, "zh", "en")
     _ask(qtbot, win, "第三个问题？")
-    assert "no local model" in win.crosslang_line.text()
-    assert win.crosslang_line.toolTip() == ""
+    assert "no local model" in win.query_bar.crosslang_line.text()
+    assert win.query_bar.crosslang_line.toolTip() == ""
     # a refused translation: the line says it failed, the hover says why
     svc.cross_language = CrossLanguage(CrossStatus.FAILED, "en", "zh", "", 4.0, 30.0,
                                        "the reply answered the question instead of translating it")
     _ask(qtbot, win, "What did the Wason selection task show?")
-    assert win.crosslang_line.text() == "ranked as typed only: translating the question failed"
-    assert "answered the question instead of translating it" in win.crosslang_line.toolTip()
+    assert win.query_bar.crosslang_line.text() == "ranked as typed only: translating the question failed"
+    assert "answered the question instead of translating it" in win.query_bar.crosslang_line.toolTip()
 
     # a single-language library: no line at all
     svc.cross_language = CrossLanguage(CrossStatus.SINGLE, "en")
     _ask(qtbot, win, "Why do people fail the Wason selection task?")
-    assert win.crosslang_line.isHidden() and win.crosslang_line.text() == "" and win.crosslang_line.toolTip() == ""
+    line = win.query_bar.crosslang_line
+    assert line.isHidden() and line.text() == "" and line.toolTip() == ""
 
 
 def test_every_status_has_words_in_both_languages() -> None:

@@ -58,7 +58,7 @@ def test_every_literal_key_used_by_the_ui_exists() -> None:
 
 def test_keys_built_at_run_time_exist() -> None:
     from rag_desktop.ui.columns import HEADER_KEYS
-    from rag_desktop.ui.main_window import TITLE_KEYS
+    from rag_desktop.ui.results_panel import TITLE_KEYS
     from rag_desktop.ui.settings_dialog import TABS
 
     dynamic = set()

@@ -18,6 +18,7 @@ from typing import Any
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.ocr import OcrCache
 from rag_desktop.app.runtime import Runtime
+from rag_desktop.app.service import Comparison
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import SYSTEM_CLOSED_BOOK, SYSTEM_COUNTERFACTUAL, SYSTEM_HYPOTHESIS, SYSTEM_SYNTHESIS
@@ -113,9 +114,7 @@ SURFACES = {"select": "selection", "februari": "february", "depart": "department
             "secur": "security", "build": "buildings", "heat": "heating"}
 
 
-def make_comparison(query: str = "Why do people fail the Wason selection task?") -> Any:
-    from rag_desktop.app.service import Comparison
-
+def make_comparison(query: str = "Why do people fail the Wason selection task?") -> Comparison:
     base, causal = make_lists()
     diag = CausalDiagnostics(window=5, tau=0.88, absorption="semantic", empty_b_rule="demote", n_query_terms=3,
                              a_share=0.31, empty_b_fraction=0.0, n_empty_b=0, warnings=())
@@ -390,7 +389,7 @@ class FakeService:
         yield from ()
 
     def compare(self, query: str, level: str | None = None, k: int | None = None,
-                ranking: str | None = None, *, translate: bool = True) -> Any:
+                ranking: str | None = None, *, translate: bool = True) -> Comparison:
         self.last_ranking = ranking
         if self.compare_error is not None:
             raise self.compare_error

@@ -31,23 +31,24 @@ def test_watched_folder_follows_edits_while_the_app_is_open(qtbot: Any, tmp_path
     win.show()
     try:
         idle(qtbot, win)
-        win.start_ingest([docs])
+        win.libraries.start_ingest([docs])
         idle(qtbot, win)
         assert doc_names(win) == ["tea.txt"]
-        qtbot.waitUntil(lambda: win.watcher is not None and win.watcher.watching == (docs,), timeout=10000)
-        assert win.library_panel.watch_label.text() == "Watching 1 folders for changes"
+        qtbot.waitUntil(lambda: win.libraries.watcher is not None and win.libraries.watcher.watching == (docs,),
+                        timeout=10000)
+        assert win.libraries.panel.watch_label.text() == "Watching 1 folders for changes"
 
         (docs / "bikes.txt").write_text("A bicycle chain must be greased every ninety days. " * 3, encoding="utf-8")
         qtbot.waitUntil(lambda: doc_names(win) == ["bikes.txt", "tea.txt"], timeout=60000)
-        qtbot.waitUntil(lambda: "updated automatically: 1 added" in win.library_panel.watch_label.text(),
+        qtbot.waitUntil(lambda: "updated automatically: 1 added" in win.libraries.panel.watch_label.text(),
                         timeout=10000)
         (docs / "tea.txt").unlink()
         qtbot.waitUntil(lambda: doc_names(win) == ["bikes.txt"], timeout=60000)
-        assert "1 removed" in win.library_panel.watch_label.text()
+        assert "1 removed" in win.libraries.panel.watch_label.text()
 
         win.apply_settings(win.settings.replace("ingest", watch=False))
-        assert win.watcher is None
-        assert win.library_panel.watch_label.text().startswith("Folder watching is off")
+        assert win.libraries.watcher is None
+        assert win.libraries.panel.watch_label.text().startswith("Folder watching is off")
         (docs / "new.txt").write_text("Not watched any more. " * 3, encoding="utf-8")
         qtbot.wait(1500)
         idle(qtbot, win)

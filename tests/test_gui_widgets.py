@@ -44,7 +44,7 @@ def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, FakeService, P
     win = MainWindow(svc, settings, settings_file=sfile, auto_answer=True)
     qtbot.addWidget(win)
     win.show()
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     yield win, svc, sfile
     win.runner.cancel_all()
     win.runner.wait(5000)
@@ -53,7 +53,7 @@ def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, FakeService, P
 
 
 def ask_and_wait(qtbot: Any, win: MainWindow, q: str = QUESTION) -> None:
-    line = win.query.lineEdit()
+    line = win.query_bar.query.lineEdit()
     assert line is not None
     line.clear()
     qtbot.keyClicks(line, q)
@@ -63,26 +63,26 @@ def ask_and_wait(qtbot: Any, win: MainWindow, q: str = QUESTION) -> None:
 
 
 def column_texts(win: MainWindow, method: str, col: int) -> list[str]:
-    m = win.columns[method].model
+    m = win.results.columns[method].model
     return [m.data(m.index(r, col)) for r in range(m.rowCount())]
 
 
 def test_ingest_through_the_ui_lists_documents_and_skipped_files(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
-    win.start_ingest([DEMO])
-    assert win.library_panel.progress.isVisibleTo(win)
-    qtbot.waitUntil(lambda: win.last_ingest_report is not None and not win.runner.busy, timeout=10000)
+    win.libraries.start_ingest([DEMO])
+    assert win.libraries.panel.progress.isVisibleTo(win)
+    qtbot.waitUntil(lambda: win.libraries.last_ingest_report is not None and not win.runner.busy, timeout=10000)
     n_files = len([p for p in DEMO.iterdir() if p.suffix in (".pdf", ".docx")])
-    docs = win.library_panel.document_items()
+    docs = win.libraries.panel.document_items()
     assert len(docs) == n_files
     assert all(d.text(1) == "indexed" or d.text(1) == "file missing" for d in docs)
-    skipped = win.library_panel.skipped_items()
+    skipped = win.libraries.panel.skipped_items()
     assert [s.text(0) for s in skipped] == ["broken.doc"]
     assert ".docx" in skipped[0].text(1)  # the reason is readable in place
     reason = skipped[0].child(0)  # and whole, on its own wrapped line under the file
     assert reason is not None and " ".join(reason.text(0).split()) == "old Word .doc format — save it as .docx"
     assert reason.isFirstColumnSpanned() and skipped[0].isExpanded()
-    assert not win.library_panel.progress.isVisibleTo(win)
+    assert not win.libraries.panel.progress.isVisibleTo(win)
     assert f"{n_files} added" in win.statusBar().currentMessage()
 
 
@@ -90,17 +90,18 @@ def test_escape_cancels_an_ingest(qtbot: Any, env: Any) -> None:
     win, svc, _ = env
     svc.gate = threading.Event()
     seen: list[Any] = []
-    win.start_ingest([DEMO])
+    win.libraries.start_ingest([DEMO])
     win.runner.tasks()[0].signals.progress.connect(seen.append)
     qtbot.waitUntil(lambda: bool(seen), timeout=15000)  # the first file event; slow under load
-    assert "Checking" in win.library_panel.progress_label.text()
-    assert "left" in win.library_panel.progress_label.text()  # the ETA
+    assert "Checking" in win.libraries.panel.progress_label.text()
+    assert "left" in win.libraries.panel.progress_label.text()  # the ETA
     qtbot.keyClick(win, Qt.Key.Key_Escape)
     svc.gate.set()
-    qtbot.waitUntil(lambda: win.last_ingest_report is not None and not win.runner.busy, timeout=5000)
-    assert win.last_ingest_report.cancelled
-    assert len(win.last_ingest_report.added) < len([p for p in DEMO.iterdir() if p.suffix in (".pdf", ".docx")])
-    assert not win.library_panel.progress.isVisibleTo(win)
+    qtbot.waitUntil(lambda: win.libraries.last_ingest_report is not None and not win.runner.busy, timeout=5000)
+    assert win.libraries.last_ingest_report.cancelled
+    assert len(win.libraries.last_ingest_report.added) < len([p for p in DEMO.iterdir()
+                                                             if p.suffix in (".pdf", ".docx")])
+    assert not win.libraries.panel.progress.isVisibleTo(win)
     assert win.error_bar.shown == []  # a cancel is not an error
 
 
@@ -109,19 +110,19 @@ def test_asking_fills_every_column_with_the_right_arrows(qtbot: Any, env: Any) -
     ask_and_wait(qtbot, win)
     comp = make_comparison()
     assert column_texts(win, "baseline", COL_TITLE) == [h.title for h in comp.baseline.hits]
-    assert win.columns["baseline"].view.isColumnHidden(COL_CHANGE)
+    assert win.results.columns["baseline"].view.isColumnHidden(COL_CHANGE)
     arrows = column_texts(win, "causal", COL_CHANGE)
     assert arrows == [rank_change(comp.baseline, h).text for h in comp.causal.hits] == ["▲2", "▼1", "▲2", "▼2",
                                                                                         "▼1"]
-    m = win.columns["causal"].model
+    m = win.results.columns["causal"].model
     assert m.data(m.index(0, COL_CHANGE), Qt.ItemDataRole.ForegroundRole).color() == QColor("#1B7F3B")
     assert m.data(m.index(1, COL_CHANGE), Qt.ItemDataRole.ForegroundRole).color() == QColor("#B3261E")
-    assert not win.stacks["cross_encoder"].isVisibleTo(win)  # no reranker configured
+    assert not win.results.stacks["cross_encoder"].isVisibleTo(win)  # no reranker configured
     # CF-RAG rows: winner's evidence first (docs 1, 3), then docs 2, 4; chunk rows matched by document;
     # then what CF-RAG filtered out (the duplicate of doc 1), last and marked
     assert column_texts(win, "cfrag", COL_TITLE)[:2] == ["Seminar on the Wason task", "Reasoning Lab Newsletter"]
     assert column_texts(win, "cfrag", COL_CHANGE) == ["=", "▲1", "▼1", "=", "▼4"]
-    cf = win.columns["cfrag"].model
+    cf = win.results.columns["cfrag"].model
     assert [r.note for r in cf.rows][-1] == tr("col.cf_filtered", why=tr("trace.status.duplicate"))
     assert all(not r.note.startswith(tr("col.cf_filtered", why="")[:8]) for r in cf.rows[:4])
     # the snippet of the causal column carries the A/B spans
@@ -131,46 +132,46 @@ def test_asking_fills_every_column_with_the_right_arrows(qtbot: Any, env: Any) -
 def test_chips_and_why_card_explain_the_selected_document(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask_and_wait(qtbot, win)
-    win.columns["baseline"].select_row(0)  # doc 1: "research" absorbed by "task" at 0.903
-    chips = win.chips.chips()
+    win.results.columns["baseline"].select_row(0)  # doc 1: "research" absorbed by "task" at 0.903
+    chips = win.results.chips.chips()
     assert {c.kind for c in chips} == {"A", "B"}
     research = next(c for c in chips if c.term == "research")
     assert "task" in research.toolTip() and "0.903" in research.toolTip()
     sel = next(c for c in chips if c.term == "select")
     assert sel.text() == "selection" and "same word" in sel.toolTip()  # readable word, exact match
     assert isinstance(chips[0], Chip)
-    assert win.why.sentence.text() == ("Moved down from rank 1 to 2: of the question's words it only repeats "
+    assert win.results.why.sentence.text() == ("Moved down from rank 1 to 2: of the question's words it only repeats "
                                        "“wason”, “selection”, “task”; the words of its own that carry it are "
                                        "“department”, “february”, “seminar”.")  # heaviest first
-    assert not win.why.body_scroll.isVisible()  # the numbers are behind the fold, closed by default
-    win.why.fold.click()
-    assert win.why.body_scroll.isVisible()
-    why = win.why.body.text()
+    assert not win.results.why.body_scroll.isVisible()  # the numbers are behind the fold, closed by default
+    win.results.why.fold.click()
+    assert win.results.why.body_scroll.isVisible()
+    why = win.results.why.body.text()
     assert "moved down by 1: baseline rank 1 → causal rank 2" in why
     assert "research" in why and "cosine 0.90" in why and "No fallback" in why
-    assert "Seminar on the Wason task" in win.why.title.text()
-    assert win.chips.legend.a.text().startswith("A") and win.chips.legend.b.text().startswith("B")
+    assert "Seminar on the Wason task" in win.results.why.title.text()
+    assert win.results.chips.legend.a.text().startswith("A") and win.results.chips.legend.b.text().startswith("B")
 
 
 def test_selecting_a_document_highlights_it_in_every_column(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask_and_wait(qtbot, win)
-    win.columns["baseline"].select_row(1)  # doc 2
+    win.results.columns["baseline"].select_row(1)  # doc 2
     for m in ("baseline", "causal", "cfrag"):
-        col = win.columns[m]
+        col = win.results.columns[m]
         row = col.model.row_of_doc(2)
         assert col.model.selected_doc == 2
         assert col.model.data(col.model.index(row, 0), Qt.ItemDataRole.BackgroundRole) is not None
         assert col.view.selectionModel().currentIndex().row() == row
-    assert win.chart.selected == 2
-    win._hover_doc(4)
-    assert all(c.model.hover_doc == 4 for c in win.columns.values())
+    assert win.results.chart.selected == 2
+    win.results.hover_doc(4)
+    assert all(c.model.hover_doc == 4 for c in win.results.columns.values())
 
 
 def test_answers_stream_and_citations_open_the_viewer_at_the_page(qtbot: Any, env: Any) -> None:
     win, svc, _ = env
     ask_and_wait(qtbot, win)
-    pane = win.answers["causal"]
+    pane = win.results.answers["causal"]
     assert pane.text() == ANSWER_TEXT.strip()
     assert "[9]" in pane.status.text()  # the invalid citation is flagged
     assert [c.valid for c in pane.answer.citations] == [True, True, False]
@@ -194,7 +195,7 @@ def test_answers_stream_and_citations_open_the_viewer_at_the_page(qtbot: Any, en
     # the invalid one is not a link
     assert not pane.activate_citation(9)
     # a double-click on a row opens its page (doc 2 is on page 2)
-    col = win.columns["causal"]
+    col = win.results.columns["causal"]
     row = col.model.row_of_doc(2)
     col.open_requested.emit(col.model.rows[row].hit)
     qtbot.waitUntil(lambda: win.viewer.pending == 0 and win.viewer.current_page == 2, timeout=10000)
@@ -215,7 +216,7 @@ def test_columns_that_read_the_same_sources_get_one_answer_written_once(qtbot: A
     svc.causal_as_baseline = True
     ask_and_wait(qtbot, win)
     assert svc.answer_calls == ["baseline"]
-    base, causal = win.answers["baseline"], win.answers["causal"]
+    base, causal = win.results.answers["baseline"], win.results.answers["causal"]
     assert causal.text() == base.text() == ANSWER_TEXT.strip()
     assert causal.answer is not None and causal.answer.method == "baseline"
     assert [c.n for c in causal.answer.citations] == [c.n for c in base.answer.citations]  # type: ignore[union-attr]
@@ -255,7 +256,7 @@ def test_the_viewer_shows_a_pdfs_printed_page_labels(qtbot: Any, env: Any, tmp_p
 def test_word_documents_show_as_text_with_the_same_marks(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask_and_wait(qtbot, win)
-    hit = win.columns["baseline"].model.rows[0].hit  # doc 1, the .docx announcement
+    hit = win.results.columns["baseline"].model.rows[0].hit  # doc 1, the .docx announcement
     win.open_hit(hit)
     qtbot.waitUntil(lambda: win.viewer.pending == 0 and win.viewer.mode == "text"
                     and bool(win.viewer.text.toPlainText()), timeout=10000)
@@ -276,7 +277,7 @@ def test_word_documents_show_as_text_with_the_same_marks(qtbot: Any, env: Any) -
 def test_trace_view_shows_the_arbitration(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask_and_wait(qtbot, win)
-    tv = win.trace_view
+    tv = win.results.trace_view
     assert tv.cf_table.rowCount() == 3
     assert tv.cf_table.item(2, 0).text() == "✘" and "θ_sim" in tv.cf_table.item(2, 5).text()
     assert tv.ev_table.rowCount() == 5
@@ -295,9 +296,9 @@ def test_rank_chart_draws_one_line_per_document(qtbot: Any, env: Any) -> None:
     moves = movements(comp.baseline, comp.causal)
     assert [(m.doc_id, m.before, m.after) for m in moves] == [(1, 1, 2), (2, 2, 4), (3, 3, 1), (4, 4, 5),
                                                               (5, 5, 3)]
-    assert win.chart.moves == moves
-    win.tabs.setCurrentWidget(win.chart)
-    img = win.chart.grab().toImage()
+    assert win.results.chart.moves == moves
+    win.results.setCurrentWidget(win.results.chart)
+    img = win.results.chart.grab().toImage()
     colors = {img.pixelColor(x, y).name() for x in range(0, img.width(), 3) for y in range(0, img.height(), 3)}
     assert "#1b7f3b" in colors and "#b3261e" in colors  # up and down lines
 
@@ -318,8 +319,8 @@ def test_settings_are_persisted_and_reach_the_service(qtbot: Any, env: Any) -> N
     # the history lives beside the settings and survives a settings change
     assert load_ui_state(sfile.with_name("ui_state.toml")).recent_questions == (QUESTION,)
     assert svc.updated[-1].retrieval.k == 7
-    assert win.ask_btn.text() == "提问" and win.columns["causal"].header.text() == "因果重排序"
-    assert "第" in win.why.body.text() or win.why.body.text() == ""
+    assert win.query_bar.ask_btn.text() == "提问" and win.results.columns["causal"].header.text() == "因果重排序"
+    assert "第" in win.results.why.body.text() or win.results.why.body.text() == ""
 
 
 def test_an_invalid_setting_is_reported_and_the_dialog_stays_open(qtbot: Any, env: Any) -> None:
@@ -340,7 +341,8 @@ def test_recent_questions_are_remembered(qtbot: Any, env: Any) -> None:
     ask_and_wait(qtbot, win, "second question?")
     assert load_ui_state(sfile.with_name("ui_state.toml")).recent_questions == ("second question?",
                                                                                "first question?")
-    assert [win.query.itemText(i) for i in range(win.query.count())] == ["second question?", "first question?"]
+    box = win.query_bar.query
+    assert [box.itemText(i) for i in range(box.count())] == ["second question?", "first question?"]
 
 
 def test_export_writes_html_and_json(qtbot: Any, env: Any, tmp_path: Path) -> None:
@@ -358,14 +360,14 @@ def test_export_writes_html_and_json(qtbot: Any, env: Any, tmp_path: Path) -> No
 def test_a_failing_search_is_reported_once_and_readably(qtbot: Any, env: Any) -> None:
     win, svc, _ = env
     svc.compare_error = FileNotFoundError(2, "No such file or directory", "/lib/chunks.faiss")
-    line = win.query.lineEdit()
+    line = win.query_bar.query.lineEdit()
     assert line is not None
     qtbot.keyClicks(line, QUESTION)
     qtbot.keyClick(line, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: bool(win.error_bar.shown) and not win.runner.busy, timeout=5000)
     assert len(win.error_bar.shown) == 1
     assert "/lib/chunks.faiss" in win.error_bar.label.text() and "Re-scan" in win.error_bar.label.text()
-    assert win.columns["causal"].placeholder.isVisibleTo(win)
+    assert win.results.columns["causal"].placeholder.isVisibleTo(win)
 
 
 def test_a_missing_model_stops_the_remaining_generation_with_one_message(qtbot: Any, tmp_path: Path) -> None:
@@ -379,9 +381,9 @@ def test_a_missing_model_stops_the_remaining_generation_with_one_message(qtbot: 
     assert len(win.error_bar.shown) == 1
     assert "/m/q.gguf" in win.error_bar.label.text()
     # the column whose ranking feeds the answers runs first (the hybrid, not calibrated yet)
-    assert win.answers["causal"].status.text().startswith("failed")
-    assert win.answers["baseline"].status.text() == "stopped"  # not run: same cause
-    assert win.columns["causal"].model.rowCount() == 5  # the rankings are still there
+    assert win.results.answers["causal"].status.text().startswith("failed")
+    assert win.results.answers["baseline"].status.text() == "stopped"  # not run: same cause
+    assert win.results.columns["causal"].model.rowCount() == 5  # the rankings are still there
 
 
 def test_ask_again_while_the_question_is_prepared_is_ignored(qtbot: Any, tmp_path: Path) -> None:
@@ -441,9 +443,9 @@ def test_a_file_deleted_since_it_was_indexed_is_marked_and_opening_it_says_so(qt
         return dataclasses.replace(r, hits=tuple(moved if h.unit_id == first.unit_id else h for h in r.hits))
 
     st.comparison = dataclasses.replace(comp, baseline=swap(comp.baseline), causal=swap(comp.causal))
-    win._fill_columns(st)
+    win.results.fill_columns(st)
     for m in ("baseline", "causal"):
-        notes = {r.hit.unit_id: r.note for r in win.columns[m].model.rows}
+        notes = {r.hit.unit_id: r.note for r in win.results.columns[m].model.rows}
         assert tr("col.file_missing") in notes[first.unit_id]
         assert all(tr("col.file_missing") not in n for u, n in notes.items() if u != first.unit_id)
     win.viewer.hide()
@@ -459,11 +461,11 @@ def test_escape_stops_a_streaming_answer(qtbot: Any, tmp_path: Path) -> None:
     qtbot.addWidget(win)
     win.show()
     win.ask(QUESTION)
-    qtbot.waitUntil(lambda: len(win.answers["baseline"].text()) > 0, timeout=10000)
+    qtbot.waitUntil(lambda: len(win.results.answers["baseline"].text()) > 0, timeout=10000)
     qtbot.keyClick(win, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not win.runner.busy, timeout=10000)
-    assert win.answers["baseline"].status.text() == "stopped"
-    assert len(win.answers["baseline"].text()) < len(ANSWER_TEXT)
+    assert win.results.answers["baseline"].status.text() == "stopped"
+    assert len(win.results.answers["baseline"].text()) < len(ANSWER_TEXT)
     assert win.state is not None and win.state.cfrag is None
     assert win.error_bar.shown == []
 
@@ -471,8 +473,9 @@ def test_escape_stops_a_streaming_answer(qtbot: Any, tmp_path: Path) -> None:
 def test_ctrl_l_focuses_the_question(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     win.activateWindow()
-    win.library_panel.tree.setFocus()
+    win.libraries.panel.tree.setFocus()
     win.act_focus.trigger()
-    assert win.query.hasFocus() or (win.query.lineEdit() is not None and win.query.lineEdit().hasFocus())
+    box = win.query_bar.query
+    assert box.hasFocus() or (box.lineEdit() is not None and box.lineEdit().hasFocus())
     assert win.act_focus.shortcut().toString() == "Ctrl+L"
     assert win.act_add.shortcut().toString() == "Ctrl+O"

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.gui
 def _window(qtbot: Any, svc: Any, settings: Settings, sfile: Path) -> MainWindow:
     win = MainWindow(svc, settings, settings_file=sfile, auto_answer=False)
     qtbot.addWidget(win)
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     return win
 
 
@@ -43,7 +43,7 @@ def test_a_question_leaves_a_hand_edited_settings_file_alone(qtbot: Any, tmp_pat
     sfile.write_text(hand_edit, encoding="utf-8")
     _ask(qtbot, win, "Why do people fail the Wason selection task?")
     assert sfile.read_text(encoding="utf-8") == hand_edit
-    assert [win.query.itemText(i) for i in range(win.query.count())] == [
+    assert [win.query_bar.query.itemText(i) for i in range(win.query_bar.query.count())] == [
         "Why do people fail the Wason selection task?"]
 
 
@@ -88,7 +88,7 @@ def test_the_causal_column_says_why_it_shows_the_baseline_order(qtbot: Any, libr
         i18n.set_language(lang)
         win = _window(qtbot, svc, settings, tmp_path / "s.toml")
         _ask(qtbot, win, "Why do people choose the matching cards?", timeout=300000)  # loads the embedder
-        col = win.columns["causal"]
+        col = win.results.columns["causal"]
         # The heading states the verdict; the reason with its numbers is the heading's
         # tooltip, not repeated in the subtitle (the repeat pushed every column's rows down).
         why = col.header.toolTip()

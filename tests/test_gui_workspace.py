@@ -21,14 +21,15 @@ from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 from test_gui_support import FakeService, ScriptedGenerator, make_cf_result, make_comparison
 
 from rag_desktop.app.config import load_settings, load_ui_state, save_settings
-from rag_desktop.app.service import CausalOff, CausalOffCode, causal_off_reason
+from rag_desktop.app.service import CausalOff, CausalOffCode, Comparison, causal_off_reason
 from rag_desktop.backends.jieba_tokenizer import JiebaTokenizer
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import AbsorbedTerm, Keyword, KeywordSplit
 from rag_desktop.ui import i18n
 from rag_desktop.ui.columns import COL_CHANGE, COL_SCORES, COL_SNIPPET, COL_TITLE, RowDelegate, make_row
-from rag_desktop.ui.main_window import CF_COLLAPSED_WIDTH, MainWindow
+from rag_desktop.ui.main_window import MainWindow
 from rag_desktop.ui.present import fmt, highlight_spans, hold_lines, why_lines
+from rag_desktop.ui.results_panel import CF_COLLAPSED_WIDTH
 from rag_desktop.ui.trace_view import DeltaBarDelegate, TraceView, signed
 
 pytestmark = pytest.mark.gui
@@ -49,13 +50,13 @@ class WordService(FakeService):
                  generator: ScriptedGenerator | None = None) -> None:
         super().__init__(folder, settings, generator)
         self.tok = tok
-        self.comparison: Any = None
+        self.comparison: Comparison | None = None
 
     def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
         return self.tok.word_spans(text)
 
     def compare(self, query: str, level: str | None = None, k: int | None = None,
-                ranking: str | None = None, *, translate: bool = True) -> Any:
+                ranking: str | None = None, *, translate: bool = True) -> Comparison:
         if self.comparison is not None:
             return self.comparison
         return super().compare(query, level, k, ranking, translate=translate)
@@ -70,7 +71,7 @@ def env(qtbot: Any, tmp_path: Path, tokenizer: JiebaTokenizer) -> Iterator[tuple
     qtbot.addWidget(win)
     win.resize(1280, 800)
     win.show()
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     yield win, svc, sfile
     win.runner.cancel_all()
     win.runner.wait(5000)
@@ -135,7 +136,7 @@ def test_rows_in_the_window_highlight_whole_words(qtbot: Any, env: Any) -> None:
                                  explanations=(dataclasses.replace(e0, split=sp), *comp.causal.explanations[1:]))
     svc.comparison = dataclasses.replace(comp, causal=causal)
     ask(qtbot, win)
-    row = win.columns["causal"].model.rows[0]
+    row = win.results.columns["causal"].model.rows[0]
     shown = [(row.snippet[s:e], k) for s, e, k in row.spans]
     assert shown == [("one", "A"), ("participant", "B"), ("participants", "B")]
 
@@ -146,7 +147,7 @@ def test_rows_in_the_window_highlight_whole_words(qtbot: Any, env: Any) -> None:
 def test_rows_give_the_passage_the_full_width(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask(qtbot, win)
-    col = win.columns["causal"]
+    col = win.results.columns["causal"]
     view = col.view
     assert [c for c in range(6) if not view.isColumnHidden(c)] == [COL_TITLE]  # one column: the whole row
     index = col.model.index(0, COL_TITLE)
@@ -160,7 +161,7 @@ def test_rows_give_the_passage_the_full_width(qtbot: Any, env: Any) -> None:
     assert zones[COL_SCORES].top() > zones[COL_TITLE].top()  # several scores: a line of their own
     assert rect.height() >= col.delegate.height(view.fontMetrics()) - 1
     # the baseline row has no change column (no movement to show) but its score sits on the title line
-    bcol = win.columns["baseline"]
+    bcol = win.results.columns["baseline"]
     bindex = bcol.model.index(0, COL_TITLE)
     bz = bcol.delegate.zones(bcol.view.visualRect(bindex), opt, bindex)
     assert COL_CHANGE not in bz and bz[COL_SCORES].top() == bz[COL_TITLE].top()
@@ -171,48 +172,49 @@ def test_rows_give_the_passage_the_full_width(qtbot: Any, env: Any) -> None:
 
 def test_cfrag_column_folds_until_it_has_rows(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
-    stack = win.stacks["cfrag"]
-    assert win.columns["cfrag"].is_collapsed()
+    stack = win.results.stacks["cfrag"]
+    assert win.results.columns["cfrag"].is_collapsed()
     assert stack.width() <= CF_COLLAPSED_WIDTH
-    assert not win.answers["cfrag"].isVisibleTo(win)
+    assert not win.results.answers["cfrag"].isVisibleTo(win)
     ask(qtbot, win)  # answers off: still nothing to show
-    assert win.columns["cfrag"].is_collapsed() and stack.width() <= CF_COLLAPSED_WIDTH
-    assert win.columns["cfrag"].placeholder.isVisibleTo(win)  # the strip says why it is empty
-    win.auto_answer.setChecked(True)
+    assert win.results.columns["cfrag"].is_collapsed() and stack.width() <= CF_COLLAPSED_WIDTH
+    assert win.results.columns["cfrag"].placeholder.isVisibleTo(win)  # the strip says why it is empty
+    win.query_bar.auto_answer.setChecked(True)
     ask(qtbot, win, cfrag=True)
     qtbot.waitUntil(lambda: stack.width() > CF_COLLAPSED_WIDTH, timeout=3000)
-    assert not win.columns["cfrag"].is_collapsed() and win.answers["cfrag"].isVisibleTo(win)
+    assert not win.results.columns["cfrag"].is_collapsed() and win.results.answers["cfrag"].isVisibleTo(win)
     win.ask("another question")  # cleared for the new question: folds again
     qtbot.waitUntil(lambda: not win.runner.busy, timeout=10000)
-    assert win.columns["cfrag"].model.rowCount() > 0 or win.columns["cfrag"].is_collapsed()
+    assert win.results.columns["cfrag"].model.rowCount() > 0 or win.results.columns["cfrag"].is_collapsed()
 
 
 def test_cfrag_switch_gives_the_answers_without_cfrag_and_is_remembered(qtbot: Any, env: Any) -> None:
     """CF-RAG switched on and off independently of the answers."""
     win, svc, sfile = env
-    assert not win.run_cf.isEnabled()  # answers off: CF-RAG (which writes with the same model) too
-    win.auto_answer.setChecked(True)
-    assert win.run_cf.isEnabled() and win.run_cf.isChecked()  # on by default
-    win.run_cf.setChecked(False)
+    assert not win.query_bar.run_cf.isEnabled()  # answers off: CF-RAG (which writes with the same model) too
+    win.query_bar.auto_answer.setChecked(True)
+    assert win.query_bar.run_cf.isEnabled() and win.query_bar.run_cf.isChecked()  # on by default
+    win.query_bar.run_cf.setChecked(False)
     assert load_ui_state(sfile.with_name("ui_state.toml")).run_cfrag is False  # remembered at once
     ask(qtbot, win)
     qtbot.waitUntil(lambda: win.state is not None and bool(win.state.answers) and not win.runner.busy,
                     timeout=10000)
     assert svc.answer_calls and win.state.cfrag is None  # the answers ran, CF-RAG did not
-    assert "switched off" in win.columns["cfrag"].placeholder.text()
-    assert "off" in win.trace_view.empty.text()
+    assert "switched off" in win.results.columns["cfrag"].placeholder.text()
+    assert "off" in win.results.trace_view.empty.text()
     n = len(svc.answer_calls)
-    win.run_cf.setChecked(True)  # on again: CF-RAG runs for the question on screen
+    win.query_bar.run_cf.setChecked(True)  # on again: CF-RAG runs for the question on screen
     qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
                     timeout=10000)
     assert len(svc.answer_calls) == n  # the answers were not asked again
-    win.run_cf.setChecked(False)  # a finished CF-RAG answer stays
-    assert win.state.cfrag is not None and win.columns["cfrag"].model.rowCount() > 0
+    win.query_bar.run_cf.setChecked(False)  # a finished CF-RAG answer stays
+    assert win.state.cfrag is not None and win.results.columns["cfrag"].model.rowCount() > 0
     assert len(svc.answer_calls) == n
     assert load_ui_state(sfile.with_name("ui_state.toml")).run_cfrag is False
     i18n.set_language("zh")
     win.retranslate()
-    assert win.run_cf.text() == "CF-RAG" and "CF-RAG" in win.run_cf.toolTip() and "只生成回答" in win.run_cf.toolTip()
+    run_cf = win.query_bar.run_cf
+    assert run_cf.text() == "CF-RAG" and "CF-RAG" in run_cf.toolTip() and "只生成回答" in run_cf.toolTip()
 
 
 def test_switching_cfrag_off_stops_it_and_says_so(qtbot: Any, env: Any) -> None:
@@ -232,20 +234,20 @@ def test_switching_cfrag_off_stops_it_and_says_so(qtbot: Any, env: Any) -> None:
         yield from plain(query, cancel)
 
     svc.cfrag_or_abstain = slow_cfrag
-    win.auto_answer.setChecked(True)
+    win.query_bar.auto_answer.setChecked(True)
     win.ask(QUESTION)
     qtbot.waitUntil(started.is_set, timeout=10000)
-    win.run_cf.setChecked(False)
+    win.query_bar.run_cf.setChecked(False)
     qtbot.waitUntil(lambda: not win.runner.busy, timeout=3000)  # stopped within the wait, not at the end
     release.set()
     assert win.state is not None and win.state.cfrag is None
-    assert "switched off" in win.columns["cfrag"].placeholder.text()  # not "CF-RAG was stopped"
+    assert "switched off" in win.results.columns["cfrag"].placeholder.text()  # not "CF-RAG was stopped"
     assert win.state.answers  # the answers are kept
 
 
 def test_headings_line_up_before_the_first_question(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
-    ys = {m: win.columns[m].header.mapTo(win, QPoint(0, 0)).y() for m in ("baseline", "causal", "cfrag")}
+    ys = {m: win.results.columns[m].header.mapTo(win, QPoint(0, 0)).y() for m in ("baseline", "causal", "cfrag")}
     assert len(set(ys.values())) == 1, ys
 
 
@@ -255,11 +257,11 @@ def test_chips_scroll_instead_of_cutting_off(qtbot: Any, env: Any) -> None:
     e0 = comp.causal.explanations[0]
     many = tuple(Keyword(f"term{i:02d}", 0.01) for i in range(60))
     sp = KeywordSplit(e0.split.query_terms, e0.split.a_terms, many)
-    win.chips.set_split(sp, "Doc", {})
+    win.results.chips.set_split(sp, "Doc", {})
     qtbot.wait(50)
-    scroll = win.chips.chip_scroll
-    area = win.chips.chip_area
-    last = win.chips.chips()[-1]
+    scroll = win.results.chips.chip_scroll
+    area = win.results.chips.chip_area
+    last = win.results.chips.chips()[-1]
     assert area.minimumHeight() >= last.geometry().bottom()  # every chip is inside the scrolled area
     assert scroll.verticalScrollBar().maximum() > 0  # and the scrollbar shows there is more
 
@@ -274,10 +276,10 @@ def test_why_card_fits_at_1280_by_770_without_scrolling(qtbot: Any, env: Any) ->
     for lang in ("en", "zh"):
         win.apply_settings(win.settings.replace("ui", language=lang))
         ask(qtbot, win)
-        for row in range(win.columns["causal"].model.rowCount()):
-            win.columns["causal"].select_row(row)
+        for row in range(win.results.columns["causal"].model.rowCount()):
+            win.results.columns["causal"].select_row(row)
             qtbot.wait(10)
-            card = win.why
+            card = win.results.why
             assert card.sentence.text() and not card.body_scroll.isVisible()
             inside = card.contentsRect()
             for part in (card.title, card.sentence, card.fold):
@@ -353,7 +355,7 @@ def test_trace_delta_bars_are_proportional_and_signed(qtbot: Any) -> None:
 
 def test_trace_says_an_empty_rationale_and_follows_the_run(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
-    tv = win.trace_view
+    tv = win.results.trace_view
     res = make_cf_result()
     hyps = (dataclasses.replace(res.trace.hypotheses[0], rationale=""), *res.trace.hypotheses[1:])
     dec = dataclasses.replace(res.trace.decision, final_rationale="  ")
@@ -361,15 +363,15 @@ def test_trace_says_an_empty_rationale_and_follows_the_run(qtbot: Any, env: Any)
     assert tv.hy_table.item(0, 2).text() == "(the model gave no rationale)"
     assert "Rationale: (the model gave no rationale)" in tv.de_label.text()
     # live: the trace tab shows the step CF-RAG is at, not "queued"
-    win.auto_answer.setChecked(True)
+    win.query_bar.auto_answer.setChecked(True)
     seen: list[str] = []
-    orig = win._cf_progress
+    orig = win.results.show_cf_progress
 
-    def spy(qid: int, p: Any) -> None:
-        orig(qid, p)
+    def spy(p: Any) -> None:
+        orig(p)
         seen.append(tv.empty.text())
 
-    win._cf_progress = spy  # type: ignore[method-assign]  # read when the CF-RAG task is submitted
+    win.results.show_cf_progress = spy  # type: ignore[method-assign]  # read when each CF-RAG step arrives
     ask(qtbot, win, cfrag=True)
     assert any("CF-RAG is running" in s and "/4" in s for s in seen), seen
 
@@ -381,24 +383,25 @@ def test_chinese_labels_are_chinese(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     win.apply_settings(win.settings.replace("ui", language="zh"))
     ask(qtbot, win)
-    sub = win.columns["causal"].subtitle.text()
+    sub = win.results.columns["causal"].subtitle.text()
     assert "calibrated" not in sub and "hybrid" not in sub and "入库时校准" in sub and "混合" in sub
     win.apply_settings(win.settings.replace("ui", language="en"))
-    assert win.level_box.currentText() == "whole documents"
-    fm = win.level_box.fontMetrics()
-    qtbot.waitUntil(lambda: win.level_box.width() >= fm.horizontalAdvance("whole documents"),
+    assert win.query_bar.level_box.currentText() == "whole documents"
+    fm = win.query_bar.level_box.fontMetrics()
+    qtbot.waitUntil(lambda: win.query_bar.level_box.width() >= fm.horizontalAdvance("whole documents"),
                     timeout=3000)  # not "whole dc…"
-    assert "calibrated at ingest: 97th percentile" in win.columns["causal"].subtitle.text()
+    assert "calibrated at ingest: 97th percentile" in win.results.columns["causal"].subtitle.text()
 
 
 def test_labels_are_plain_text(qtbot: Any, env: Any) -> None:
     win, _svc, _ = env
     ask(qtbot, win)
-    for lab in (win.columns["causal"].header, win.columns["causal"].subtitle, win.columns["causal"].placeholder,
-                win.why.title, win.why.body, win.chips.title, win.trace_view.ev_note, win.trace_view.de_label):
+    res = win.results
+    for lab in (res.columns["causal"].header, res.columns["causal"].subtitle, res.columns["causal"].placeholder,
+                res.why.title, res.why.body, res.chips.title, res.trace_view.ev_note, res.trace_view.de_label):
         assert lab.textFormat() == Qt.TextFormat.PlainText, lab
     # a passage is painted as text: markup in a document stays visible characters
-    d = win.columns["causal"].delegate
+    d = win.results.columns["causal"].delegate
     assert isinstance(d, RowDelegate)
     from PySide6.QtWidgets import QStyleOptionViewItem
 
@@ -406,7 +409,7 @@ def test_labels_are_plain_text(qtbot: Any, env: Any) -> None:
     opt.font = win.font()
     doc = d._document("<b>bold</b> & co", [], 300, opt, False)
     assert doc.toPlainText() == "<b>bold</b> & co"
-    row = make_row(win.columns["causal"].model.rows[0].hit, None, [("s", 0.5)], [("bold", "A")])
+    row = make_row(win.results.columns["causal"].model.rows[0].hit, None, [("s", 0.5)], [("bold", "A")])
     assert row.snippet  # built from the flat text
 
 
@@ -414,7 +417,7 @@ def test_one_citation_is_singular(qtbot: Any, env: Any) -> None:
     from rag_desktop.core.types import Answer, Citation
 
     win, _svc, _ = env
-    pane = win.answers["baseline"]
+    pane = win.results.answers["baseline"]
     h = make_comparison().baseline.hits[0]
     pane.set_answer(Answer("Text [1].", (Citation(1, True, h.doc_id, h.unit_id, h.title, h.path, 1),), (h,)))
     assert pane.status.text() == "done · 1 citation"
@@ -449,13 +452,13 @@ def test_causal_off_reason_is_typed_and_worded_in_the_ui(qtbot: Any, env: Any) -
     svc.comparison = dataclasses.replace(comp, causal_variant="baseline", causal_off=chosen,
                                          causal=dataclasses.replace(comp.causal, method="baseline"))
     ask(qtbot, win)
-    sub = win.columns["causal"].subtitle.text()
+    sub = win.results.columns["causal"].subtitle.text()
     assert "chosen in Settings" in sub and "gate" not in sub
     svc.comparison = dataclasses.replace(svc.comparison, causal_off=gate)
     i18n.set_language("zh")
     win.retranslate()
     ask(qtbot, win)
-    sub = win.columns["causal"].subtitle.text()
+    sub = win.results.columns["causal"].subtitle.text()
     assert "校准门控" in sub and "MRR@10" in sub and "-0.050" in sub and "90%" in sub
     assert "switched off" not in sub
     # With the verdict in the heading the subtitle does not say it again (at 1280×800 the
@@ -465,7 +468,7 @@ def test_causal_off_reason_is_typed_and_worded_in_the_ui(qtbot: Any, env: Any) -
     svc.comparison = dataclasses.replace(svc.comparison, verdict=Verdict("baseline", "gate", {
         "decision": "neither", "n_probes": 12, "reliability": 0.9}).to_json())
     ask(qtbot, win)
-    col = win.columns["causal"]
+    col = win.results.columns["causal"]
     assert "MRR@10" not in col.subtitle.text() and "MRR@10" in col.header.toolTip()
     i18n.set_language("en")
 
@@ -512,7 +515,7 @@ def test_an_old_history_in_settings_toml_is_taken_over(qtbot: Any, tmp_path: Pat
     win = MainWindow(WordService(tmp_path / "lib", settings, tokenizer), settings, settings_file=sfile,
                      auto_answer=False)
     qtbot.addWidget(win)
-    assert [win.query.itemText(i) for i in range(win.query.count())] == ["old one?", "older?"]
+    assert [win.query_bar.query.itemText(i) for i in range(win.query_bar.query.count())] == ["old one?", "older?"]
     ask(qtbot, win, "new?")
     assert load_ui_state(tmp_path / "ui_state.toml").recent_questions == ("new?", "old one?", "older?")
     win.close()
@@ -579,7 +582,7 @@ def test_quit_asks_while_work_runs(qtbot: Any, tmp_path: Path, tokenizer: JiebaT
     actions = win.file_menu.actions()
     assert actions[-1] is win.act_quit and actions[-2].isSeparator()  # not right under Settings…
     win.ask(QUESTION)
-    qtbot.waitUntil(lambda: len(win.answers["baseline"].text()) > 0, timeout=10000)
+    qtbot.waitUntil(lambda: len(win.results.answers["baseline"].text()) > 0, timeout=10000)
     assert win.work_running()
 
     def answer(button: str) -> None:
@@ -607,13 +610,13 @@ def test_model_preparation_is_not_shown_as_cfrag_steps(qtbot: Any, env: Any) -> 
     win, _svc, _ = env
     ask(qtbot, win)
     assert win.state is not None
-    win._cf_progress(win.state.qid, Progress("model_ready", 491400064, 491400064, "ready"))
-    text = win.trace_view.empty.text() + win.columns["cfrag"].placeholder.text()
+    win.results.show_cf_progress(Progress("model_ready", 491400064, 491400064, "ready"))
+    text = win.results.trace_view.empty.text() + win.results.columns["cfrag"].placeholder.text()
     assert "491400064" not in text and "starting" in text  # bytes of the model file are not "step n/N"
     # and the status line says the model's name and size, not its bytes
     from rag_desktop.ui.answer_pane import progress_text
 
     ready = Progress("model_ready", 491400064, 491400064, "Qwen2.5 0.5B")
     assert progress_text(ready) == "Qwen2.5 0.5B is ready (491 MB)"
-    win._cf_progress(win.state.qid, Progress("cfrag.hypotheses", 8, 10, ""))
-    assert "step 8/10" in win.trace_view.empty.text()
+    win.results.show_cf_progress(Progress("cfrag.hypotheses", 8, 10, ""))
+    assert "step 8/10" in win.results.trace_view.empty.text()

@@ -35,7 +35,7 @@ def zh_window(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, FakeServ
     qtbot.addWidget(win)
     win.resize(1280, 770)
     win.show()
-    qtbot.waitUntil(lambda: win.listing is not None and not win.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
     yield win, svc
     win.runner.cancel_all()
     win.runner.wait(5000)
@@ -109,10 +109,10 @@ def test_every_visible_string_of_the_chinese_ui_is_chinese(qtbot: Any, zh_window
     win.ask(QUESTION)
     qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
                     timeout=10000)
-    win.columns["causal"].select_row(0)
-    win.why.fold.setChecked(True)  # the scores and the formula, behind the fold
-    win.show_conversation()
-    for pane in win.answers.values():
+    win.results.columns["causal"].select_row(0)
+    win.results.why.fold.setChecked(True)  # the scores and the formula, behind the fold
+    win.conversation_dock.show_in_side()
+    for pane in win.results.answers.values():
         pane.sources_btn.setChecked(True)  # the passages each answer read, and their originals
     content = content_of(win)
     found = english_in(win, content)
@@ -135,9 +135,9 @@ def test_every_visible_string_of_the_chinese_ui_is_chinese(qtbot: Any, zh_window
     win.settings_dialog.reject()
     assert found == [], report(found)
 
-    win.open_calibration()
-    found = english_in(win.calibration_wizard, content)
-    win.calibration_wizard.reject()
+    win.libraries.open_calibration()
+    found = english_in(win.libraries.calibration_wizard, content)
+    win.libraries.calibration_wizard.reject()
     assert found == [], report(found)
 
 

@@ -6,13 +6,18 @@ against the same contract by mypy (tests/test_quality.py) instead of drifting fr
 drift that once broke every fake when ``compare`` grew a ``ranking`` argument.
 
 The library is visible only through read-only views of what the library panel lists.
+What crosses the seam is typed: ``compare`` returns app.service's frozen ``Comparison`` (named
+here for annotations only, so this module loads no service), the background calibration's
+status is read into :class:`CalibrationStatus`, and the catalog's stored JSON is a
+:data:`JsonValue` a caller narrows before use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from rag_desktop.app.catalog import FileState
 from rag_desktop.app.library import IngestReport
@@ -30,6 +35,30 @@ from rag_desktop.core.types import (
     RankedList,
 )
 
+if TYPE_CHECKING:  # annotations only: the service module is the heavy one
+    from rag_desktop.app.service import Comparison
+
+# What the catalog's meta table holds as JSON (json.loads of it).
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+
+
+@dataclass(frozen=True)
+class CalibrationStatus:
+    """The background calibration's status as the library panel shows it (app.auto_gate.progress):
+    ``status`` is idle, running, interrupted, cancelled, failed or done; ``done`` of ``total`` probes."""
+
+    status: str = "idle"
+    done: int = 0
+    total: int = 0
+    error: str = ""
+
+    @classmethod
+    def read(cls, info: Mapping[str, object]) -> CalibrationStatus:
+        """From ``LibraryService.calibration_progress()``'s mapping (a missing key: its default)."""
+        done, total = info.get("done", 0), info.get("total", 0)
+        return cls(str(info.get("status", "idle")), done if isinstance(done, int) else 0,
+                   total if isinstance(total, int) else 0, str(info.get("error", "") or ""))
+
 
 class CatalogView(Protocol):
     """What the UI reads of a library's catalog (rag_desktop.app.catalog.Catalog)."""
@@ -40,7 +69,7 @@ class CatalogView(Protocol):
     def document_warnings(self) -> Mapping[int, tuple[str, ...]]: ...
     def staged_counts(self) -> Mapping[str, int]: ...
     def roots(self) -> Sequence[str]: ...
-    def get_json(self, key: str) -> Any: ...
+    def get_json(self, key: str) -> JsonValue: ...
 
 
 class OcrCacheView(Protocol):
@@ -70,7 +99,8 @@ class LibraryService(Protocol):
 
     def update_settings(self, settings: Settings) -> None: ...
     def start_auto_calibration(self, force: bool = False) -> int | None: ...
-    def calibration_progress(self) -> dict[str, Any]: ...
+    def calibration_progress(self) -> Mapping[str, object]:
+        """app.auto_gate.progress's keys; read them with :meth:`CalibrationStatus.read`."""
 
     def ingest(self, folders: Sequence[Path], cancel: CancelToken | None = None, *,
                calibrate_after: bool = False) -> Iterator[Progress | IngestReport]: ...
@@ -81,8 +111,8 @@ class LibraryService(Protocol):
     def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]: ...
 
     def compare(self, query: str, level: str | None = None, k: int | None = None,
-                ranking: str | None = None, *, translate: bool = True) -> Any:
-        """An app.service.Comparison (Any: the UI reads it by attribute, tests pass canned ones)."""
+                ranking: str | None = None, *, translate: bool = True) -> Comparison:
+        """Every ranking of the question side by side (no generator call when ``translate`` is False)."""
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[GenEvent | Answer | Progress]: ...

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def render_prompt(lc: Any, llm: Any, template: str, messages: list[dict[str, str]]) -> tuple[list[int], tuple[str, ...]]:
+def render_prompt(lc: Any, llm: Any, template: str,
+                  messages: list[dict[str, str]]) -> tuple[list[int], tuple[str, ...]]:
     """Prompt tokens and the template's stop strings for ``messages`` (plain role/content dicts).
 
     The GGUF's ``tokenizer.chat_template`` rendered by llama-cpp-python's ``Jinja2ChatFormatter``

@@ -14,10 +14,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from rag_desktop.app.flow_events import AnswerDone, AnswerGroup, Token
+from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.app.service import RagService
 from rag_desktop.cli.common import ABSTAINED_LINE, service
 from rag_desktop.core.conversation import Conversation, Turn
-from rag_desktop.core.types import Answer, GenEvent, GenEventKind
+from rag_desktop.core.types import Answer
 
 HELP = "Commands: /new  /history  /export FILE  /quit"
 
@@ -64,15 +66,17 @@ def run_chat(svc: RagService, method: str = "causal", stdin: TextIO | None = Non
         elif rw.note:
             print(f"→ note: {rw.note}; asking in your words", file=out)
         question = rw.standalone
-        comp = svc.compare(question)
+        # The window's flow (app.question_flow), one column; the column's own order, not its answer list.
+        flow = QuestionFlow(svc, question, highlights=False, prepare=False)
+        comp = flow.retrieve(translate=True).comparison
         ranked = comp.baseline if method == "baseline" else comp.causal
         answer: Answer | None = None
-        for ev in svc.answer(question, ranked):
-            if isinstance(ev, GenEvent) and ev.kind == GenEventKind.TOKEN:
+        for ev in flow.answer(AnswerGroup((method,), (ranked,))):
+            if isinstance(ev, Token):
                 out.write(ev.text)
                 out.flush()
-            elif isinstance(ev, Answer):
-                answer = ev
+            elif isinstance(ev, AnswerDone):
+                answer = ev.answer
         out.write("\n")
         if answer is not None and answer.abstained:
             print(ABSTAINED_LINE, file=out)

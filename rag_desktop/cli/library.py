@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rag_desktop.app.flow_events import Abstained, AnswerDone, CFDone, Token
 from rag_desktop.app.library import IngestReport
+from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.cli.common import ABSTAINED_LINE, ProgressBar, print_json, service, terminal_safe
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.types import to_jsonable
 from rag_desktop.core.needs import SourceNeed
-from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress, RankedList
+from rag_desktop.core.types import Answer, Progress, RankedList
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -63,7 +65,8 @@ def _ranking_lines(r: RankedList, width: int = 60) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     svc = service(args)
     try:
-        cmp = svc.compare(args.question, level=args.level, k=args.k, ranking=args.ranking)
+        flow = QuestionFlow(svc, args.question, level=args.level, k=args.k, ranking=args.ranking, highlights=False)
+        cmp = flow.retrieve(translate=True).comparison
         if args.cfrag:
             cmp = type(cmp)(**{**cmp.__dict__, "cfrag": cfrag_result(svc.cfrag(args.question))})
     finally:
@@ -97,13 +100,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
+    """One column's answer, or CF-RAG's, through the window's own flow (app.question_flow): the
+    same steps, run one after the other, with no model preparation step and no highlights."""
     svc = service(args)
+    flow = QuestionFlow(svc, args.question, highlights=False, prepare=False)
     try:
         if args.method == "cfrag":
-            events = list(svc.cfrag_or_abstain(args.question))
-            if isinstance(events[-1], Answer):  # abstained: CF-RAG did not run
-                return _print_answer(events[-1], args.json)
-            res = cfrag_result(events)
+            events = list(flow.cfrag())
+            if events and isinstance(events[-1], Abstained):  # CF-RAG did not run
+                return _print_answer(events[-1].answer, args.json)
+            res = cfrag_result(e.result for e in events if isinstance(e, CFDone))
             if args.json:
                 print_json(to_jsonable(res))
                 return 0
@@ -111,16 +117,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
             _print_sources(res.answer)
             print("\n" + summarize_trace(res))
             return 0
-        ctx = svc.compare(args.question)
-        ranked = ctx.answer_list("baseline" if args.method == "baseline" else "causal")
+        comparison = flow.retrieve(translate=True).comparison
+        group = flow.group_for(comparison, "baseline" if args.method == "baseline" else "causal")
         answer: Answer | None = None
-        for ev in svc.answer(args.question, ranked):
-            if isinstance(ev, GenEvent):
-                if ev.kind == GenEventKind.TOKEN and not args.json:
-                    sys.stdout.write(terminal_safe(ev.text, keep_newlines=True))
-                    sys.stdout.flush()
-            elif isinstance(ev, Answer):
-                answer = ev
+        for ev in flow.answer(group):
+            if isinstance(ev, Token) and not args.json:
+                sys.stdout.write(terminal_safe(ev.text, keep_newlines=True))
+                sys.stdout.flush()
+            elif isinstance(ev, AnswerDone):
+                answer = ev.answer
         assert answer is not None
         needs: tuple[SourceNeed, ...] | None = None
         if args.needs and not answer.abstained:

@@ -122,7 +122,7 @@ class CalibrationWizard(QDialog):
 
         def job(ctx: TaskContext) -> object:
             data = svc.library.catalog.get_json("gate")
-            return GateDecision.from_dict(data) if data else _NoDecision()
+            return GateDecision.from_dict(data) if isinstance(data, dict) and data else _NoDecision()
 
         def shown(res: object) -> None:
             self.stored_gate = res if isinstance(res, GateDecision) else None

@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.app.question_flow import flat_text
 from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY
 from rag_desktop.core.types import Hit
 from rag_desktop.ui.i18n import has_tr, tr
@@ -122,11 +123,6 @@ class Row:
     note: str = ""
     snippet: str = field(default="", compare=False)
     spans: tuple[tuple[int, int, SpanKind], ...] = field(default=(), compare=False)
-
-
-def flat_text(text: str) -> str:
-    """The passage as rows show it: whitespace runs as single spaces (word spans refer to this)."""
-    return " ".join(text.split())
 
 
 def make_row(hit: Hit, change: RankChange | None, scores: Sequence[tuple[str, float | None]],

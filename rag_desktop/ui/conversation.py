@@ -35,7 +35,7 @@ class ConversationPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         # No heading of its own: the dock's title bar names it, and the buttons alone fit the
-        # library's width in the left column where the window docks it (ui.conversation_actions).
+        # library's width in the left column where the window docks it (ui.conversation_dock).
         top = QHBoxLayout()
         self.new_btn = QPushButton()
         self.new_btn.clicked.connect(self.new_requested.emit)

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.app.service_api import CalibrationStatus
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.i18n import has_tr, tr
 from rag_desktop.ui.plaintext import plain_tooltip
@@ -164,7 +165,7 @@ class LibraryPanel(QWidget):
         self.calib_label.setWordWrap(True)
         self.calib_label.setStyleSheet("color: #555;")
         self.calib_label.setVisible(False)
-        self._calib: dict[str, object] = {}
+        self._calib: CalibrationStatus | None = None
         lay.addWidget(self.calib_label)
         self.add_btn.clicked.connect(self.add_folder)
         self.rescan_btn.clicked.connect(self.rescan)
@@ -285,15 +286,13 @@ class LibraryPanel(QWidget):
             text += " · " + tr("lib.eta", eta=eta)
         self.progress_label.setText(text)
 
-    def show_calibration(self, info: dict[str, object]) -> None:
-        """``info`` from app.auto_gate.progress: status (idle, running, interrupted, cancelled, failed, done)."""
-        self._calib = dict(info)
-        status = str(info.get("status", "idle"))
-        key = f"lib.calib.{status}"
-        self.calib_label.setVisible(status != "idle" and has_tr(key))
+    def show_calibration(self, info: CalibrationStatus) -> None:
+        """The background calibration's status (idle, running, interrupted, cancelled, failed, done)."""
+        self._calib = info
+        key = f"lib.calib.{info.status}"
+        self.calib_label.setVisible(info.status != "idle" and has_tr(key))
         if has_tr(key):
-            self.calib_label.setText(tr(key, done=info.get("done", 0), total=info.get("total", 0),
-                                        error=info.get("error", "")))
+            self.calib_label.setText(tr(key, done=info.done, total=info.total, error=info.error))
 
     # -------------------------------------------------------------- listing
     def set_listing(self, listing: Listing | None) -> None:
@@ -430,7 +429,7 @@ class LibraryPanel(QWidget):
         self.watch_label.setToolTip(tr("lib.watch_tip"))
 
     def retranslate(self) -> None:
-        if self._calib:
+        if self._calib is not None:
             self.show_calibration(self._calib)
         self.libs_label.setText(tr("lib.libraries"))
         self._label_watch()

@@ -91,9 +91,9 @@ def build_window(library: Path | None, demo: bool, *, settings: Settings | None 
 
         def maybe_ingest(listing: Any) -> None:
             if not listing.documents:
-                win.start_ingest([source])
+                win.libraries.start_ingest([source])
 
-        win.refresh_library(then=maybe_ingest)
+        win.libraries.refresh_library(then=maybe_ingest)
     return win
 
 

@@ -279,7 +279,12 @@ class TraceView(QScrollArea):
                     it.setForeground(QColor("#888"))
                 self.cf_table.setItem(r, col, it)
         _layout(self.cf_table, stretch=(1, 5))
+        self._fill_evidence(t)
+        self._fill_clusters(t)
+        self._fill_hypotheses(t)
+        self._fill_decision(t)
 
+    def _fill_evidence(self, t: CFTrace) -> None:
         qnames = ["q", *(f"q'{i}" for i in range(1, len(t.queries)))]
         self.ev_table.setRowCount(len(t.evidence))
         order = sorted(t.evidence, key=lambda e: (e.status != "kept", -(e.s_q - (e.max_s_cf or 0.0)), e.pool_id))
@@ -305,6 +310,7 @@ class TraceView(QScrollArea):
         for col in (3, 4, 5):
             self.ev_table.setColumnWidth(col, 120)
 
+    def _fill_clusters(self, t: CFTrace) -> None:
         titles = {e.pool_id: e.hit.title for e in t.evidence}
         lines = [tr("trace.spectral", k=t.spectral.k_used, asked=t.spectral.k_requested,
                     sigma=fmt(t.spectral.sigma, 2),
@@ -318,6 +324,7 @@ class TraceView(QScrollArea):
                             w=", ".join(fmt(w, 2) for w in s.weights) or "—"))
         self.cl_label.setText("\n".join(lines))
 
+    def _fill_hypotheses(self, t: CFTrace) -> None:
         self.hy_table.setRowCount(len(t.hypotheses))
         d = t.decision
         chosen_ids = {d.chosen} if d.chosen >= 0 else set(d.synthesized_from)
@@ -344,6 +351,8 @@ class TraceView(QScrollArea):
         for col in (3, 4, 5):
             self.hy_table.setColumnWidth(col, 110)
 
+    def _fill_decision(self, t: CFTrace) -> None:
+        d = t.decision
         kind = tr(decision_key(d))
         if d.chosen >= 0:
             chosen = tr("trace.chosen", j=hyp_name(d.chosen))

@@ -1,9 +1,10 @@
-"""The main window's library work: adding folders, watching them, switching and removing
-libraries, the calibration gate (a mixin of ui.main_window.MainWindow).
+"""The window's library work: adding folders, watching them, switching and removing libraries,
+the calibration gate, and the library panel that shows them.
 
-Each method runs on the GUI thread and sends slow work to the window's one worker
-(``self.runner``); the library switch goes through the Session (app.session), which opens the
-new library on the loaded models and closes the old one.
+Each method runs on the GUI thread and sends slow work to the window's one worker (``runner``,
+ui/worker.py); the library switch goes through the Session (app.session), which opens the new
+library on the loaded models and closes the old one (docs/architecture.md, "Session and the
+service the UI sees"). What the window must do in turn is said through signals.
 """
 
 from __future__ import annotations
@@ -13,100 +14,115 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
+from rag_desktop.app.service_api import CalibrationStatus, LibraryService
+from rag_desktop.app.session import Session
+from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Hit
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.library_panel import Listing, build_listing
+from rag_desktop.ui.library_panel import LibraryPanel, Listing, build_listing
 from rag_desktop.ui.present import fmt
-from rag_desktop.ui.window_part import WindowPart
-from rag_desktop.ui.worker import TaskContext, UserError
+from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 if TYPE_CHECKING:
-    from PySide6.QtCore import SignalInstance
-
     from rag_desktop.app.config import LibraryList
-    from rag_desktop.core.settings import Settings
     from rag_desktop.ui.calibration_wizard import CalibrationWizard
-    from rag_desktop.ui.conversation import ConversationPanel
-    from rag_desktop.ui.library_panel import LibraryPanel
-    from rag_desktop.ui.worker import TaskRunner
 
 log = logging.getLogger(__name__)
 
 
-class LibraryActions(WindowPart):
-    # What this part uses of the window (ui.main_window.MainWindow builds and defines them).
-    settings: Settings
-    runner: TaskRunner
-    render_runner: TaskRunner
-    library_panel: LibraryPanel
-    conversation_panel: ConversationPanel
-    calibration_wizard: CalibrationWizard
-    folders_changed: SignalInstance
-    libraries_file: Path | None
-    known_libraries: LibraryList
-    listing: Listing | None
-    last_ingest_report: Any
-    ingesting: bool
-    switching: bool
-    watcher: Any  # app.watcher.FolderWatcher while ingest.watch is on
-    _watch_key: tuple[object, ...]
-    _watch_pending: set[Path]
-    _watch_auto: bool
-    _watch_summary: str
-    show_error: Callable[[UserError], None]
-    open_hit: Callable[..., None]
-    apply_settings: Callable[[Settings], None]
-    _reset_results: Callable[[], None]
+class LibraryController(QObject):
+    folders_changed = Signal(object)  # frozenset[Path], emitted from the folder watcher's thread
+    status = Signal(str, int)  # a status-bar message and how long it stays (ms; 0: until replaced)
+    error = Signal(object)  # a UserError for the error bar
+    results_reset = Signal()  # a switch began: the old library's results go
+    switched = Signal()  # another library is open (its conversation is another one)
+    title_changed = Signal()  # the window's title (``title()``) changed
+    open_requested = Signal(object)  # a document of the library to open (a Hit)
+    settings_wanted = Signal(object)  # Settings to adopt (the calibration's decision)
+
+    def __init__(self, session: Session, settings: Callable[[], Settings], runner: TaskRunner,
+                 render_runner: TaskRunner, window: QWidget) -> None:
+        super().__init__(window)
+        self.session = session
+        self._settings = settings  # read at each use: the window's settings change
+        self.runner = runner
+        self.render_runner = render_runner
+        self.window = window  # the parent of the dialogs
+        self.panel = LibraryPanel()
+        self.panel.add_folder.connect(self.choose_folder)
+        self.panel.rescan.connect(self.rescan)
+        self.panel.doc_activated.connect(self._open_doc_from_library)
+        self.panel.library_new.connect(self.new_library)
+        self.panel.library_open.connect(lambda p: self.switch_library(Path(p)))
+        self.panel.library_remove.connect(lambda p: self.remove_library(Path(p)))
+        self.listing: Listing | None = None
+        self.last_ingest_report: Any = None
+        self.ingesting = False
+        self.switching = False
+        self.known_libraries: LibraryList
+        self.libraries_file: Path | None = None
+        self.calibration_wizard: CalibrationWizard | None = None
+        self.watcher: Any = None  # app.watcher.FolderWatcher while ingest.watch is on
+        self._watch_key: tuple[object, ...] = ()
+        self._watch_pending: set[Path] = set()
+        self._watch_auto = False
+        self._watch_summary = ""
+        self.folders_changed.connect(self._on_folders_changed)
+
+    @property
+    def service(self) -> LibraryService:
+        """The open library's service (the Session's: a library switch replaces it)."""
+        return self.session.service
 
     def poll_calibration(self) -> None:
         """Show the background calibration's progress; restart one a crash interrupted."""
         if self.switching:
             return
         try:
-            info = self.service.calibration_progress()
+            info = CalibrationStatus.read(self.service.calibration_progress())
         except Exception:  # a library being closed or switched: try again at the next tick
             return
-        self.library_panel.show_calibration(info)
-        if info["status"] == "interrupted" and not self.ingesting:
+        self.panel.show_calibration(info)
+        if info.status == "interrupted" and not self.ingesting:
             self.service.start_auto_calibration()
 
     # ================================================================== library
     def refresh_library(self, then: Callable[[Listing], None] | None = None) -> None:
         def done(listing: Listing) -> None:
             self.listing = listing
-            self.library_panel.set_listing(listing)
-            self.retranslate_title()
+            self.panel.set_listing(listing)
+            self.title_changed.emit()
             self._update_watcher()
             if then is not None:
                 then(listing)
 
         self.runner.submit("library.list", lambda ctx: build_listing(self.service), on_result=done,
-                           on_error=self.show_error)
+                           on_error=self.error.emit)
 
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, tr("lib.choose_folder"))
+        folder = QFileDialog.getExistingDirectory(self.window, tr("lib.choose_folder"))
         if folder:
             self.start_ingest([Path(folder)])
 
     def rescan(self) -> None:
         roots = [Path(r) for r in (self.listing.roots if self.listing else ())]
         if not roots:
-            self.statusBar().showMessage(tr("lib.no_folders"), 8000)
+            self.status.emit(tr("lib.no_folders"), 8000)
             return
         self.start_ingest(roots)
 
     def start_ingest(self, folders: list[Path]) -> None:
         if self.ingesting:
-            self.statusBar().showMessage(tr("lib.already_ingesting"), 5000)
+            self.status.emit(tr("lib.already_ingesting"), 5000)
             return
         if self.switching:
-            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
+            self.status.emit(tr("lib.busy_switching"), 5000)
             return
         self.ingesting = True
-        self.library_panel.set_busy(True)
+        self.panel.set_busy(True)
         render_pool = self.render_runner
 
         def job(ctx: TaskContext) -> Iterator[object]:
@@ -115,15 +131,15 @@ class LibraryActions(WindowPart):
 
         def finished() -> None:
             self.ingesting = False
-            self.library_panel.set_busy(False)
+            self.panel.set_busy(False)
             self.refresh_library()
             if self._watch_pending:  # folders changed while this ingest ran
                 pending, self._watch_pending = frozenset(self._watch_pending), set()
                 QTimer.singleShot(0, lambda: self._on_folders_changed(pending))
 
-        self.runner.submit("ingest", job, on_progress=self.library_panel.show_progress,
-                           on_result=self._on_ingest_report, on_error=self.show_error,
-                           on_cancelled=lambda: self.statusBar().showMessage(tr("lib.cancelled"), 8000),
+        self.runner.submit("ingest", job, on_progress=self.panel.show_progress,
+                           on_result=self._on_ingest_report, on_error=self.error.emit,
+                           on_cancelled=lambda: self.status.emit(tr("lib.cancelled"), 8000),
                            on_finished=finished)
 
     # ------------------------------------------------------------------ folder watching
@@ -131,14 +147,14 @@ class LibraryActions(WindowPart):
         """Watch the open library's folders (app/watcher.py) unless ingest.watch is off."""
         from rag_desktop.app.watcher import FolderWatcher
 
-        ing = self.settings.ingest
+        ing = self._settings().ingest
         roots = [Path(r) for r in (self.listing.roots if self.listing else ())]
         key = (ing.watch_debounce_s, ing.watch_poll_s, self.current_library())
         if self.watcher is not None and (not ing.watch or key != self._watch_key):
             self.watcher.stop()
             self.watcher = None
         if not ing.watch:
-            self.library_panel.set_watch_status(False, 0)
+            self.panel.set_watch_status(False, 0)
             return
         if self.watcher is None:
             self.watcher = FolderWatcher(self.folders_changed.emit, debounce_s=ing.watch_debounce_s,
@@ -150,7 +166,7 @@ class LibraryActions(WindowPart):
     def _show_watch_status(self) -> None:
         w = self.watcher
         if w is not None:
-            self.library_panel.set_watch_status(True, len(w.roots), tuple(str(m) for m in w.missing),
+            self.panel.set_watch_status(True, len(w.roots), tuple(str(m) for m in w.missing),
                                                 self._watch_summary)
 
     def _on_folders_changed(self, roots: frozenset[Path]) -> None:
@@ -177,28 +193,31 @@ class LibraryActions(WindowPart):
                  unchanged=len(report.unchanged), skipped=len(report.skipped), s=fmt(report.seconds, 1))
         if report.cancelled:
             msg = tr("lib.cancelled") + " " + msg
-        self.statusBar().showMessage(msg, 15000)
+        self.status.emit(msg, 15000)
 
     def _open_doc_from_library(self, doc_id: int) -> None:
         if self.listing is None:
             return
         d = next((d for d in self.listing.documents if d.doc_id == doc_id), None)
         if d is not None:
-            self.open_hit(Hit(d.doc_id, d.doc_id, "doc", d.title, d.path, 1, "", 0.0, 0, "other"))
+            self.open_requested.emit(Hit(d.doc_id, d.doc_id, "doc", d.title, d.path, 1, "", 0.0, 0, "other"))
 
     # ================================================================== several libraries
     def current_library(self) -> Path:
         return Path(self.service.library.folder).expanduser().resolve()
 
-    def _init_libraries(self) -> None:
+    def init_libraries(self, libraries_file: Path | None) -> None:
+        """Read the list of known libraries (``libraries_file``, where it is also saved)."""
         from rag_desktop.app.config import LibraryList, load_libraries
+
+        self.libraries_file = libraries_file
         from rag_desktop.core.settings import SettingsError
 
         try:
             known = load_libraries(self.libraries_file)
         except (SettingsError, OSError) as exc:
             log.warning("the list of libraries is unreadable: %s", exc)
-            self.show_error(UserError("libraries", tr("lib.list_unreadable", detail=str(exc)), "", repr(exc)))
+            self.error.emit(UserError("libraries", tr("lib.list_unreadable", detail=str(exc)), "", repr(exc)))
             known = LibraryList()
         self._set_known(known.with_library(self.current_library()))
 
@@ -207,7 +226,7 @@ class LibraryActions(WindowPart):
         from rag_desktop.app.config import save_libraries
 
         self.known_libraries = known
-        self.library_panel.set_libraries(known.libraries, known.current)
+        self.panel.set_libraries(known.libraries, known.current)
         self._peek_libraries()
         try:
             save_libraries(known, self.libraries_file)
@@ -215,7 +234,7 @@ class LibraryActions(WindowPart):
             from rag_desktop.ui.worker import describe_error
 
             msg, hint = describe_error(exc)
-            self.show_error(UserError("libraries", msg, hint, repr(exc)))
+            self.error.emit(UserError("libraries", msg, hint, repr(exc)))
 
     def _peek_libraries(self) -> None:
         """Read what the other known libraries hold (worker: it opens their catalogs)."""
@@ -235,7 +254,7 @@ class LibraryActions(WindowPart):
                     out[p] = None
             return out
 
-        self.runner.submit("library.peek", job, on_result=self.library_panel.set_summaries)
+        self.runner.submit("library.peek", job, on_result=self.panel.set_summaries)
 
     def switch_library(self, folder: Path) -> bool:
         """Open the library in ``folder`` (created if new) instead of the open one.
@@ -247,22 +266,22 @@ class LibraryActions(WindowPart):
         target = folder.expanduser().resolve()
         name = target.name or str(target)
         if target == self.current_library():
-            self.statusBar().showMessage(tr("lib.already_open", name=name), 5000)
+            self.status.emit(tr("lib.already_open", name=name), 5000)
             return False
         if self.ingesting:
-            self.show_error(UserError("library.switch", tr("lib.switch_refused"), tr("lib.switch_refused_hint"), ""))
+            self.error.emit(UserError("library.switch", tr("lib.switch_refused"), tr("lib.switch_refused_hint"), ""))
             return False
         if self.switching:
-            self.statusBar().showMessage(tr("lib.busy_switching"), 5000)
+            self.status.emit(tr("lib.busy_switching"), 5000)
             return False
         self.switching = True
         self.runner.cancel_all()  # the old library's questions and answers stop; queued ones drain
         self.render_runner.cancel_all()
-        self._reset_results()
+        self.results_reset.emit()
         self.listing = None
-        self.library_panel.set_listing(None)
-        self.statusBar().showMessage(tr("lib.switching", name=name))
-        settings = self.settings
+        self.panel.set_listing(None)
+        self.status.emit(tr("lib.switching", name=name), 0)
+        settings = self._settings()
 
         def job(ctx: TaskContext) -> Any:
             # Raises → the old library stays open; tasks queued after this one use the new library.
@@ -270,17 +289,15 @@ class LibraryActions(WindowPart):
 
         def opened(listing: Listing) -> None:
             self.listing = listing
-            self.library_panel.set_listing(listing)
-            # each library has its own conversation
-            self.conversation_panel.clear_proposal()
-            self.conversation_panel.set_conversation(self.service.load_conversation())
+            self.panel.set_listing(listing)
+            self.switched.emit()  # each library has its own conversation
             self._set_known(self.known_libraries.with_library(target))
             self._update_watcher()
-            self.retranslate_title()
-            self.statusBar().showMessage(tr("lib.switched", name=name), 8000)
+            self.title_changed.emit()
+            self.status.emit(tr("lib.switched", name=name), 8000)
 
         def failed(err: UserError) -> None:
-            self.show_error(err)
+            self.error.emit(err)
             self.refresh_library()  # the old library is still open: show it again
 
         def finished() -> None:
@@ -289,13 +306,14 @@ class LibraryActions(WindowPart):
         self.runner.submit("library.switch", job, on_result=opened, on_error=failed, on_finished=finished)
         return True
 
-    def retranslate_title(self) -> None:
-        self.setWindowTitle(tr("app.title") + (f" — {self.listing.library}" if self.listing else ""))
+    def title(self) -> str:
+        """The window's title: the app, and the open library once it is listed."""
+        return tr("app.title") + (f" — {self.listing.library}" if self.listing else "")
 
     def new_library(self) -> None:
         from rag_desktop.app.config import data_dir
 
-        name, ok = QInputDialog.getText(self, tr("lib.new_title"),
+        name, ok = QInputDialog.getText(self.window, tr("lib.new_title"),
                                         tr("lib.new_prompt", path=str(data_dir() / "libraries")))
         if ok and name.strip():
             self.create_library(name)
@@ -307,13 +325,13 @@ class LibraryActions(WindowPart):
         try:
             folder = new_library_dir(name)
         except ValueError as exc:
-            self.show_error(UserError("library.new", tr("err.value", detail=str(exc)), tr("err.hint.value"),
+            self.error.emit(UserError("library.new", tr("err.value", detail=str(exc)), tr("err.hint.value"),
                                       repr(exc)))
             return False
         return self.switch_library(folder)
 
     def choose_library(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, tr("lib.open_folder_title"))
+        folder = QFileDialog.getExistingDirectory(self.window, tr("lib.open_folder_title"))
         if folder:
             self.open_library_folder(Path(folder))
 
@@ -325,7 +343,7 @@ class LibraryActions(WindowPart):
         problem = library_folder_problem(folder.expanduser())
         if problem is not None:
             kind, detail = problem
-            self.show_error(UserError("library.open",
+            self.error.emit(UserError("library.open",
                                       tr("lib.not_a_library", path=str(folder), reason=tr(f"lib.reason.{kind}")),
                                       tr("lib.not_a_library_hint"), detail))
             return False
@@ -336,15 +354,15 @@ class LibraryActions(WindowPart):
         target = folder.expanduser().resolve()
         name = target.name or str(target)
         if target == self.current_library():
-            self.statusBar().showMessage(tr("lib.remove_current"), 8000)
+            self.status.emit(tr("lib.remove_current"), 8000)
             return False
         if confirm:
-            answer = QMessageBox.question(self, tr("lib.remove_title"),
+            answer = QMessageBox.question(self.window, tr("lib.remove_title"),
                                           tr("lib.remove_confirm", name=name, path=str(target)))
             if answer != QMessageBox.StandardButton.Yes:
                 return False
         self._set_known(self.known_libraries.without(target))
-        self.statusBar().showMessage(tr("lib.removed", name=name), 8000)
+        self.status.emit(tr("lib.removed", name=name), 8000)
         return True
 
     # ================================================================== calibration
@@ -352,9 +370,9 @@ class LibraryActions(WindowPart):
         from rag_desktop.ui.calibration_wizard import CalibrationWizard
 
         if self.ingesting or self.switching:
-            self.statusBar().showMessage(tr("cal.busy") if self.ingesting else tr("lib.busy_switching"), 8000)
+            self.status.emit(tr("cal.busy") if self.ingesting else tr("lib.busy_switching"), 8000)
             return
-        dlg = CalibrationWizard(self.service, self.runner, self._apply_gate, self)
+        dlg = CalibrationWizard(self.service, self.runner, self._apply_gate, self.window)
         self.calibration_wizard = dlg
         dlg.open()
 
@@ -362,5 +380,5 @@ class LibraryActions(WindowPart):
         """The wizard stored a decision: let the causal column follow it (persisted)."""
         from rag_desktop.app.calibration import gated_settings
 
-        self.apply_settings(gated_settings(self.settings))
-        self.statusBar().showMessage(tr("cal.applied"), 10000)
+        self.settings_wanted.emit(gated_settings(self._settings()))
+        self.status.emit(tr("cal.applied"), 10000)

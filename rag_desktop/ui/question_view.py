@@ -1,0 +1,231 @@
+"""The question on screen: runs the steps of its app.question_flow.QuestionFlow on the window's
+one worker (ui/worker.py) and draws their events in the results panel.
+
+Each step is one task named ``query.<id>.<step>``, so a new question cancels the old one's
+remaining work and a failed generation stops the rest of its question's; results of an older
+question that arrive after a newer one was asked are dropped (docs/architecture.md, "The
+question's path"). The order of the steps is the flow's: columns first, then the answers (one per
+set of columns reading the same passages), then CF-RAG.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from PySide6.QtCore import QObject, Signal
+
+from rag_desktop.app import flow_events as fe
+from rag_desktop.app.question_flow import QuestionFlow
+from rag_desktop.app.service_api import LibraryService
+from rag_desktop.core.settings import Settings
+from rag_desktop.ui.answer_pane import progress_text
+from rag_desktop.ui.conversation_dock import ConversationDock
+from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.present import crosslang_text, fmt
+from rag_desktop.ui.query_bar import QueryBar
+from rag_desktop.ui.query_state import QueryState
+from rag_desktop.ui.results_panel import TITLE_KEYS, ResultsPanel
+from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
+
+
+class QuestionView(QObject):
+    status = Signal(str, int)  # a status-bar message and how long it stays (ms; 0: until replaced)
+    error = Signal(object)  # a UserError for the error bar
+    asked = Signal(str)  # a question was asked (the window remembers it)
+
+    def __init__(self, service: Callable[[], LibraryService], settings: Callable[[], Settings],
+                 runner: TaskRunner, bar: QueryBar, results: ResultsPanel, conversation: ConversationDock,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._service = service  # read when a question starts: a library switch replaces it
+        self._settings = settings
+        self.runner = runner
+        self.bar = bar
+        self.results = results
+        self.conversation = conversation
+        self.state: QueryState | None = None
+        self._qid = 0
+
+    def _answers_on(self) -> bool:
+        return self.bar.auto_answer.isChecked()
+
+    # ------------------------------------------------------------------ asking
+    def ask(self, q: str, typed: str | None = None) -> None:
+        """Ask ``q``. A follow-up in a conversation is first rewritten into a standalone question
+        for the user to check; ``typed`` marks a question that already is that standalone form of
+        what the user typed."""
+        if self._preparing(q):
+            # Ask again while the same question's columns are still being prepared: the work under
+            # way answers it, so the press is ignored (a changed question restarts, as before).
+            self.status.emit(tr("query.preparing"), 5000)
+            return
+        if typed is None and self.conversation.propose_rewrite(q, self._answers_on()):
+            return
+        self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
+        self._qid += 1
+        flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
+                            cross_language=self._settings().retrieval.cross_language)
+        st = QueryState(self._qid, q, flow, typed=typed or q)
+        self.conversation.record_turn(st.typed, st.question)
+        self.state = st
+        self.asked.emit(q)
+        self.results.begin(self._answers_on(), self.bar.run_cf.isChecked())
+        self.bar.show_crosslang(None)
+        self.status.emit(tr("status.retrieving"), 0)
+        self._submit_compare(st, translate=False)
+
+    def _submit_compare(self, st: QueryState, *, translate: bool) -> None:
+        """Rank ``st``'s question: first as typed, so the columns show at once; then, when
+        ``retrieval.cross_language`` is on, with its translation, which feeds the answers."""
+        flow = st.flow
+        assert flow is not None
+        self.runner.submit(f"query.{st.qid}.compare" + (".translated" if translate else ""),
+                           lambda ctx: flow.retrieve(translate=translate, cancel=ctx.cancel),
+                           on_result=partial(self._on_event, st.qid), on_error=partial(self._on_compare_error, st.qid))
+
+    def _preparing(self, q: str) -> bool:
+        """Whether ``q`` is the question on screen and its rankings are still being prepared."""
+        st = self.state
+        if st is None or st.question != q or st.comparison is not None:
+            return False
+        prefix = f"query.{st.qid}.compare"
+        return any(t.name.startswith(prefix) for t in self.runner.tasks())
+
+    def _current(self, qid: int) -> QueryState | None:
+        return self.state if self.state is not None and self.state.qid == qid else None
+
+    def reset(self) -> None:
+        self.state = None
+        self.results.reset()
+
+    # ------------------------------------------------------------------ the flow's events
+    def _on_event(self, qid: int, ev: object) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        if isinstance(ev, fe.ColumnsReady):
+            self._on_columns(st, ev)
+        elif isinstance(ev, fe.AnswerProgress):
+            self.results.answers[ev.group.lead].set_progress(progress_text(ev.progress))
+        elif isinstance(ev, fe.Token):
+            for m in ev.group.members:  # a column sharing the sources watches the same answer being written
+                self.results.answers[m].append_token(ev.text)
+        elif isinstance(ev, fe.AnswerDone):
+            st.answers[ev.column] = ev.answer
+            self.results.show_answer(ev.column, ev.answer, ev.ranked.hits, ev.shared_from)
+            self.conversation.record_answer(st.question, ev.column, ev.answer, "causal" in st.answers)
+        elif isinstance(ev, fe.CFProgress):
+            self.results.show_cf_progress(ev.progress)
+        elif isinstance(ev, fe.Abstained):  # the library holds no answer: CF-RAG did not run (core.abstain)
+            st.answers["cfrag"] = ev.answer
+            self.results.show_abstained(ev.answer)
+        elif isinstance(ev, fe.CFDone):
+            st.cfrag = ev.result
+            st.answers["cfrag"] = ev.result.answer
+            self.results.show_cfrag(st)
+            self.status.emit(tr("status.done", s=fmt(time.monotonic() - st.started, 1)), 10000)
+
+    def _on_columns(self, st: QueryState, ev: fe.ColumnsReady) -> None:
+        assert st.flow is not None
+        # the columns now; the translated question's rankings (a model call) join before the answers
+        wait = st.flow.translates_next(ev, answers=self._answers_on())
+        if wait:
+            self._submit_compare(st, translate=True)
+        c = st.comparison = ev.comparison
+        st.surfaces, st.words = dict(ev.surfaces), dict(ev.words)
+        self.results.fill_columns(st)
+        self.bar.show_crosslang(c.cross_language)
+        status = tr("status.compared", n=len(c.baseline.hits), ms=int(1000 * sum(c.timings.values())))
+        line = crosslang_text(c.cross_language)
+        self.status.emit(f"{status} · {line}" if line else status, 8000)
+        if c.causal.hits:
+            self.results.columns["causal"].select_row(0)
+        if wait:
+            return  # the answers wait for the translated rankings
+        if self._answers_on():
+            self._queue_generation(st)
+        else:
+            self.results.columns["cfrag"].clear("col.cf_off")
+
+    def _on_compare_error(self, qid: int, err: UserError) -> None:
+        if self._current(qid) is not None:
+            self.results.compare_failed()
+            self.error.emit(err)
+
+    # ------------------------------------------------------------------ generation
+    def _queue_generation(self, st: QueryState) -> None:
+        flow = st.flow
+        assert flow is not None and st.comparison is not None
+        for group in flow.answer_groups(st.comparison):
+            for x in group.members[1:]:
+                self.results.answers[x].set_progress(tr("answer.shared_wait", column=tr(TITLE_KEYS[group.lead])))
+
+            def job(ctx: TaskContext, group: fe.AnswerGroup = group) -> Iterator[object]:
+                yield from flow.answer(group, ctx.cancel)
+
+            self.runner.submit(
+                f"query.{st.qid}.answer.{group.lead}", job,
+                on_result=partial(self._on_event, st.qid),
+                on_error=partial(self._on_gen_errors, st.qid, group.members),
+                on_cancelled=partial(self._gen_stopped, st.qid, group.members),
+            )
+        if self.bar.run_cf.isChecked():
+            self._queue_cfrag(st)
+        else:
+            self.results.show_cf_disabled()
+
+    def _queue_cfrag(self, st: QueryState) -> None:
+        """CF-RAG for ``st``'s question, after whatever is queued (the answers)."""
+        flow = st.flow
+        assert flow is not None
+        self.results.cf_queued()
+        self.runner.submit(
+            f"query.{st.qid}.cfrag", lambda ctx: flow.cfrag(ctx.cancel),
+            on_result=partial(self._on_event, st.qid),
+            on_error=partial(self._on_gen_error, st.qid, "cfrag"),
+            on_cancelled=partial(self._cf_stopped, st.qid),
+        )
+
+    def toggle_cfrag(self, on: bool) -> None:
+        """The CF-RAG switch: off stops a running CF-RAG (its minutes of CPU), on runs it for the
+        question on screen if it has not run yet."""
+        st = self.state
+        if st is None or st.comparison is None or not self._answers_on():
+            return
+        if not on:
+            if st.cfrag is None:
+                self.runner.cancel(f"query.{st.qid}.cfrag")
+                self.results.show_cf_disabled()
+        elif st.cfrag is None:
+            self._queue_cfrag(st)
+
+    def _gen_stopped(self, qid: int, members: tuple[str, ...]) -> None:
+        if self._current(qid) is not None:
+            for m in members:
+                self.results.answers[m].set_stopped()  # a partial answer stays readable, marked as stopped
+
+    def _cf_stopped(self, qid: int) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        if not self.bar.run_cf.isChecked():  # stopped by the switch: say it is off, not "stopped"
+            self.results.show_cf_disabled()
+            return
+        self.results.cf_stopped(st)
+
+    def _on_gen_errors(self, qid: int, members: tuple[str, ...], err: UserError) -> None:
+        for m in members:
+            self._on_gen_error(qid, m, err)
+
+    def _on_gen_error(self, qid: int, m: str, err: UserError) -> None:
+        st = self._current(qid)
+        if st is None:
+            return
+        st.errors[m] = err.message
+        self.results.show_failed(m, err.message)
+        self.error.emit(err)
+        # The same cause (no model, server down) would fail every remaining generation: stop them.
+        self.runner.cancel(f"query.{qid}.answer")
+        self.runner.cancel(f"query.{qid}.cfrag")

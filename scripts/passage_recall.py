@@ -52,7 +52,7 @@ def run(data: Path, docs: Path, library: Path, sets: list[str]) -> dict[str, Any
     settings = load_settings()
     for section, values in _overrides(sets).items():
         settings = settings.replace(section, **values)
-    rows = read_jsonl(data / "questions.jsonl")
+    rows = list(read_jsonl(data / "questions.jsonl"))
     svc = RagService(library, settings)
     per: list[dict[str, Any]] = []
     try:

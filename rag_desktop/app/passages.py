@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import numpy as np
 from rag_desktop.app.library import Library
 from rag_desktop.core import passages as P
 from rag_desktop.core.cleaning import clean_pages
+from rag_desktop.core.fusion import rrf_order
 from rag_desktop.core.keywords import IdfTable
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Embedder, Tokenizer
@@ -36,6 +37,18 @@ _PDF_CACHE = 32  # documents whose page texts and labels are kept
 
 def _squash(text: str) -> str:
     return "".join(text.split()).lower()
+
+
+def best_chunks(by_similarity: Sequence[int], keyword: Mapping[int, float]) -> list[int]:
+    """A document's chunks in the order its answer passages are looked for: the reciprocal rank
+    fusion (core.fusion, k = 60) of their order by similarity to the question and their BM25 order
+    (only chunks holding a question term rank there). The page that names what the question names
+    — a command, an option, a package — is found even where a small encoder puts a neighbouring
+    page nearer (docs/evaluation.md, "Finding the page"). Without keyword scores: similarity order."""
+    matched = sorted((c for c in by_similarity if keyword.get(c, 0.0) > 0), key=lambda c: -keyword[c])
+    if not matched:
+        return list(by_similarity)
+    return rrf_order([list(by_similarity), matched])
 
 
 @dataclass
@@ -68,11 +81,16 @@ class PassageFinder:
     max_passages: int = 8
     min_chars: int = P.DEFAULT_MIN_CHARS
     max_chars: int = P.DEFAULT_MAX_CHARS
+    # BM25 of the question against every chunk (chunk id → score > 0; the retriever's keyword
+    # leg at chunk level). None: a document-level hit is read through its chunks nearest the
+    # question alone.
+    keyword: Callable[[str], Mapping[int, float]] | None = None
     _pdf: OrderedDict[int, _PdfInfo] = field(default_factory=OrderedDict, init=False)
 
     # ------------------------------------------------------------------ chunks
-    def _chunks_for(self, hits: Sequence[Hit], qv: np.ndarray) -> list[tuple[int, Chunk]]:
+    def _chunks_for(self, query: str, hits: Sequence[Hit], qv: np.ndarray) -> list[tuple[int, Chunk]]:
         cat = self.library.catalog
+        kw_scores = self.keyword(query) if self.keyword is not None and any(h.level == "doc" for h in hits) else {}
         out: list[tuple[int, Chunk]] = []
         seen: set[int] = set()
         chunk_ids: list[tuple[int, int]] = []
@@ -86,8 +104,8 @@ class PassageFinder:
             if not rows:
                 continue
             sims = np.stack([v for _, v in rows]) @ qv
-            for i in np.argsort(-sims)[:CHUNKS_PER_DOC]:
-                chunk_ids.append((rank, rows[int(i)][0]))
+            ids = [rows[int(i)][0] for i in np.argsort(-sims, kind="stable")]
+            chunk_ids += [(rank, cid) for cid in best_chunks(ids, kw_scores)[:CHUNKS_PER_DOC]]
         chunks = cat.chunks(cid for _, cid in chunk_ids)
         for rank, cid in chunk_ids:
             if cid in chunks and cid not in seen:
@@ -154,7 +172,7 @@ class PassageFinder:
         docs = {h.doc_id: h for h in hits}
         cands: list[tuple[P.Candidate, Chunk]] = []
         texts: list[str] = []
-        for rank, chunk in self._chunks_for(hits, qv):
+        for rank, chunk in self._chunks_for(query, hits, qv):
             hit = docs[chunk.doc_id]
             paras = P.paragraphs(chunk.text)
             info = self._pdf_info(chunk.doc_id, hit.path, range(chunk.page_start, chunk.page_end + 1))

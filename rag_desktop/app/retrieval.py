@@ -155,6 +155,12 @@ class Retriever:
             self._bm25[level] = Bm25Index(units)
         return self._bm25[level]
 
+    def keyword_scores(self, query: str, level: Level = "chunk") -> dict[int, float]:
+        """BM25 of ``query`` against every unit of ``level`` that holds one of its terms."""
+        idx = self.keyword_index(level)
+        s = idx.scores(self.query_term_list(query))
+        return {int(idx.unit_ids[i]): float(s[i]) for i in np.flatnonzero(s > 0)}
+
     def query_term_list(self, query: str) -> list[str]:
         """The question's terms as ingest counts them (tokenizer + keyword filter), repeats kept."""
         return kw.filter_terms(self.tokenizer.tokenize(query, detect_lang(query)), self._kfilter, query=True)

@@ -405,7 +405,8 @@ class RagService:
             r = self.retriever()
             filt = kw.build_filter(self.settings.retrieval.keyword_variant, r.tokenizer)
             self._passages = PassageFinder(self.library, r.embedder, r.tokenizer, r.idf("c"),
-                                           filt.doc_stop | filt.query_stop, max_passages=g.max_passages)
+                                           filt.doc_stop | filt.query_stop, max_passages=g.max_passages,
+                                           keyword=r.keyword_scores)
         return self._passages
 
     def answer(

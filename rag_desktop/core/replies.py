@@ -175,13 +175,10 @@ def parse_counterfactual_line(text: str, query: str, taken: Sequence[str] = ()) 
     return next((ln for ln in lines if normalize_answer(ln) not in avoid), lines[0])
 
 
-_NUMBERED = re.compile(r"^\s*(?:[-*•]\s*)?(?:[QqAa]\s*)?(\d{1,2})\s*[.)、:：]\s*(.*)$")
-_ANSWER_PREFIX = re.compile(r"^(?:answer|a|答案|回答)\s*[:：]\s*", re.IGNORECASE)
-
 # --------------------------------------------------------------------------- CF-RAG: closed-book answers
 
-
-
+_NUMBERED = re.compile(r"^\s*(?:[-*•]\s*)?(?:[QqAa]\s*)?(\d{1,2})\s*[.)、:：]\s*(.*)$")
+_ANSWER_PREFIX = re.compile(r"^(?:answer|a|答案|回答)\s*[:：]\s*", re.IGNORECASE)
 # A small model asked to synthesise sometimes echoes a candidate line of the prompt
 # ("(A) Kessby — Ψ = 0.53 — rationale", see synthesis_messages): keep only the answer part.
 _ECHOED_LABEL = re.compile(r"^\(([A-J])\)\s*")
@@ -216,10 +213,9 @@ def parse_numbered_answers(text: str, n: int) -> list[str]:
     return [found.get(i, "") for i in range(1, n + 1)]
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-
 # --------------------------------------------------------------------------- CF-RAG: hypotheses
 
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 # "Answer:", "**Answer:**", "**Answer**:", "### Final answer:", "答案：" — the label and its
 # markdown, never swallowing the line break (an answer may sit on the next line).
 _LABEL_ANSWER = re.compile(
@@ -420,6 +416,7 @@ def clean_translation(raw: str, source: str, target: str, question: str = "") ->
 
 
 # --------------------------------------------------------------------------- the gate's probe questions
+
 
 def clean_question(text: str) -> str:
     """The model's reply as one question: first non-empty line, quotes and labels removed."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rag_desktop.core.attribution import MIN_SHARE, attribute, best_source, content_tokens
-from rag_desktop.core.citations import citation_spans, parse_citations
+from rag_desktop.core.citations import citation_spans
+from rag_desktop.core.replies import parse_citations
 from rag_desktop.core.types import Hit
 
 SOURCES = [

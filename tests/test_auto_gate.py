@@ -19,7 +19,7 @@ from rag_desktop.app import auto_gate, gate_probes, question_log
 from rag_desktop.app.calibration import TOP, score_labels
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
-from rag_desktop.core import metrics
+from rag_desktop.core import metrics, replies
 from rag_desktop.core.attribution import content_tokens
 from rag_desktop.core.gate import calibrate
 from rag_desktop.core.settings import Settings
@@ -142,11 +142,11 @@ def _run(svc: RagService, model: ScriptedModel, cancel: CancelToken | None = Non
 
 
 def test_clean_question() -> None:
-    assert gate_probes.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
-    assert gate_probes.clean_question("问题：如何评估？") == "如何评估？"
-    assert gate_probes.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
-    assert gate_probes.clean_question("2) How do brakes work?") == "How do brakes work?"
-    assert gate_probes.clean_question("5G是什么？") == "5G是什么？"
+    assert replies.clean_question('\n"Question: How do I check a brake?"\nmore') == "How do I check a brake?"
+    assert replies.clean_question("问题：如何评估？") == "如何评估？"
+    assert replies.clean_question("1. 失眠怎么办？") == "失眠怎么办？"  # the 1.5B numbers one question
+    assert replies.clean_question("2) How do brakes work?") == "How do brakes work?"
+    assert replies.clean_question("5G是什么？") == "5G是什么？"
 
 
 

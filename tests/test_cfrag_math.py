@@ -24,10 +24,6 @@ from rag_desktop.core.cfrag import (
     kmeans_pp,
     normalise_scores,
     normalized_laplacian,
-    parse_counterfactual_line,
-    parse_counterfactuals,
-    parse_hypothesis,
-    parse_numbered_answers,
     phi_causal,
     phi_coh,
     pool_union,
@@ -37,6 +33,12 @@ from rag_desktop.core.cfrag import (
     sample_subsets,
     select_evidence,
     spectral_clustering,
+)
+from rag_desktop.core.replies import (
+    parse_counterfactual_line,
+    parse_counterfactuals,
+    parse_hypothesis,
+    parse_numbered_answers,
 )
 from rag_desktop.core.settings import CFRagSettings, Settings, SettingsError
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, Hit
@@ -743,7 +745,7 @@ def test_hypothesis_prompt_fits_the_context_window() -> None:
 
 
 def test_echoed_candidate_line_is_reduced_to_its_answer() -> None:
-    from rag_desktop.core.cfrag import parse_hypothesis
+    from rag_desktop.core.replies import parse_hypothesis
 
     ans, _, how = parse_hypothesis("(A) Tomas Rehn — Ψ = 0.539 — The passage states that he plays the lead.")
     assert (ans, how) == ("Tomas Rehn", "fallback")

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rag_desktop.core import cfrag
+from rag_desktop.core import cfrag, replies
 from rag_desktop.core.cfrag import (
     SYSTEM_CLOSED_BOOK,
     SYSTEM_COUNTERFACTUAL,
@@ -929,10 +929,10 @@ def test_an_answer_that_hits_the_budget_says_so() -> None:
 
 
 def test_trim_to_sentence() -> None:
-    assert cfrag.trim_to_sentence("Paris. It is the capital of") == "Paris."
-    assert cfrag.trim_to_sentence("标准为每晚500元。超出部分") == "标准为每晚500元。"
-    assert cfrag.trim_to_sentence("no sentence end here") == "no sentence end here"
-    assert cfrag.trim_to_sentence("Complete.") == "Complete."
+    assert replies.trim_to_sentence("Paris. It is the capital of") == "Paris."
+    assert replies.trim_to_sentence("标准为每晚500元。超出部分") == "标准为每晚500元。"
+    assert replies.trim_to_sentence("no sentence end here") == "no sentence end here"
+    assert replies.trim_to_sentence("Complete.") == "Complete."
 
 
 class SharedContextGenerator(ScriptedGenerator):

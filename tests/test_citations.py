@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_desktop.core import cfrag, citations, prompting
+from rag_desktop.core import cfrag, citations, replies
 from rag_desktop.core.attribution import CHECK_SHARE, check_citations
 from rag_desktop.core.types import Hit
 from rag_desktop.ui import present
@@ -33,7 +33,7 @@ CASES = [
 def test_every_reader_agrees(text: str, expected: list[int]) -> None:
     hits = _hits(6)
     assert citations.cited_numbers(text) == expected
-    assert [c.n for c in prompting.parse_citations(text, hits)] == expected
+    assert [c.n for c in replies.parse_citations(text, hits)] == expected
     assert [c.n for c in cfrag.citations_for(text, hits)] == expected
     ui_first = sorted({n for _s, _e, n in present.citation_spans(text)})
     core_first = sorted({it.numbers[0] for it in citations.citation_items(text)})
@@ -50,7 +50,7 @@ def test_ui_does_not_link_a_bracketed_year() -> None:
 
 
 def test_out_of_range_is_flagged_and_wide_range_is_two_numbers() -> None:
-    cits = citations.parse_citations("x [1] y [9] z [2-90]", _hits(2))
+    cits = replies.parse_citations("x [1] y [9] z [2-90]", _hits(2))
     assert [(c.n, c.valid) for c in cits] == [(1, True), (9, False), (2, True), (90, False)]
 
 

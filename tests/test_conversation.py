@@ -21,14 +21,12 @@ from rag_desktop.core.conversation import (
     NOTES,
     Conversation,
     Turn,
-    added_tokens,
     build_rewrite_messages,
-    kept_share,
     needs_rewrite,
-    parse_rewrite,
     stands_alone,
 )
 from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.replies import added_tokens, kept_share, parse_rewrite
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind
 from rag_desktop.ui.i18n import has_tr

@@ -201,7 +201,7 @@ def test_a_translation_that_keeps_an_english_name_is_used(svc: RagService, gen: 
     cross = _compare_translated_as(svc, q, "Wason selection task展示了什么？").cross_language
     assert cross is not None and cross.status == CrossStatus.FUSED
     assert cross.translated == "Wason selection task展示了什么？"
-    from rag_desktop.app.crosslang import clean_translation, written_anew
+    from rag_desktop.core.replies import clean_translation, written_anew
 
     assert written_anew("Wason selection task展示了什么？", q).strip() == "展示了什么？"
     assert clean_translation(q, "en", "zh", q) == ""  # the question echoed: nothing written anew

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from rag_desktop.app.crosslang import clean_translation, needs_translation
+from rag_desktop.app.crosslang import needs_translation
 from rag_desktop.core.fusion import RRF_K, fuse, rrf_order, rrf_scores
+from rag_desktop.core.replies import clean_translation
 from rag_desktop.core.types import Explanation, Hit, RankedList
 
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from test_gui_support import make_cf_result, make_lists
 
-from rag_desktop.core import prompting
+from rag_desktop.core import replies
 from rag_desktop.core.types import Explanation, Hit, RankedList
 from rag_desktop.ui import i18n
 from rag_desktop.ui.i18n import has_tr
@@ -134,7 +134,7 @@ def test_highlight_never_lights_a_term_inside_another_word() -> None:
 def test_citation_spans_cover_the_numbers_the_core_parser_finds() -> None:
     text = "A [1]. B [2, 3] and [4-5]. C 【6】 D [1](http://x) E [12]."
     hits = [Hit(i, i, "chunk", f"t{i}", "/p", 1, "x", 0.5, i, "en") for i in range(1, 7)]
-    core = [c.n for c in prompting.parse_citations(text, hits)]
+    core = [c.n for c in replies.parse_citations(text, hits)]
     spans = citation_spans(text)
     assert [n for _s, _e, n in spans] == [1, 2, 3, 4, 6, 12]  # the range "4-5" is one link to 4
     assert [text[s:e] for s, e, _ in spans] == ["1", "2", "3", "4-5", "6", "12"]

@@ -402,7 +402,7 @@ class FakeService:
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[Any]:
-        from rag_desktop.core import prompting
+        from rag_desktop.core import replies
 
         self.answer_calls.append(ranked.method)
         gen = self.runtime.generator()
@@ -414,7 +414,7 @@ class FakeService:
             yield ev
         text = "".join(parts).strip()
         used = ranked.hits[:n_sources]
-        yield Answer(text, prompting.parse_citations(text, used), tuple(used), ranked.method)
+        yield Answer(text, replies.parse_citations(text, used), tuple(used), ranked.method)
 
     def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
         for i, step in enumerate(("retrieve", "counterfactuals", "hypotheses", "decision"), start=1):

@@ -23,7 +23,8 @@ from rag_desktop.backends import gguf_meta
 from rag_desktop.backends.errors import ModelUnavailable
 from rag_desktop.backends.gguf_meta import kv_cache_bytes, physical_cores, plan_n_ctx, read_gguf_metadata
 from rag_desktop.backends.llama_cpp_generator import LlamaCppGenerator
-from rag_desktop.core.prompting import build_answer_messages, build_translation_messages, parse_citations
+from rag_desktop.core.prompting import build_answer_messages, build_translation_messages
+from rag_desktop.core.replies import parse_citations
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEvent, GenEventKind, Hit
 
 # --------------------------------------------------------------------------- GGUF header

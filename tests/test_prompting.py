@@ -24,11 +24,11 @@ from rag_desktop.core.prompting import (
     build_translation_messages,
     cut_to_budget,
     load_template,
-    parse_citations,
     parse_template,
     source_where,
     split_sentences,
 )
+from rag_desktop.core.replies import parse_citations
 from rag_desktop.core.types import ChatMessage, Hit, Lang
 
 # --------------------------------------------------------------------------- helpers

@@ -18,9 +18,9 @@ from enum import StrEnum
 
 from rag_desktop.core import prompting
 from rag_desktop.core.generation import generate_line
-from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
-from rag_desktop.core.text import arabic_numerals, is_han
+from rag_desktop.core.replies import clean_translation
+from rag_desktop.core.text import arabic_numerals
 from rag_desktop.core.types import Cancelled, CancelToken, Lang
 
 log = logging.getLogger(__name__)
@@ -86,50 +86,6 @@ def needs_translation(question_lang: str, counts: Mapping[str, int]) -> Lang | N
     library holds at least one document in the other language."""
     target = other_language(question_lang)
     return target if target is not None and counts.get(target, 0) > 0 else None
-
-
-_PAREN = re.compile(r"\s*[（(]([^（()）]*)[)）]")
-# Quotes a reply may wrap the whole question in, opening → closing. 《》 marks a title, so it is only
-# taken off when it wraps the whole reply: "《玻璃港》的导演是谁？" keeps its title marks.
-_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "《": "》"}
-
-
-def _unwrapped(text: str) -> str:
-    """``text`` without the quote pairs that enclose all of it (none inside it)."""
-    while len(text) >= 2 and _PAIRS.get(text[0]) == text[-1] and text[-1] not in text[1:-1]:
-        text = text[1:-1].strip()
-    return text
-
-
-_WORD = re.compile(r"[A-Za-z0-9]+")
-
-
-def written_anew(translation: str, question: str) -> str:
-    """What ``translation`` says in words the question does not hold: its Latin words that are not
-    the question's (case aside) and its Han characters that are not the question's.
-
-    A translation keeps names in their own script — "Wason selection task展示了什么？",
-    "Who plays the lead in 澜川往事?" — and such a reply can hold more of the source script than of
-    the target one; what the model *wrote* is the rest, and that must be in the target language.
-    """
-    words = {w.casefold() for w in _WORD.findall(question)}
-    han = set(question)
-    rest = _WORD.sub(lambda m: " " if m.group(0).casefold() in words else m.group(0), translation)
-    return "".join(ch for ch in rest if not (is_han(ch) and ch in han))
-
-
-def clean_translation(raw: str, source: str, target: str, question: str = "") -> str:
-    """The translated question out of the model's reply: its first non-empty line, without a
-    "Translation:" label or quotes, and without the source-language terms the translate prompt
-    asks for in parentheses (the question as typed already searches with those words); "" unless
-    what it wrote anew (``written_anew``, given the ``question``) is in the target language."""
-    lines = [ln.strip() for ln in raw.strip().splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    text = re.sub(r"^(translation|译文|翻译)\s*[:：]\s*", "", lines[0], flags=re.IGNORECASE).strip()
-    text = _PAREN.sub(lambda m: "" if detect_lang(m.group(1)) == source else m.group(0), text)
-    text = _unwrapped(text.strip())
-    return text if detect_lang(written_anew(text, question)) == target else ""
 
 
 # A lone 一 is a word, not a figure: the article ("一个段落" = "a passage"), 一般, 一些, 统一 (the 1.5B's

@@ -15,6 +15,8 @@ from rag_desktop.app.catalog import Catalog
 from rag_desktop.app.question_log import question_log, user_labels
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
+from rag_desktop.core.replies import clean_question
+from rag_desktop.core.text import ZH_QUESTION_WORDS
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Keyword
 
 _PROBE_PROMPT = {
@@ -214,19 +216,6 @@ def complete(gen: Generator, prompt: str, max_tokens: int, seed: int, cancel: Ca
     ).strip()
 
 
-def clean_question(text: str) -> str:
-    """The model's reply as one question: first non-empty line, quotes and labels removed."""
-    for line in text.splitlines():
-        s = line.strip().strip('"“”「」').strip()
-        for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
-            if s.startswith(prefix):
-                s = s[len(prefix):].strip()
-        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # a small model numbers even a single question
-        if s:
-            return s
-    return ""
-
-
 def write_probe(gen: Generator, title: str, heads: Sequence[str], seed: int,
                 cancel: CancelToken | None = None) -> str:
     lang = "zh" if detect_lang(title + " " + " ".join(heads)) == "zh" else "en"
@@ -249,12 +238,11 @@ def _reads_prompt(question: str, template: str) -> bool:
     return any(w in low for w in _PROMPT_WORDS) or (bool(core) and core.casefold() in template.casefold())
 
 
-# Words that open an English question, and the interrogatives of a Chinese one (几 and 谁 are left out: they
-# also occur outside questions, 几 in 几个 "a few", 谁 inside names).
+# Words that open an English question; a Chinese one holds one of core.text's ZH_QUESTION_WORDS (the strict
+# list: a title is no question until it asks, and 谁 or 几 also stand in names and in 几个 "a few").
 _EN_ASK = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how", "is", "are", "was",
                      "were", "do", "does", "did", "can", "could", "should", "will", "would"])
 _EN_ASK_AFTER = frozenset(["in", "of", "at", "for", "from", "by", "on", "to"])  # a preposition before the question word
-_ZH_ASK = ("如何", "怎么", "怎样", "为什么", "为何", "什么", "哪", "是否", "吗", "多少", "何时")
 
 
 def title_question(title: str) -> str:
@@ -275,7 +263,7 @@ def title_question(title: str) -> str:
     if not _substantial(c):
         return ""
     if detect_lang(c) == "zh":
-        return c if any(w in c for w in _ZH_ASK) else ""
+        return c if any(w in c for w in ZH_QUESTION_WORDS) else ""
     words = c.casefold().split()
     asks = words[0] in _EN_ASK or (len(words) > 1 and words[0] in _EN_ASK_AFTER and words[1] in _EN_ASK)
     return c if asks else ""

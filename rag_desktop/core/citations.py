@@ -9,15 +9,15 @@ Accepted: ``[1]``, ``[1, 2]``, ``[1-3]``, ``【1】``, ``【1，2】``, ``［1�
 markers. Not a citation: a number of four or more digits (a bracketed year such as [2023]),
 a markdown link ``[1](…)``, a range wider than :data:`MAX_RANGE` or running backwards (its
 bounds are read as two separate numbers).
+
+The markers mapped to the answer's sources (``parse_citations``) are read with the other replies,
+in core/replies.py.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-from rag_desktop.core.types import Citation, Hit
 
 _NUM = r"\d{1,3}"
 _LIST_SEP = r"[,，、;；]"
@@ -75,27 +75,10 @@ def citation_spans(text: str) -> list[tuple[int, int, int]]:
     return [(it.start, it.end, it.numbers[0]) for it in citation_items(text)]
 
 
-def parse_citations(text: str, sources: Sequence[Hit]) -> tuple[Citation, ...]:
-    """Every distinct [n] in ``text`` mapped to ``sources`` (1-based), first appearance order.
-
-    A number outside 1..len(sources) names a source that was never given: it is kept with
-    ``valid=False`` and no document fields, so the UI flags it instead of linking it.
-    """
-    out: list[Citation] = []
-    for n in cited_numbers(text):
-        if 1 <= n <= len(sources):
-            h = sources[n - 1]
-            out.append(Citation(n=n, valid=True, doc_id=h.doc_id, unit_id=h.unit_id,
-                                title=h.title, path=h.path, page=h.page))
-        else:
-            out.append(Citation(n=n, valid=False))
-    return tuple(out)
-
-
 def strip_citations(text: str) -> str:
     """The text without its citation markers (for scoring an answer's words)."""
     return re.sub(r"[ \t]{2,}", " ", CITATION_RE.sub("", text)).strip()
 
 
 __all__ = ["CITATION_RE", "MAX_RANGE", "CitationSpan", "citation_items", "citation_spans", "cited_numbers",
-           "marker_items", "parse_citations", "strip_citations"]
+           "marker_items", "strip_citations"]

@@ -6,8 +6,9 @@ the user sees (and may edit) before all columns rank it. The first question of a
 is standalone by definition and is never rewritten. A rewrite that fails, times out or comes
 back unusable falls back to the user's own words, with a note saying why.
 
-Pure: the messages, the parsing of the model's reply, the conversation record and its export.
-Running the model and storing the conversation are the app layer's business.
+Pure: the messages, the conversation record and its export. The model's reply is read by
+rag_desktop.core.replies.parse_rewrite; running the model and storing the conversation are the app
+layer's business.
 """
 
 from __future__ import annotations
@@ -22,16 +23,12 @@ from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import load_template
-from rag_desktop.core.text import answer_tokens, is_han
+from rag_desktop.core.replies import parse_rewrite as parse_rewrite  # app/service.py still imports it from here
+from rag_desktop.core.text import is_han
 from rag_desktop.core.types import ChatMessage
 
 HISTORY_TURNS = 3  # the last turns the rewrite sees (older ones rarely hold the referent)
 ANSWER_CHARS = 300  # of each earlier answer: enough for what "it"/"那" points at
-# A standalone form adds context to the follow-up; it keeps the follow-up's own words. A reply
-# that keeps fewer than half of them answers another question (seen: a new question,
-# "ColBERT late interaction scoring", came back as the previous one), so the user's words win.
-KEEP_SHARE = 0.5
-MAX_GROWTH = 4  # a rewrite longer than 4× the follow-up + 80 characters is rambling, not a question
 
 
 @dataclass(frozen=True)
@@ -109,6 +106,9 @@ _ZH_POINTER = re.compile(
     r"(?<![因如从彼])此(?=[项条类种外时处])|[这那](?:个|些|种|项|条|份|里|样|本|篇|部|次|位|款|章|节)|"
     r"(?<![其吉])他们?|她们?")
 _ZH_OPENING = re.compile(r"^(?:那么?|还有|另外|此外|然后|同样|那如果|那要是)")
+# Question filler, not question words (core.text.ZH_QUESTION_WORDS, which tell whether a text asks):
+# what names no subject, so a follow-up made only of it leans on the conversation. The words are the
+# query_zh stopwords (什么, 如何, 请问, 哪些…), and these characters are function words left over.
 _ZH_FILLER = set("的了吗呢吧啊呀么是有在和与及或都也还就要会能可")
 _EN_POINTER = re.compile(r"\b(?:it|its|they|them|their|theirs|these|those|he|she|him|his|hers|former|latter)\b"
                          r"|\b(?:this|that)\s*\?|\b(?:this|that)\s+(?!is\b|was\b|are\b)[a-z]+\b"
@@ -189,11 +189,8 @@ def build_rewrite_messages(conversation: Conversation, question: str) -> tuple[C
     return (*tpl.prefix(), ChatMessage("user", tpl.render("user", history=history, question=question.strip())))
 
 
-_LABEL = re.compile(r"^(?:standalone question|question|rewritten question|独立问题|问题|改写后的问题|改写)\s*[:：]\s*",
-                    re.IGNORECASE)
-_QUOTES = "\"'“”‘’「」『』`"
-
-
+# What the person is told when the standalone question is their own words: one line per reason
+# that rag_desktop.core.replies.parse_rewrite gives (and the app's "timeout" and "failed").
 NOTES = {
     "timeout": "the rewrite took too long",
     "failed": "the rewrite failed",
@@ -202,46 +199,6 @@ NOTES = {
     "dropped_words": "the model's rewrite dropped the words of your question",
     "unchanged": "the rewrite added nothing from the conversation",
 }
-
-
-def kept_share(question: str, rewrite: str) -> float:
-    """The share of the question's content tokens (words other than English stopwords; CJK
-    characters one by one) that the rewrite still contains. 1.0 when the question has fewer
-    than two: "and?" or "why?" carries nothing a rewrite could keep."""
-    stop = load_stopwords("en")
-    q = [t for t in answer_tokens(question) if t not in stop]
-    if len(q) < 2:
-        return 1.0
-    r = set(answer_tokens(rewrite))
-    return sum(t in r for t in q) / len(q)
-
-
-def added_tokens(question: str, rewrite: str) -> set[str]:
-    """The rewrite's content tokens that the question does not have (stopwords of either
-    language left out; CJK characters one by one): what the rewrite brought from the thread."""
-    stop = load_stopwords("en") | load_stopwords("zh")
-    q = set(answer_tokens(question))
-    return {t for t in answer_tokens(rewrite) if t not in q and t not in stop}
-
-
-def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
-    """(standalone question, reason): the reply's first line without labels or quotes; the
-    user's question and a reason (a key of :data:`NOTES`) when the reply is empty or not a
-    plausible question."""
-    line = next((ln.strip() for ln in reply.strip().splitlines() if ln.strip()), "")
-    line = _LABEL.sub("", line).strip().strip(_QUOTES).strip()
-    if not line:
-        return question, "empty"
-    if len(line) > MAX_GROWTH * len(question) + 80:
-        return question, "not_a_question"
-    if kept_share(question, line) < KEEP_SHARE:
-        return question, "dropped_words"
-    if line != question and not added_tokens(question, line):
-        # Seen with the 1.5B on a new-topic question: "出差住宿费的报销标准是多少？" came back as
-        # "出差住宿费报销的标准是多少？". A rewrite that brings no word of the thread resolves nothing,
-        # and showing it for confirmation only holds the person up: the typed words are asked.
-        return question, "unchanged"
-    return line, ""
 
 
 def history_for_export(turns: Sequence[Turn]) -> list[str]:

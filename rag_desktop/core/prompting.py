@@ -1,4 +1,4 @@
-"""Answer and translation prompts, the context budget, citations and thinking-text filtering.
+"""Answer and translation prompts, the context budget and thinking-text filtering.
 
 Seed paper 000 §3.5 step 9 ("build the prompt from the selected documents with the
 instruction template") and §4.3 (the local model also translates foreign-language chunks).
@@ -21,9 +21,9 @@ from functools import cache
 from importlib import resources
 from types import MappingProxyType
 
-from rag_desktop.core import citations
 from rag_desktop.core.errors import ErrorKind, RagError
-from rag_desktop.core.types import ChatMessage, Citation, Hit, Lang, Locator
+from rag_desktop.core.replies import parse_citations as parse_citations  # app/service.py still calls it here
+from rag_desktop.core.types import ChatMessage, Hit, Lang, Locator
 
 # --------------------------------------------------------------------------- templates
 
@@ -369,20 +369,6 @@ def build_answer_messages(
         blocks[-1] = block(len(used), last, shorter)
 
     return (*prefix, ChatMessage("user", user_message(blocks))), tuple(used)
-
-
-# --------------------------------------------------------------------------- citations
-
-def parse_citations(answer_text: str, used_sources: Sequence[Hit]) -> tuple[Citation, ...]:
-    """Every distinct [n] in the answer, in order of first appearance, mapped to its source.
-
-    ``n`` refers to the numbering of ``used_sources`` (1-based). A number outside
-    1..len(used_sources) is a citation to a source that was never given: it is kept with
-    ``valid=False`` and no document fields, so the UI can flag it instead of linking it.
-    The grammar is the one in :mod:`rag_desktop.core.citations` (shared with CF-RAG, the
-    metrics and the UI); a markdown link ``[1](...)`` is not a citation.
-    """
-    return citations.parse_citations(answer_text, used_sources)
 
 
 # --------------------------------------------------------------------------- translation

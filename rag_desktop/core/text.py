@@ -1,4 +1,4 @@
-"""The text toolbox: one definition of each script class and of answer tokens.
+"""The text toolbox: one definition of each script class, of answer tokens and of question words.
 
 Before, "CJK" had three definitions (qa_metrics, ocr_text, cfrag) and Han a fourth and fifth
 (the UI's highlighter, the jieba backend), so a character could be Chinese to one stage and
@@ -71,6 +71,18 @@ def joins_without_space(ch: str) -> bool:
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds any :func:`is_cjk` character."""
     return any(is_cjk(ch) for ch in text)
+
+
+# --------------------------------------------------------------------------- question words
+
+# The Chinese words that make a text ask something: a text holding one is a question even
+# without its question mark (a document title that asks, a model's rewrite). One list for the
+# whole package; core/replies.py and app/gate_probes.py read it.
+ZH_QUESTION_WORDS = ("如何", "怎么", "怎样", "为什么", "为何", "什么", "哪", "是否", "吗", "多少", "何时")
+# Characters that ask as well but also stand where nothing is asked: 谁 inside a name, 几 in 几个
+# ("a few"), 何 in 任何 ("any"); 怎 alone also covers 怎能, 怎会. Counted only where a text is meant
+# as a question (a model's reply to "write the question"), never in a document's title.
+ZH_QUESTION_CHARS_LOOSE = ("谁", "几", "何", "怎")
 
 
 # --------------------------------------------------------------------------- answer tokens

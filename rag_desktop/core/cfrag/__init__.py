@@ -22,8 +22,8 @@ module of each:
 7. Decision: if the hypotheses agree, the highest Ψ; otherwise a synthesis of the top 3.
 
 :mod:`.pipeline` runs the steps over a frozen :class:`~.state.CFState`; :mod:`.prompts`
-renders every prompt from ``rag_desktop/prompts/cfrag_*.txt``; :mod:`.parsing` reads the
-replies; :mod:`.seeds` derives every random stream from one seed; :mod:`.trace` builds the
+renders every prompt from ``rag_desktop/prompts/cfrag_*.txt``; :mod:`rag_desktop.core.replies`
+reads the replies; :mod:`.seeds` derives every random stream from one seed; :mod:`.trace` builds the
 trace and what the UI shows of it; :mod:`.types` holds the trace's dataclasses.
 
 We follow the paper's formulas, not the shortcuts of the authors' public code (KMeans on
@@ -61,13 +61,6 @@ from rag_desktop.core.cfrag.evidence import (
     resolve_score_scale,
     score_matrix,
     select_evidence,
-)
-from rag_desktop.core.cfrag.parsing import (
-    parse_counterfactual_line,
-    parse_counterfactuals,
-    parse_hypothesis,
-    parse_numbered_answers,
-    trim_to_sentence,
 )
 from rag_desktop.core.cfrag.pipeline import PIPELINE, cfrag_result, iter_cfrag, run_cfrag
 from rag_desktop.core.cfrag.prompts import (
@@ -121,7 +114,6 @@ from rag_desktop.core.cfrag.types import (
     GenerationUsage,
     HypothesisTrace,
     MarginSummary,
-    ParseMethod,
     SpectralTrace,
     StepTiming,
     SubsetTrace,
@@ -161,7 +153,6 @@ __all__ = [
     "GenerationUsage",
     "HypothesisTrace",
     "MarginSummary",
-    "ParseMethod",
     "SpectralResult",
     "SpectralTrace",
     "StepTiming",
@@ -195,10 +186,6 @@ __all__ = [
     "median_sigma",
     "normalise_scores",
     "normalized_laplacian",
-    "parse_counterfactual_line",
-    "parse_counterfactuals",
-    "parse_hypothesis",
-    "parse_numbered_answers",
     "phi_causal",
     "phi_coh",
     "pool_union",
@@ -216,5 +203,4 @@ __all__ = [
     "synthesis_messages",
     "to_jsonable",
     "trace_to_json",
-    "trim_to_sentence",
 ]

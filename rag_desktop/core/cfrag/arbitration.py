@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.core.citations import parse_citations
 from rag_desktop.core.qa_metrics import token_f1
+from rag_desktop.core.replies import parse_citations
 from rag_desktop.core.settings import CFRagSettings
 from rag_desktop.core.text import answer_tokens, normalize_answer
 from rag_desktop.core.types import Citation, Hit

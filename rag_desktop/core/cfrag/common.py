@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.core.citations import CITATION_RE
 from rag_desktop.core.text import has_cjk
 from rag_desktop.core.types import Hit
 
 FloatMatrix = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-_CITE = re.compile(r"\s*" + CITATION_RE.pattern)  # the shared grammar, with the space before a marker
 
 
 def _example_lang(query: str) -> str:

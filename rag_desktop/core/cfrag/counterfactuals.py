@@ -17,7 +17,6 @@ import numpy.typing as npt
 from rag_desktop.core.cfrag.calls import UsageSink, generate_group
 from rag_desktop.core.cfrag.common import _example_lang, cosine_rows
 from rag_desktop.core.cfrag.notes import say
-from rag_desktop.core.cfrag.parsing import parse_counterfactual_line, parse_counterfactuals, parse_numbered_answers
 from rag_desktop.core.cfrag.prompts import (
     EXAMPLE_COUNTERFACTUALS,
     EXAMPLE_QUERIES,
@@ -34,6 +33,7 @@ from rag_desktop.core.cfrag.types import AnswerJudgement, CounterfactualCandidat
 from rag_desktop.core.generation import GenRequest
 from rag_desktop.core.protocols import Embedder, Generator
 from rag_desktop.core.qa_metrics import token_f1
+from rag_desktop.core.replies import parse_counterfactual_line, parse_counterfactuals, parse_numbered_answers
 from rag_desktop.core.settings import CFRagSettings
 from rag_desktop.core.text import HAN_CLASS, normalize_answer
 from rag_desktop.core.types import CancelToken
@@ -82,6 +82,7 @@ def closed_book_is_degenerate(answer_q: str, answers_cf: Sequence[str]) -> bool:
     return len(nonempty) >= 3 and len(set(nonempty)) == 1
 
 
+# The English words that only shape a question (question words, auxiliaries, prepositions, articles) and
 # the Chinese characters that do the same; changing only these does not change what is asked.
 # Except "who"/"谁": turning "in which city …" into "who …" asks for a person instead of a
 # place — a category transformation — so they count as content.
@@ -90,6 +91,9 @@ _FORM_WORDS = frozenset((
     "a", "an", "is", "was", "are", "were", "did", "does", "do", "to", "for", "by", "and", "or", "with",
     "from", "s", "its", "their", "his", "her",
 ))
+# Single characters, compared one by one with the Han characters of a counterfactual, so not the
+# question words of core.text (ZH_QUESTION_WORDS tell whether a text asks; these, whether a change
+# is one of form): question characters without 谁 (see above) and the function characters around them.
 _FORM_CHARS = frozenset("哪里个座所什么几多少何吗呢在于是的由其了被为位有")
 _CONTENT_TOKEN = re.compile(rf"[a-z0-9]+|[{HAN_CLASS}]")  # words, and each Han character (core.text)
 

@@ -37,7 +37,6 @@ from rag_desktop.core.cfrag.evidence import (
     select_evidence,
 )
 from rag_desktop.core.cfrag.notes import say
-from rag_desktop.core.cfrag.parsing import parse_hypothesis, trim_to_sentence
 from rag_desktop.core.cfrag.prompts import _evidence_budget, hypothesis_messages, synthesis_messages
 from rag_desktop.core.cfrag.sampling import Subset, sample_subsets
 from rag_desktop.core.cfrag.seeds import derive_seed, stream_rng
@@ -56,6 +55,7 @@ from rag_desktop.core.cfrag.types import (
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.generation import GenRequest
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
+from rag_desktop.core.replies import parse_hypothesis, trim_to_sentence
 from rag_desktop.core.settings import CFRagSettings, check_setting, validate_section
 from rag_desktop.core.text import normalize_answer
 from rag_desktop.core.types import CancelToken, Hit, Progress

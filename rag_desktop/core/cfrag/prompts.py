@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_desktop.core.cfrag.common import _CITE, _example_lang
+from rag_desktop.core.cfrag.common import _example_lang
 from rag_desktop.core.cfrag.notes import say
 from rag_desktop.core.cfrag.tuning import CFTuning
 from rag_desktop.core.cfrag.types import HypothesisTrace
 from rag_desktop.core.prompting import load_sections, render_section
 from rag_desktop.core.protocols import Generator
+from rag_desktop.core.replies import CITE_MARKER
 from rag_desktop.core.settings import SynthesisPrompt
 from rag_desktop.core.types import ChatMessage, Hit
 
@@ -201,7 +202,7 @@ def synthesis_messages(
     suffix = "" if style == "ranked" else "_evidence"
     cands = []
     for letter, h in zip("ABCDEFGHIJ", ranked, strict=False):
-        rationale = _CITE.sub("", h.rationale).strip() or sections["no_rationale"]
+        rationale = CITE_MARKER.sub("", h.rationale).strip() or sections["no_rationale"]
         cands.append(render_section("cfrag_hypothesis", "candidate" + suffix, letter=letter,
                                     answer=h.answer or sections["empty_answer"], psi=f"{h.psi:.3f}",
                                     rationale=rationale))

@@ -17,13 +17,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rag_desktop.core.replies import ParseMethod
 from rag_desktop.core.settings import CFRagSettings
 from rag_desktop.core.types import Answer, Hit
 
 AnswerJudgement = Literal["differ", "same", "undetermined"]
 EvidenceStatus = Literal["kept", "duplicate", "low_quality", "below_cut"]
 DecisionKind = Literal["select", "synthesize", "synthesis_fallback", "single", "no_evidence"]
-ParseMethod = Literal["json", "labels", "fallback", "empty"]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,21 @@
-"""Reading the model's replies: counterfactual lines, closed-book answers, hypotheses.
+"""Reading the local model's replies: every parser of generated text in one place.
 
-Small local models drift from the format they were asked for (numbering, bullets,
-markdown, labels, fenced or truncated JSON); every parser here says what it tolerates.
+Small local models drift from the format they were asked for (numbering, bullets, markdown,
+labels, quotes, fenced or truncated JSON, a second line nobody asked for); every parser here
+says what it tolerates and what it gives back when the reply holds nothing usable. Pure
+functions, no model and no Qt: the callers run the model and decide what to do with the result.
+
+By reply, in the order a question meets them:
+
+* the follow-up rewrite (:func:`parse_rewrite`, with :func:`kept_share` and :func:`added_tokens`);
+* the question's translation (:func:`clean_translation`, :func:`written_anew`);
+* the answer's citations (:func:`parse_citations`, on the grammar of :mod:`rag_desktop.core.citations`);
+* CF-RAG's counterfactual questions (:func:`parse_counterfactuals`, :func:`parse_counterfactual_line`),
+  closed-book answers (:func:`parse_numbered_answers`) and hypotheses (:func:`parse_hypothesis`,
+  :func:`trim_to_sentence`);
+* the automatic gate's probe questions (:func:`clean_question`).
+
+What counts as a Chinese question word is :data:`rag_desktop.core.text.ZH_QUESTION_WORDS`.
 """
 
 from __future__ import annotations
@@ -9,10 +23,50 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
-from rag_desktop.core.cfrag.common import _CITE
-from rag_desktop.core.cfrag.types import ParseMethod
-from rag_desktop.core.text import has_cjk, normalize_answer
+from rag_desktop.core.citations import CITATION_RE, cited_numbers
+from rag_desktop.core.keywords import load_stopwords
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.text import (
+    ZH_QUESTION_CHARS_LOOSE,
+    ZH_QUESTION_WORDS,
+    answer_tokens,
+    has_cjk,
+    is_han,
+    normalize_answer,
+)
+from rag_desktop.core.types import Citation, Hit
+
+ParseMethod = Literal["json", "labels", "fallback", "empty"]  # how parse_hypothesis read a reply
+
+_QUOTES = "\"'“”‘’「」『』`"
+# A citation marker with the space before it: what is removed from a short answer or a rationale.
+CITE_MARKER = re.compile(r"\s*" + CITATION_RE.pattern)
+
+# --------------------------------------------------------------------------- the answer's citations
+
+
+def parse_citations(text: str, sources: Sequence[Hit]) -> tuple[Citation, ...]:
+    """Every distinct [n] in ``text`` mapped to ``sources`` (1-based), first appearance order.
+
+    A number outside 1..len(sources) names a source that was never given: it is kept with
+    ``valid=False`` and no document fields, so the UI flags it instead of linking it. The
+    grammar is the one in :mod:`rag_desktop.core.citations` (shared with CF-RAG, the metrics
+    and the UI); a markdown link ``[1](...)`` is not a citation.
+    """
+    out: list[Citation] = []
+    for n in cited_numbers(text):
+        if 1 <= n <= len(sources):
+            h = sources[n - 1]
+            out.append(Citation(n=n, valid=True, doc_id=h.doc_id, unit_id=h.unit_id,
+                                title=h.title, path=h.path, page=h.page))
+        else:
+            out.append(Citation(n=n, valid=False))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- CF-RAG: counterfactuals
 
 _TAG_WORDS = {
     "role": "role", "roles": "role", "角色": "role", "关系": "role",
@@ -25,7 +79,6 @@ _TAG_ALT = "|".join(sorted(map(re.escape, _TAG_WORDS), key=len, reverse=True))
 _BRACKET_TAG = re.compile(rf"^[\[(【（]\s*({_TAG_ALT})\s*[\])】）]\s*[:：\-–—]?\s*", re.IGNORECASE)
 _COLON_TAG = re.compile(rf"^({_TAG_ALT})\s*[:：\-–—]\s*", re.IGNORECASE)
 _BULLET = re.compile(r"^(?:[-*•·]+|\(?\d{1,2}\s*[.)、:：]|[Qq]\d{1,2}\s*[.):：]?)\s*")
-_QUOTES = "\"'“”‘’「」『』`"
 
 
 def parse_counterfactuals(text: str) -> list[tuple[str, str]]:
@@ -73,7 +126,9 @@ _EN_INTERROGATIVE = re.compile(
     r"^(?:who|whom|whose|what|which|when|where|why|how|in\s+(?:what|which)|is|are|was|were|do|does|did)\b",
     re.IGNORECASE,
 )
-_ZH_INTERROGATIVE = re.compile(r"谁|什么|哪|几|多少|何|吗|怎")
+# The question words and the loose ones too: a line the model wrote when asked for a question is
+# meant as one, so 谁 or 几 in it asks (a document title is read with the strict list only).
+_ZH_INTERROGATIVE = re.compile("|".join(map(re.escape, ZH_QUESTION_WORDS + ZH_QUESTION_CHARS_LOOSE)))
 
 
 def _looks_like_question(text: str) -> bool:
@@ -120,10 +175,10 @@ def parse_counterfactual_line(text: str, query: str, taken: Sequence[str] = ()) 
     return next((ln for ln in lines if normalize_answer(ln) not in avoid), lines[0])
 
 
+# --------------------------------------------------------------------------- CF-RAG: closed-book answers
+
 _NUMBERED = re.compile(r"^\s*(?:[-*•]\s*)?(?:[QqAa]\s*)?(\d{1,2})\s*[.)、:：]\s*(.*)$")
 _ANSWER_PREFIX = re.compile(r"^(?:answer|a|答案|回答)\s*[:：]\s*", re.IGNORECASE)
-
-
 # A small model asked to synthesise sometimes echoes a candidate line of the prompt
 # ("(A) Kessby — Ψ = 0.53 — rationale", see synthesis_messages): keep only the answer part.
 _ECHOED_LABEL = re.compile(r"^\(([A-J])\)\s*")
@@ -134,7 +189,7 @@ def _clean_short_answer(text: str) -> str:
     s = text.strip().replace("**", "")
     s = _ANSWER_PREFIX.sub("", s)
     s = _ECHOED_SCORE.sub("", _ECHOED_LABEL.sub("", s))
-    s = _CITE.sub("", s)
+    s = CITE_MARKER.sub("", s)
     s = s.strip().strip(_QUOTES).strip()
     s = s.rstrip("。．.").strip()
     return s
@@ -157,6 +212,8 @@ def parse_numbered_answers(text: str, n: int) -> list[str]:
         return [_clean_short_answer(ln) for ln in lines[:n]] + [""] * max(0, n - len(lines))
     return [found.get(i, "") for i in range(1, n + 1)]
 
+
+# --------------------------------------------------------------------------- CF-RAG: hypotheses
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 # "Answer:", "**Answer:**", "**Answer**:", "### Final answer:", "答案：" — the label and its
@@ -258,3 +315,118 @@ def trim_to_sentence(text: str) -> str:
     ends = [m.end() for m in re.finditer(r"[.!?。！？](?=\s|$)|[。！？]", text)]
     cut = text[: ends[-1]].rstrip() if ends and ends[-1] < len(text.rstrip()) else text
     return cut if cut.strip() else text
+
+
+# --------------------------------------------------------------------------- the follow-up rewrite
+
+# A standalone form adds context to the follow-up; it keeps the follow-up's own words. A reply
+# that keeps fewer than half of them answers another question (seen: a new question,
+# "ColBERT late interaction scoring", came back as the previous one), so the user's words win.
+KEEP_SHARE = 0.5
+MAX_GROWTH = 4  # a rewrite longer than 4× the follow-up + 80 characters is rambling, not a question
+
+_REWRITE_LABEL = re.compile(
+    r"^(?:standalone question|question|rewritten question|独立问题|问题|改写后的问题|改写)\s*[:：]\s*", re.IGNORECASE)
+
+
+def kept_share(question: str, rewrite: str) -> float:
+    """The share of the question's content tokens (words other than English stopwords; CJK
+    characters one by one) that the rewrite still contains. 1.0 when the question has fewer
+    than two: "and?" or "why?" carries nothing a rewrite could keep."""
+    stop = load_stopwords("en")
+    q = [t for t in answer_tokens(question) if t not in stop]
+    if len(q) < 2:
+        return 1.0
+    r = set(answer_tokens(rewrite))
+    return sum(t in r for t in q) / len(q)
+
+
+def added_tokens(question: str, rewrite: str) -> set[str]:
+    """The rewrite's content tokens that the question does not have (stopwords of either
+    language left out; CJK characters one by one): what the rewrite brought from the thread."""
+    stop = load_stopwords("en") | load_stopwords("zh")
+    q = set(answer_tokens(question))
+    return {t for t in answer_tokens(rewrite) if t not in q and t not in stop}
+
+
+def parse_rewrite(reply: str, question: str) -> tuple[str, str]:
+    """(standalone question, reason): the reply's first line without labels or quotes; the
+    user's question and a reason (a key of :data:`rag_desktop.core.conversation.NOTES`) when the reply is empty or not a
+    plausible question."""
+    line = next((ln.strip() for ln in reply.strip().splitlines() if ln.strip()), "")
+    line = _REWRITE_LABEL.sub("", line).strip().strip(_QUOTES).strip()
+    if not line:
+        return question, "empty"
+    if len(line) > MAX_GROWTH * len(question) + 80:
+        return question, "not_a_question"
+    if kept_share(question, line) < KEEP_SHARE:
+        return question, "dropped_words"
+    if line != question and not added_tokens(question, line):
+        # Seen with the 1.5B on a new-topic question: "出差住宿费的报销标准是多少？" came back as
+        # "出差住宿费报销的标准是多少？". A rewrite that brings no word of the thread resolves nothing,
+        # and showing it for confirmation only holds the person up: the typed words are asked.
+        return question, "unchanged"
+    return line, ""
+
+
+# --------------------------------------------------------------------------- the question's translation
+
+_PAREN = re.compile(r"\s*[（(]([^（()）]*)[)）]")
+# Quotes a reply may wrap the whole question in, opening → closing. 《》 marks a title, so it is only
+# taken off when it wraps the whole reply: "《玻璃港》的导演是谁？" keeps its title marks.
+_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "《": "》"}
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` without the quote pairs that enclose all of it (none inside it)."""
+    while len(text) >= 2 and _PAIRS.get(text[0]) == text[-1] and text[-1] not in text[1:-1]:
+        text = text[1:-1].strip()
+    return text
+
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def written_anew(translation: str, question: str) -> str:
+    """What ``translation`` says in words the question does not hold: its Latin words that are not
+    the question's (case aside) and its Han characters that are not the question's.
+
+    A translation keeps names in their own script — "Wason selection task展示了什么？",
+    "Who plays the lead in 澜川往事?" — and such a reply can hold more of the source script than of
+    the target one; what the model *wrote* is the rest, and that must be in the target language.
+    """
+    words = {w.casefold() for w in _WORD.findall(question)}
+    han = set(question)
+    rest = _WORD.sub(lambda m: " " if m.group(0).casefold() in words else m.group(0), translation)
+    return "".join(ch for ch in rest if not (is_han(ch) and ch in han))
+
+
+def clean_translation(raw: str, source: str, target: str, question: str = "") -> str:
+    """The translated question out of the model's reply: its first non-empty line, without a
+    "Translation:" label or quotes, and without the source-language terms the translate prompt
+    asks for in parentheses (the question as typed already searches with those words); "" unless
+    what it wrote anew (``written_anew``, given the ``question``) is in the target language."""
+    lines = [ln.strip() for ln in raw.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    text = re.sub(r"^(translation|译文|翻译)\s*[:：]\s*", "", lines[0], flags=re.IGNORECASE).strip()
+    text = _PAREN.sub(lambda m: "" if detect_lang(m.group(1)) == source else m.group(0), text)
+    text = _unwrapped(text.strip())
+    return text if detect_lang(written_anew(text, question)) == target else ""
+
+
+# --------------------------------------------------------------------------- the gate's probe questions
+
+
+def clean_question(text: str) -> str:
+    """The model's reply as one question: first non-empty line, quotes and labels removed."""
+    for line in text.splitlines():
+        s = line.strip().strip('"“”「」').strip()
+        for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
+            if s.startswith(prefix):
+                s = s[len(prefix):].strip()
+        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # a small model numbers even a single question
+        if s:
+            return s
+    return ""
+

@@ -51,13 +51,13 @@ from rag_desktop.core.conversation import (
     Rewrite,
     build_rewrite_messages,
     needs_rewrite,
-    parse_rewrite,
 )
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.fusion import fuse
 from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.needs import SourceNeed
+from rag_desktop.core.replies import parse_citations, parse_rewrite
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
     Answer,
@@ -468,7 +468,7 @@ class RagService:
         example = next((m.content for m in msgs if m.role == "assistant"), "")
         warnings = ("copied_example",) if echoes_example(text, example, [h.text for h in used]) else ()
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
-        citations = prompting.parse_citations(text, used)
+        citations = parse_citations(text, used)
         if not warnings:  # an answer that is not from the documents labels nothing
             self.note_relevant(query, [c.doc_id for c in citations if c.valid and c.doc_id], "cited")
         yield Answer(text, citations, tuple(used), ranked.method,

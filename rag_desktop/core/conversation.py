@@ -23,7 +23,6 @@ from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.keywords import load_stopwords
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import load_template
-from rag_desktop.core.replies import parse_rewrite as parse_rewrite  # app/service.py still imports it from here
 from rag_desktop.core.text import is_han
 from rag_desktop.core.types import ChatMessage
 
@@ -207,4 +206,4 @@ def history_for_export(turns: Sequence[Turn]) -> list[str]:
 
 
 __all__ = ["NOTES", "Conversation", "Rewrite", "Turn", "build_rewrite_messages", "history_for_export", "needs_rewrite",
-           "parse_rewrite", "stands_alone"]
+           "stands_alone"]

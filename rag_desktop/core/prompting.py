@@ -22,7 +22,6 @@ from importlib import resources
 from types import MappingProxyType
 
 from rag_desktop.core.errors import ErrorKind, RagError
-from rag_desktop.core.replies import parse_citations as parse_citations  # app/service.py still calls it here
 from rag_desktop.core.types import ChatMessage, Hit, Lang, Locator
 
 # --------------------------------------------------------------------------- templates

@@ -142,29 +142,34 @@ def main(argv: list[str] | None = None) -> int:
         shots.append(path)
         print(f"wrote {path}")
 
-    wait_until(lambda: win.listing is not None and not win.runner.busy, 120, "the library listing")
-    assert win.listing is not None
-    if not win.listing.documents:
+    lib_ctl, results = win.libraries, win.results  # the library sidebar; the Compare/Trace/Chart tabs
+    wait_until(lambda: lib_ctl.listing is not None and not win.runner.busy, 120, "the library listing")
+    assert lib_ctl.listing is not None
+    if not lib_ctl.listing.documents:
         print(f"building the demo library in {lib} (first run; this takes a few minutes)…")
-        win.start_ingest([demo_source_folder()])
+        lib_ctl.start_ingest([demo_source_folder()])
         wait_until(lambda: win.runner.busy, 30, "the ingest to start")
-        wait_until(lambda: win.library_panel.progress.value() > 1, args.timeout, "ingest progress")
+        wait_until(lambda: lib_ctl.panel.progress.value() > 1, args.timeout, "ingest progress")
         shot(win, "ingest.png")
-        wait_until(lambda: win.last_ingest_report is not None and not win.runner.busy, args.timeout, "the ingest")
+        wait_until(lambda: lib_ctl.last_ingest_report is not None and not win.runner.busy, args.timeout, "the ingest")
 
     def ask(q: str, answers: bool = False, on_progress: Callable[[], None] | None = None) -> None:
-        win.auto_answer.setChecked(answers)
+        win.query_bar.auto_answer.setChecked(answers)
         win.ask(q)
         if not answers:
             wait_until(lambda: win.state is not None and win.state.comparison is not None and not win.runner.busy,
                        args.timeout, f"the ranking of {q!r}")
             return
+
+        def cf_over() -> bool:  # CF-RAG's result, its abstention (both its answer) or a failure
+            st = win.state
+            return st is not None and ("cfrag" in st.answers or bool(st.errors))
+
         if on_progress is not None:  # CF-RAG under way: the live trace tab
-            wait_until(lambda: win.trace_view._empty_key == "trace.running"  # a CF-RAG step, not model prep
-                       or (win.state is not None and win.state.cfrag is not None), args.timeout, "CF-RAG to start")
+            wait_until(lambda: results.trace_view._empty_key == "trace.running"  # a CF-RAG step, not model prep
+                       or cf_over(), args.timeout, "CF-RAG to start")
             on_progress()
-        wait_until(lambda: win.state is not None and (win.state.cfrag is not None or bool(win.state.errors))
-                   and not win.runner.busy, args.timeout, f"the answers to {q!r}")
+        wait_until(lambda: cf_over() and not win.runner.busy, args.timeout, f"the answers to {q!r}")
 
     def select_first_kept() -> None:
         """Select a causal row that kept its baseline rank, to show the Why card's "held" line."""
@@ -173,14 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         expl = st.comparison.causal.explanations
         row = next((i for i, h in enumerate(st.comparison.causal.hits)
                     if any(e.unit_id == h.unit_id and e.new_rank == e.baseline_rank for e in expl)), 0)
-        win.columns["causal"].select_row(row)
+        results.columns["causal"].select_row(row)
 
     # The workspace after a question (answers off: the CF-RAG column folded to its strip), at every
     # size, in both languages.
     for lang, q in (("en", EN_Q), ("zh", ZH_Q)):
         if i18n.language() != lang:
             win.apply_settings(win.settings.replace("ui", language=lang))
-        win.tabs.setCurrentIndex(0)
+        results.setCurrentIndex(0)
         ask(q)
         for w, h in sizes:
             tag = size(w, h)
@@ -195,25 +200,25 @@ def main(argv: list[str] | None = None) -> int:
     if i18n.language() != "en":
         win.apply_settings(win.settings.replace("ui", language="en"))
     size(*sizes[-1])
-    win.tabs.setCurrentIndex(0)
+    results.setCurrentIndex(0)
     ask(EN_Q)
-    hits = win.columns["causal"].hits()
+    hits = results.columns["causal"].hits()
     pdf = next((h for h in hits if h.path.endswith(".pdf")), None)
     if pdf is not None:  # whole-word marks on the page
         win.open_hit(pdf)
         wait_until(lambda: win.viewer.pending == 0, 120, "the viewer")
         shot(win.viewer, "viewer_en.png")
         win.viewer.hide()
-    win.tabs.setCurrentWidget(win.chart)
+    results.setCurrentWidget(results.chart)
     shot(win, "rank_chart_en.png")
-    win.tabs.setCurrentIndex(0)
+    results.setCurrentIndex(0)
 
     if not args.no_answers:
         # One real run of the answers and CF-RAG (slow on a laptop CPU); every later view reuses it.
         def live() -> None:
-            win.tabs.setCurrentWidget(win.trace_view)
+            results.setCurrentWidget(results.trace_view)
             shot(win, "cfrag_trace_running_en.png")
-            win.tabs.setCurrentIndex(0)
+            results.setCurrentIndex(0)
 
         cached = args.run_cache is not None and args.run_cache.is_file()
         if cached:
@@ -223,12 +228,21 @@ def main(argv: list[str] | None = None) -> int:
             ask(run["question"])
             st = win.state
             assert st is not None and st.comparison is not None
-            win._set_cf_collapsed(False)
-            for m, answer in run["answers"].items():
-                if m != "cfrag":
-                    ranked = st.comparison.causal if m == "causal" else st.comparison.baseline
-                    win._on_answer(st.qid, m, ranked, answer)
-            win._on_cfrag(st.qid, run["cfrag"])
+            assert st.flow is not None
+            # drawn as the question view draws a live run's events: each answer over the passages
+            # its column reads (one answer shown in every column of its group), then CF-RAG
+            results.set_cf_collapsed(False)
+            for group in st.flow.answer_groups(st.comparison):
+                for i, (m, ranked) in enumerate(zip(group.members, group.lists, strict=True)):
+                    answer = run["answers"].get(m)
+                    if answer is not None:
+                        st.answers[m] = answer
+                        results.show_answer(m, answer, ranked.hits, group.lead if i else "")
+            st.cfrag = run["cfrag"]
+            st.answers["cfrag"] = st.cfrag.answer
+            results.show_cfrag(st)
+            # the bar and the answer panes' height as after a live run (ticking the box runs nothing)
+            win.query_bar.auto_answer.setChecked(True)
         else:
             ask(EN_Q, answers=True, on_progress=live)
             st = win.state
@@ -240,17 +254,17 @@ def main(argv: list[str] | None = None) -> int:
                 win.apply_settings(win.settings.replace("ui", language=lang))
             for w, h in sizes:
                 tag = size(w, h)
-                win.tabs.setCurrentIndex(0)
+                results.setCurrentIndex(0)
                 select_first_kept()
                 shot(win, f"compare_answers_{lang}_{tag}.png")
                 if (w, h) == sizes[0]:  # the answer's Sources table open (n, document, what was given)
-                    pane = win.answers["causal"]
+                    pane = results.answers["causal"]
                     pane.sources_btn.setChecked(True)
                     shot(win, f"sources_{lang}_{tag}.png")
                     pane.sources_btn.setChecked(False)
-                win.tabs.setCurrentWidget(win.trace_view)
+                results.setCurrentWidget(results.trace_view)
                 shot(win, f"cfrag_trace_{lang}_{tag}.png")
-        win.tabs.setCurrentIndex(0)
+        results.setCurrentIndex(0)
         if i18n.language() != "en":
             win.apply_settings(win.settings.replace("ui", language="en"))
 
@@ -262,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         probes = {EN_Q: "en_textbook_reasoning_conditionals.pdf",
                   "如何评估数据出境的安全？": "zh_guideline_cross_border_assessment.pdf",
                   ZH_Q: "zh_guideline_cross_border_assessment.pdf"}
-        win.open_calibration()
-        wiz = win.calibration_wizard
+        lib_ctl.open_calibration()
+        wiz = lib_ctl.calibration_wizard
+        assert wiz is not None
         wait_until(wiz.isVisible, 10, "the calibration wizard")
         wiz.type_radio.setChecked(True)
         wiz.text.setPlainText("\n".join(probes))

@@ -34,3 +34,12 @@ def ingest_texts(root: Path, texts: dict[str, str], settings: Settings | None = 
     assert isinstance(last, IngestReport), last
     assert len(last.added) == len(texts), (last.added, last.skipped)
     return svc
+
+
+def built_library(root: Path, texts: dict[str, str], settings: Settings | None = None) -> Path:
+    """The folder of a library of ``texts`` built as :func:`ingest_texts` builds it, closed (its
+    models too) for the tests to reopen."""
+    svc = ingest_texts(root, texts, settings)
+    svc.close()
+    svc.runtime.close()
+    return svc.library.folder

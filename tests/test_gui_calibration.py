@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from library_helpers import MIXED_DOCS, built_library
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QCheckBox
 from test_gui_support import FakeService, ScriptedGenerator, ScriptedRuntime
@@ -27,12 +28,6 @@ from rag_desktop.ui.main_window import MainWindow
 
 pytestmark = [pytest.mark.gui, pytest.mark.integration]
 
-DOCS = {
-    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
-                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
-    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
-    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
-}
 TYPED = {
     "Why do people choose the matching cards?": "wason_en.txt",
     "久咳用什么药？": "cough_zh.txt",
@@ -43,12 +38,7 @@ TYPED = {
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A library with three documents, built once (the window tests reopen it)."""
-    from library_helpers import ingest_texts
-
-    svc = ingest_texts(tmp_path_factory.mktemp("cal"), DOCS)
-    svc.close()
-    svc.runtime.close()
-    return svc.library.folder
+    return built_library(tmp_path_factory.mktemp("cal"), MIXED_DOCS)
 
 
 @pytest.fixture()
@@ -109,7 +99,7 @@ def test_typed_probes_labelled_with_clicks_show_delta_and_reliability_and_apply(
         wiz.probe_list.setCurrentRow(row)
         assert question in wiz.question.text()
         # the candidates are the documents any method ranks in its top 10: all three here
-        assert sorted(Path(b.toolTip()).name for b in wiz.checks) == sorted(DOCS)
+        assert sorted(Path(b.toolTip()).name for b in wiz.checks) == sorted(MIXED_DOCS)
         assert not any(b.isChecked() for b in wiz.checks)  # typed probes start unlabelled
         box = next(b for b in wiz.checks if Path(b.toolTip()).name == name)
         click(qtbot, box)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from test_gui_support import FakeService
+from window_helpers import shown_window, type_and_ask
 
 from rag_desktop.core.conversation import Conversation, Rewrite, Turn
 from rag_desktop.core.settings import Settings
@@ -49,22 +50,8 @@ class ConversingService(FakeService):
 def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, ConversingService]]:
     i18n.set_language("en")
     svc = ConversingService(tmp_path / "lib", Settings())
-    win = MainWindow(svc, Settings(), settings_file=tmp_path / "settings.toml", auto_answer=True)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
-    yield win, svc
-    win.runner.cancel_all()
-    win.runner.wait(5000)
-    win.render_runner.wait(5000)
-
-
-def type_and_ask(qtbot: Any, win: MainWindow, q: str) -> None:
-    line = win.query_bar.query.lineEdit()
-    assert line is not None
-    line.clear()
-    qtbot.keyClicks(line, q)
-    qtbot.keyClick(line, Qt.Key.Key_Return)
+    with shown_window(qtbot, svc, Settings(), tmp_path / "settings.toml", auto_answer=True) as win:
+        yield win, svc
 
 
 def test_follow_up_is_shown_rewritten_and_asked_only_when_confirmed(qtbot: Any, env: Any, tmp_path: Path) -> None:

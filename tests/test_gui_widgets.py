@@ -19,6 +19,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QTextCursor
 from test_gui_support import ANSWER_TEXT, DEMO, FakeService, ScriptedGenerator, make_comparison
+from window_helpers import shown_window, type_and_ask
 
 from rag_desktop.app.config import load_settings, load_ui_state
 from rag_desktop.backends.errors import ModelUnavailable
@@ -41,23 +42,13 @@ def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, FakeService, P
     settings = Settings()
     sfile = tmp_path / "settings.toml"
     svc = FakeService(tmp_path / "lib", settings)
-    win = MainWindow(svc, settings, settings_file=sfile, auto_answer=True)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
-    yield win, svc, sfile
-    win.runner.cancel_all()
-    win.runner.wait(5000)
-    win.render_runner.wait(5000)
+    with shown_window(qtbot, svc, settings, sfile, auto_answer=True) as win:
+        yield win, svc, sfile
     i18n.set_language("en")
 
 
 def ask_and_wait(qtbot: Any, win: MainWindow, q: str = QUESTION) -> None:
-    line = win.query_bar.query.lineEdit()
-    assert line is not None
-    line.clear()
-    qtbot.keyClicks(line, q)
-    qtbot.keyClick(line, Qt.Key.Key_Return)
+    type_and_ask(qtbot, win, q)
     qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
                     timeout=10000)
 

@@ -47,23 +47,12 @@ def test_a_question_leaves_a_hand_edited_settings_file_alone(qtbot: Any, tmp_pat
         "Why do people fail the Wason selection task?"]
 
 
-DOCS = {
-    "wason_en.txt": "The Wason selection task asks which cards must be turned to test a rule. Most people choose "
-                    "the matching cards instead of the falsifying ones; this is called matching bias. " * 4,
-    "cough_zh.txt": "中医治疗久咳，先辨寒热虚实。风寒咳嗽用止嗽散，肺阴亏虚用沙参麦冬汤。" * 6,
-    "noodles_en.txt": "Boil water, add the noodles, cook five minutes, drain and serve with sauce. " * 4,
-}
-
-
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real library of three short documents (the embedded models), built once."""
-    from library_helpers import ingest_texts
+    from library_helpers import MIXED_DOCS, built_library
 
-    svc = ingest_texts(tmp_path_factory.mktemp("issue11"), DOCS)
-    svc.close()
-    svc.runtime.close()
-    return svc.library.folder
+    return built_library(tmp_path_factory.mktemp("window_bugs"), MIXED_DOCS)
 
 
 @pytest.mark.integration

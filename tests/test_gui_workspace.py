@@ -19,6 +19,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 from test_gui_support import FakeService, ScriptedGenerator, make_cf_result, make_comparison
+from window_helpers import shown_window
 
 from rag_desktop.app.config import load_settings, load_ui_state, save_settings
 from rag_desktop.app.service import CausalOff, CausalOffCode, Comparison, causal_off_reason
@@ -67,15 +68,8 @@ def env(qtbot: Any, tmp_path: Path, tokenizer: JiebaTokenizer) -> Iterator[tuple
     i18n.set_language("en")
     sfile = tmp_path / "settings.toml"
     svc = WordService(tmp_path / "lib", Settings(), tokenizer)
-    win = MainWindow(svc, Settings(), settings_file=sfile, auto_answer=False)
-    qtbot.addWidget(win)
-    win.resize(1280, 800)
-    win.show()
-    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
-    yield win, svc, sfile
-    win.runner.cancel_all()
-    win.runner.wait(5000)
-    win.render_runner.wait(5000)
+    with shown_window(qtbot, svc, Settings(), sfile, auto_answer=False, size=(1280, 800)) as win:
+        yield win, svc, sfile
     i18n.set_language("en")
 
 

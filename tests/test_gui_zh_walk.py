@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from gui_text_walk import english_in, english_words
 from test_gui_support import FakeService, ScriptedGenerator
+from window_helpers import shown_window
 
 from rag_desktop.core.cfrag.types import CFTrace
 from rag_desktop.core.settings import Settings
@@ -31,15 +32,8 @@ def zh_window(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, FakeServ
     settings = Settings().replace("ui", language="zh")
     i18n.set_language("zh")
     svc = FakeService(tmp_path / "lib", settings, ScriptedGenerator())
-    win = MainWindow(svc, settings, settings_file=tmp_path / "settings.toml", auto_answer=True)
-    qtbot.addWidget(win)
-    win.resize(1280, 770)
-    win.show()
-    qtbot.waitUntil(lambda: win.libraries.listing is not None and not win.runner.busy, timeout=5000)
-    yield win, svc
-    win.runner.cancel_all()
-    win.runner.wait(5000)
-    win.render_runner.wait(5000)
+    with shown_window(qtbot, svc, settings, tmp_path / "settings.toml", auto_answer=True, size=(1280, 770)) as win:
+        yield win, svc
     i18n.set_language("en")
 
 

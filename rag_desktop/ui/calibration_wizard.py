@@ -60,6 +60,7 @@ from rag_desktop.app.calibration import (
 from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY, GateDecision
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_label
 from rag_desktop.ui.worker import Task, TaskContext, TaskRunner, UserError
 
 log = logging.getLogger(__name__)
@@ -154,9 +155,7 @@ class CalibrationWizard(QDialog):
         self.stack.addWidget(self._result_page())
 
         self.progress = QProgressBar()
-        self.status = QLabel()
-        self.status.setTextFormat(Qt.TextFormat.PlainText)
-        self.status.setWordWrap(True)
+        self.status = plain_label()
         self.back_btn = QPushButton()
         self.next_btn = QPushButton()
         self.stop_btn = QPushButton()
@@ -182,9 +181,7 @@ class CalibrationWizard(QDialog):
 
     def _probes_page(self) -> QWidget:
         page = QWidget()
-        self.intro = QLabel()
-        self.intro.setWordWrap(True)
-        self.intro.setTextFormat(Qt.TextFormat.PlainText)
+        self.intro = plain_label()
         self.gen_radio = QRadioButton()
         self.type_radio = QRadioButton()
         self.mode = QButtonGroup(page)
@@ -203,10 +200,8 @@ class CalibrationWizard(QDialog):
         n_row.addWidget(self.n_label)
         n_row.addWidget(self.n_spin)
         n_row.addStretch(1)
-        self.stored = QLabel()
+        self.stored = plain_label()
         self.stored.setObjectName("stored_decision")
-        self.stored.setTextFormat(Qt.TextFormat.PlainText)
-        self.stored.setWordWrap(True)
         lay = QVBoxLayout(page)
         lay.addWidget(self.intro)
         lay.addWidget(self.stored)
@@ -220,9 +215,7 @@ class CalibrationWizard(QDialog):
 
     def _labels_page(self) -> QWidget:
         page = QWidget()
-        self.label_intro = QLabel()
-        self.label_intro.setWordWrap(True)
-        self.label_intro.setTextFormat(Qt.TextFormat.PlainText)
+        self.label_intro = plain_label()
         self.probe_list = QListWidget()
         self.probe_list.setObjectName("probe_list")
         self.probe_list.setWordWrap(True)
@@ -230,9 +223,7 @@ class CalibrationWizard(QDialog):
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
-        self.question = QLabel()
-        self.question.setWordWrap(True)
-        self.question.setTextFormat(Qt.TextFormat.PlainText)
+        self.question = plain_label()
         self.cand_holder = QWidget()
         self.cand_layout = QVBoxLayout(self.cand_holder)
         self.cand_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
@@ -254,16 +245,12 @@ class CalibrationWizard(QDialog):
 
     def _result_page(self) -> QWidget:
         page = QWidget()
-        self.decision_label = QLabel()
+        self.decision_label = plain_label()
         self.decision_label.setObjectName("decision")
-        self.decision_label.setWordWrap(True)
-        self.decision_label.setTextFormat(Qt.TextFormat.PlainText)
         f = self.decision_label.font()
         f.setBold(True)
         self.decision_label.setFont(f)
-        self.reliability_label = QLabel()
-        self.reliability_label.setWordWrap(True)
-        self.reliability_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.reliability_label = plain_label()
         self.table = QTableWidget(len(METHODS), 4)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
@@ -271,9 +258,7 @@ class CalibrationWizard(QDialog):
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary = plain_label()
         self.per_probe = QTableWidget(0, 4)
         self.per_probe.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         ph = self.per_probe.horizontalHeader()

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from rag_desktop.core.types import AbsorbedTerm, Keyword, KeywordSplit
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.plaintext import plain_tooltip
+from rag_desktop.ui.plaintext import plain_label, plain_tooltip
 from rag_desktop.ui.present import COLOR_A, COLOR_B, fmt
 
 
@@ -191,15 +191,12 @@ class ChipsPanel(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 4, 6, 4)
-        self.title = QLabel()
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
-        self.title.setWordWrap(True)
+        self.title = plain_label()
         self.legend = Legend()
         self.chip_area = QWidget()
         self.flow = FlowLayout(self.chip_area)
         self.chip_scroll = ChipScroll(self.chip_area, self.flow)
-        self.empty = QLabel()
-        self.empty.setTextFormat(Qt.TextFormat.PlainText)
+        self.empty = plain_label(wrap=False)
         lay.addWidget(self.title)
         lay.addWidget(self.legend)
         lay.addWidget(self.chip_scroll, 1)

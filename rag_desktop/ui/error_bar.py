@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QMessageBox, QPushButton, QWidget
 
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_label
 from rag_desktop.ui.worker import UserError
 
 
@@ -18,9 +19,7 @@ class ErrorBar(QFrame):
         self.setStyleSheet("#error_bar { background: #FDECEA; border: 1px solid #F5C2C0; }")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(8, 4, 8, 4)
-        self.label = QLabel()
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setWordWrap(True)
+        self.label = plain_label()
         self.details_btn = QPushButton()
         self.close_btn = QPushButton("✕")
         self.close_btn.setFlat(True)

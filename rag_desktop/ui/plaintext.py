@@ -11,6 +11,21 @@ from __future__ import annotations
 
 import html
 
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+
+def plain_label(*, wrap: bool = True, selectable: bool = False) -> QLabel:
+    """A label that shows its text literally (never guessed to be rich text: messages and notes
+    carry titles, file names and document terms), word-wrapped unless ``wrap`` is False;
+    ``selectable``: the mouse can select its text to copy it."""
+    lab = QLabel()
+    lab.setTextFormat(Qt.TextFormat.PlainText)
+    lab.setWordWrap(wrap)
+    if selectable:
+        lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return lab
+
 
 def plain_tooltip(text: str) -> str:
     """``text`` as a tooltip that Qt shows literally, line breaks included ('' stays '': no tooltip)."""

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from rag_desktop.core.cfrag.types import CFTrace, CounterfactualCandidate
 from rag_desktop.ui.cf_notes import cf_note, cf_reasons, cf_tag
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.plaintext import plain_tooltip
+from rag_desktop.ui.plaintext import plain_label, plain_tooltip
 from rag_desktop.ui.present import decision_key, fmt, scorer_text
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 10
@@ -164,9 +164,7 @@ def _fit_rows(table: QTableWidget) -> None:
 
 
 def _note() -> QLabel:
-    lab = QLabel()
-    lab.setTextFormat(Qt.TextFormat.PlainText)
-    lab.setWordWrap(True)
+    lab = plain_label()
     lab.setStyleSheet("color: #555;")
     return lab
 
@@ -187,9 +185,7 @@ class TraceView(QScrollArea):
         body = QWidget()
         self.setWidget(body)
         lay = QVBoxLayout(body)
-        self.summary = QLabel()
-        self.summary.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary.setWordWrap(True)
+        self.summary = plain_label()
         self.cf_box = QGroupBox()
         self.cf_table = _table(6)
         self.cf_note = _note()
@@ -202,15 +198,11 @@ class TraceView(QScrollArea):
         self.ev_table.setItemDelegateForColumn(4, BarDelegate(BAR_CF, parent=self.ev_table))
         self.ev_table.setItemDelegateForColumn(5, DeltaBarDelegate(self.ev_table))
         ev_lay = QVBoxLayout(self.ev_box)
-        self.ev_note = QLabel()
-        self.ev_note.setWordWrap(True)
-        self.ev_note.setTextFormat(Qt.TextFormat.PlainText)
+        self.ev_note = plain_label()
         ev_lay.addWidget(self.ev_note)
         ev_lay.addWidget(self.ev_table)
         self.cl_box = QGroupBox()
-        self.cl_label = QLabel()
-        self.cl_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.cl_label.setWordWrap(True)
+        self.cl_label = plain_label()
         QVBoxLayout(self.cl_box).addWidget(self.cl_label)
         self.hy_box = QGroupBox()
         self.hy_table = _table(7)
@@ -222,13 +214,9 @@ class TraceView(QScrollArea):
         hy_lay.addWidget(self.hy_note)
         hy_lay.addWidget(self.hy_table)
         self.de_box = QGroupBox()
-        self.de_label = QLabel()
-        self.de_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.de_label.setWordWrap(True)
-        self.de_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.de_label = plain_label(selectable=True)
         QVBoxLayout(self.de_box).addWidget(self.de_label)
-        self.empty = QLabel()
-        self.empty.setTextFormat(Qt.TextFormat.PlainText)
+        self.empty = plain_label(wrap=False)
         for w in (self.empty, self.summary, self.cf_box, self.ev_box, self.cl_box, self.hy_box, self.de_box):
             lay.addWidget(w)
         lay.addStretch(1)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QToolButton, QVBoxLay
 
 from rag_desktop.core.types import Explanation, Hit, RankedList
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.plaintext import plain_label
 from rag_desktop.ui.present import why_lines, why_sentence
 
 
@@ -23,9 +24,7 @@ class WhyCard(QFrame):
         self.setStyleSheet("#why_card { background: #FAFAF5; }")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(8, 6, 8, 6)
-        self.title = QLabel()
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
-        self.title.setWordWrap(True)
+        self.title = plain_label()
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
@@ -62,10 +61,7 @@ class WhyCard(QFrame):
 
     @staticmethod
     def _text_label() -> QLabel:
-        lab = QLabel()
-        lab.setTextFormat(Qt.TextFormat.PlainText)  # document terms are untrusted
-        lab.setWordWrap(True)
-        lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lab = plain_label(selectable=True)  # document terms are untrusted
         lab.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         lab.setAutoFillBackground(False)
         return lab

@@ -35,6 +35,7 @@ from rag_desktop.core.cfrag.types import (
     SubsetTrace,
 )
 from rag_desktop.core.conversation import Conversation, Rewrite
+from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.settings import CFRagSettings, Settings
 from rag_desktop.core.types import (
     AbsorbedTerm,
@@ -415,6 +416,13 @@ class FakeService:
         text = "".join(parts).strip()
         used = ranked.hits[:n_sources]
         yield Answer(text, replies.parse_citations(text, used), tuple(used), ranked.method)
+
+    def source_needs(self, query: str, answer: Answer,
+                     cancel: CancelToken | None = None) -> Iterator[Progress | tuple[SourceNeed, ...]]:
+        """The real app.source_needs over the scripted generator (the collaborator)."""
+        from rag_desktop.app.source_needs import source_needs
+
+        yield from source_needs(self.runtime.generator(), self.settings.generation, query, answer, cancel)
 
     def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
         for i, step in enumerate(("retrieve", "counterfactuals", "hypotheses", "decision"), start=1):

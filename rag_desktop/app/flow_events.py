@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rag_desktop.core.cfrag.types import CFResult
+from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.types import Answer, Progress, RankedList
 
 if TYPE_CHECKING:  # annotations only: the flow never builds a Comparison, the service does
@@ -101,6 +102,22 @@ class Abstained:
 
     answer: Answer
     column: str = "cfrag"
+
+
+@dataclass(frozen=True)
+class NeedsProgress:
+    """``column``'s answer being asked again without one of its cited sources (k of n)."""
+
+    column: str
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class NeedsDone:
+    """Which of ``column``'s cited sources its answer needs (core.needs), one per cited source."""
+
+    column: str
+    needs: tuple[SourceNeed, ...]
 
 
 @dataclass(frozen=True)

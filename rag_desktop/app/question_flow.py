@@ -35,6 +35,8 @@ from rag_desktop.app.flow_events import (
     ColumnsReady,
     Failed,
     FlowEvent,
+    NeedsDone,
+    NeedsProgress,
     Token,
     WordSpan,
 )
@@ -156,6 +158,17 @@ class QuestionFlow:
                 yield CFDone(ev)
             elif isinstance(ev, Answer):
                 yield Abstained(ev)
+
+    def needs(self, column: str, answer: Answer, cancel: CancelToken | None = None
+              ) -> Iterator[NeedsProgress | NeedsDone]:
+        """Which of ``answer``'s cited sources it needs: asked on request, after the answer
+        (``LibraryService.source_needs``: answered again without each, core.needs)."""
+        svc = self.service
+        for ev in self._guarded(lambda: svc.source_needs(self.question, answer, cancel), cancel):
+            if isinstance(ev, Progress):
+                yield NeedsProgress(column, ev)
+            else:
+                yield NeedsDone(column, ev)
 
     def _guarded(self, events: Callable[[], Iterator[E]], cancel: CancelToken | None) -> Iterator[E | Progress]:
         """A generation: the model made ready first; stopped at once when an earlier generation of

@@ -23,6 +23,7 @@ from rag_desktop.app.catalog import FileState
 from rag_desktop.app.library import IngestReport
 from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.conversation import Conversation, Rewrite
+from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import (
     Answer,
@@ -122,6 +123,10 @@ class LibraryService(Protocol):
 
     def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
         """CF-RAG's events, ending with its CFResult, or with an abstained Answer (core.abstain)."""
+
+    def source_needs(self, query: str, answer: Answer,
+                     cancel: CancelToken | None = None) -> Iterator[Progress | tuple[SourceNeed, ...]]:
+        """A Progress per cited source, then which of them ``answer`` needs (app.source_needs)."""
 
     def rewrite_followup(self, question: str, conversation: Conversation,
                          cancel: CancelToken | None = None, timeout_s: float | None = None) -> Rewrite: ...

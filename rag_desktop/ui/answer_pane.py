@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from rag_desktop.core.abstain import Abstention
 from rag_desktop.core.types import Answer, Citation, Hit, Progress
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.needs_view import NeedsView
 from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import citation_spans
 
@@ -82,6 +83,8 @@ class AnswerPane(QWidget):
         top.addWidget(self.header)
         top.addWidget(self.status, 1)
         top.addWidget(self.sources_btn)
+        self.needs = NeedsView(self)  # "Which sources does it need?" (ui.needs_view), offered with the answer
+        top.addWidget(self.needs.button)
         self.browser = QTextBrowser()
         self.browser.setObjectName(f"answer_{method}")
         self.browser.setOpenLinks(False)
@@ -107,6 +110,7 @@ class AnswerPane(QWidget):
         split.addWidget(self.sources)
         lay.addLayout(top)
         lay.addWidget(split, 1)
+        lay.addWidget(self.needs.label)
         self.answer: Answer | None = None
         self.streaming = False
         self._originals: dict[int, Hit] = {}
@@ -162,6 +166,7 @@ class AnswerPane(QWidget):
         self._t0 = None
         self.browser.clear()
         self.sources.setRowCount(0)
+        self.needs.clear()
         self._set_status(key)
 
     def start(self) -> None:
@@ -255,6 +260,7 @@ class AnswerPane(QWidget):
                                      for n, sent in answer.dropped_citations)
         self.status.setToolTip(plain_tooltip(tip))
         self._fill_sources()
+        self.needs.offer(answer)
 
     def _show_abstention(self, abstention: Abstention, took: str) -> None:
         """The library holds no answer (core.abstain): said in words, the evidence in the tooltip."""
@@ -336,6 +342,7 @@ class AnswerPane(QWidget):
         self.header.setText(tr(self.title_key))
         self.status.setText(" · ".join([*(note() for note in self._notes),
                                         tr(self._status_key, **self._status_args)]))
+        self.needs.retranslate()
         self.sources_btn.setText(tr("answer.sources"))
         self.sources_btn.setToolTip(tr("answer.sources_tip"))
         self.sources.setHorizontalHeaderLabels([tr("answer.src_n"), tr("answer.src_doc"),

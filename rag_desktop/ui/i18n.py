@@ -534,6 +534,20 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.done_invalid": ("done · {n} citations · not among the sources: {bad}",
                             "完成 · {n} 处引用 · 不在来源之中：{bad}"),
     "answer.empty": ("the model returned no text", "模型没有返回文本"),
+    "needs.button": ("Which sources does it need?", "哪些资料是必需的？"),
+    "needs.tip": ("Answer the question again without each cited source in turn: a source whose absence changes "
+                  "the answer is needed. One model answer per cited source.",
+                  "依次去掉每条被引用的资料再回答一次：去掉后答案改变的资料就是必需的。每条引用资料需模型回答一次。"),
+    "needs.running": ("answering again without source {k} of {n}: {title}…",
+                      "去掉第 {k}/{n} 条资料后重新回答：{title}…"),
+    "needs.needed": ("[{n}] {title}: needed: without it the answer says “{without}”",
+                     "[{n}] {title}：必需，去掉后答案变为“{without}”"),
+    "needs.not_needed": ("[{n}] {title}: not needed: without it the answer stays the same (agreement {f1})",
+                         "[{n}] {title}：非必需，去掉后答案不变（一致度 {f1}）"),
+    "needs.none": ("the answer cites no source it was given", "答案没有引用所给的资料"),
+    "needs.took": ("{k} answers again, {s} s", "重新回答 {k} 次，用时 {s} 秒"),
+    "needs.without_tip": ("without [{n}]: {without}", "去掉 [{n}]：{without}"),
+    "needs.failed": ("could not check the sources: {msg}", "无法检查资料：{msg}"),
     "answer.abstained": ("not in your documents: the model was not asked", "文档中没有答案：未询问模型"),
     "answer.abstained_text": ("Not in your documents. Most of the question's words do not occur in this library, and "
                               "no passage stands out from the rest, so no answer was written. Rephrase it in the "

@@ -20,6 +20,7 @@ from rag_desktop.app import flow_events as fe
 from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Progress
 from rag_desktop.ui.answer_pane import progress_text
 from rag_desktop.ui.conversation_dock import ConversationDock
 from rag_desktop.ui.i18n import tr
@@ -47,6 +48,8 @@ class QuestionView(QObject):
         self.conversation = conversation
         self.state: QueryState | None = None
         self._qid = 0
+        for column, pane in results.answers.items():
+            pane.needs.requested.connect(partial(self.ask_needs, column))
 
     def _answers_on(self) -> bool:
         return self.bar.auto_answer.isChecked()
@@ -121,6 +124,10 @@ class QuestionView(QObject):
         elif isinstance(ev, fe.Abstained):  # the library holds no answer: CF-RAG did not run (core.abstain)
             st.answers["cfrag"] = ev.answer
             self.results.show_abstained(ev.answer)
+        elif isinstance(ev, fe.NeedsProgress):
+            self.results.answers[ev.column].needs.show_progress(ev.progress)
+        elif isinstance(ev, fe.NeedsDone):
+            self.results.answers[ev.column].needs.show_needs(ev.needs)
         elif isinstance(ev, fe.CFDone):
             st.cfrag = ev.result
             st.answers["cfrag"] = ev.result.answer
@@ -186,6 +193,22 @@ class QuestionView(QObject):
             on_result=partial(self._on_event, st.qid),
             on_error=partial(self._on_gen_error, st.qid, "cfrag"),
             on_cancelled=partial(self._cf_stopped, st.qid),
+        )
+
+    def ask_needs(self, column: str) -> None:
+        """Which of ``column``'s cited sources its answer needs: the answer asked again without each
+        (core.needs), queued after the question's other work on the one worker."""
+        st = self.state
+        answer = st.answers.get(column) if st is not None else None
+        if st is None or st.flow is None or answer is None:
+            return
+        flow, pane = st.flow, self.results.answers[column]
+        pane.needs.show_progress(Progress("needs", 0, 0, ""))
+        self.runner.submit(
+            f"query.{st.qid}.needs.{column}", lambda ctx: flow.needs(column, answer, ctx.cancel),
+            on_result=partial(self._on_event, st.qid),
+            on_error=lambda err: pane.needs.show_failed(err.message),
+            on_cancelled=pane.needs.clear,
         )
 
     def toggle_cfrag(self, on: bool) -> None:

@@ -51,3 +51,19 @@ def test_nothing_new_is_over_a_limit_and_nothing_over_grows() -> None:
 def test_a_place_that_came_under_its_limit_leaves_the_list() -> None:
     gone = sorted(k for k in OVER if k not in sizes())
     assert not gone, f"now within the limits, remove from OVER: {gone}"
+
+
+def test_code_cites_the_design_in_the_repository_and_names_no_issue_numbers() -> None:
+    """Code and prompts say why and cite docs/architecture.md; a ticket number is no reason
+    (the tracker is not in the repository, and neither is a DESIGN.md)."""
+    import re
+
+    root = PACKAGE.parent
+    found = []
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.txt"), *(root / "scripts").rglob("*.py"),
+                 *(root / "tests").glob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"\b[Ii]ssue[ -]?#?\d+|DESIGN\.md", text):
+            if path.name != "test_house_limits.py":
+                found.append(f"{path.relative_to(root)}: {m.group(0)}")
+    assert not found, found

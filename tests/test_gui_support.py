@@ -252,7 +252,7 @@ class ScriptedRuntime(Runtime):
     def prepare_generator(self, cancel: CancelToken | None = None) -> Iterator[Progress]:
         yield Progress("model_ready", 1, 1, "scripted generator")
 
-    def generator(self) -> Any:
+    def generator(self, warm: Sequence[Sequence[ChatMessage]] = ()) -> Any:
         return self.fake
 
 
@@ -422,7 +422,8 @@ class FakeService:
         """The real app.source_needs over the scripted generator (the collaborator)."""
         from rag_desktop.app.source_needs import source_needs
 
-        yield from source_needs(self.runtime.generator(), self.settings.generation, query, answer, cancel)
+        gen: Any = self.runtime.generator()  # the scripted collaborator: stream is all source_needs uses
+        yield from source_needs(gen, self.settings.generation, query, answer, cancel)
 
     def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
         for i, step in enumerate(("retrieve", "counterfactuals", "hypotheses", "decision"), start=1):

@@ -44,6 +44,7 @@ def test_the_needs_button_answers_again_without_each_cited_source_and_says_which
     answer = win.state.answers["baseline"] if win.state is not None else None
     assert answer is not None and any(c.valid for c in answer.citations)
     assert pane.needs.button.isVisibleTo(win) and pane.needs.button.isEnabled()
+    assert win.minimumSizeHint().width() <= 1280  # the offer fits a laptop screen, in both panes
     pane.needs.button.click()
     qtbot.waitUntil(lambda: pane.needs._needs is not None and not win.runner.busy, timeout=10000)
     cited = sorted({c.n for c in answer.citations if c.valid})
@@ -55,6 +56,7 @@ def test_the_needs_button_answers_again_without_each_cited_source_and_says_which
     i18n.set_language("zh")
     win.retranslate()
     assert "非必需" in pane.needs.label.text() and pane.needs.button.text() == "哪些资料是必需的？"
+    assert win.minimumSizeHint().width() <= 1280
     type_and_ask(qtbot, win, "What is matching bias?")  # a new answer forgets the old result
     qtbot.waitUntil(lambda: not pane.needs.label.isVisibleTo(win), timeout=10000)
 

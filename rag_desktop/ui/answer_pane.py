@@ -83,8 +83,9 @@ class AnswerPane(QWidget):
         top.addWidget(self.header)
         top.addWidget(self.status, 1)
         top.addWidget(self.sources_btn)
-        self.needs = NeedsView(self)  # "Which sources does it need?" (ui.needs_view), offered with the answer
-        top.addWidget(self.needs.button)
+        # "Which sources does it need?" (ui.needs_view), offered under the answer: in the header its
+        # width would widen both answer panes past a 1280-pixel screen.
+        self.needs = NeedsView(self)
         self.browser = QTextBrowser()
         self.browser.setObjectName(f"answer_{method}")
         self.browser.setOpenLinks(False)
@@ -110,7 +111,10 @@ class AnswerPane(QWidget):
         split.addWidget(self.sources)
         lay.addLayout(top)
         lay.addWidget(split, 1)
-        lay.addWidget(self.needs.label)
+        needs_row = QHBoxLayout()
+        needs_row.addWidget(self.needs.label, 1)
+        needs_row.addWidget(self.needs.button, 0, Qt.AlignmentFlag.AlignTop)
+        lay.addLayout(needs_row)
         self.answer: Answer | None = None
         self.streaming = False
         self._originals: dict[int, Hit] = {}

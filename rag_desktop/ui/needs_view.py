@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QLabel, QToolButton
+from PySide6.QtWidgets import QLabel, QSizePolicy, QToolButton
 
 from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.types import Answer, Progress
@@ -47,6 +47,8 @@ class NeedsView(QObject):
         self.label = QLabel()
         self.label.setTextFormat(Qt.TextFormat.PlainText)  # answers and titles are text, not markup
         self.label.setWordWrap(True)
+        # Lines name titles and answers: clipped to the pane, never widening it (whole in the tooltip).
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._needs: tuple[SourceNeed, ...] | None = None
         self._progress: Progress | None = None
         self.clear()

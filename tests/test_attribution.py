@@ -128,3 +128,20 @@ def test_the_pane_says_when_the_answer_copied_the_example(qtbot) -> None:  # typ
         qtbot.addWidget(pane)
         pane.set_answer(Answer("员工每年享有十五天带薪年假 [1]。", (), (), "baseline", warnings=("copied_example",)))
         assert pane.status.text().startswith("⚠ not an answer: the model repeated the prompt's worked example")
+
+
+def test_a_marker_written_after_the_full_stop_belongs_to_its_sentence_and_is_not_matched_again() -> None:
+    """Seen in the window: the model wrote "…合住一间。[1]"; the splitter gave "[1]" to the next piece, the
+    sentence looked uncited and got a second marker ("一间[1]。 [1]")."""
+    from rag_desktop.core.attribution import check_citations, markers_inside
+
+    src = ["第八条 住宿费在一线城市每人每晚不超过600元，其他地区不超过350元。两名同性别员工同行的，原则上合住一间。"]
+    q = "住宿费的报销标准是多少？"
+    for typed in ("其他地区不超过350元[1]。两名同性别员工同行的，原则上合住一间。[1]",
+                  "其他地区不超过350元。[1]两名同性别员工同行的，原则上合住一间。 [1]"):
+        checked = check_citations(typed, src, q)
+        final = attribute(checked.text, src, q)
+        assert final.text == "其他地区不超过350元[1]。两名同性别员工同行的，原则上合住一间[1]。"
+        assert final.added == () and [n for _a, _b, n in citation_spans(final.text)] == [1, 1]
+    assert markers_inside("It is valid. [1] It ends in 2027.[2] [3]") == "It is valid [1]. It ends in 2027 [2] [3]."
+    assert markers_inside("Pi is 3.14 [1]. 它在第3.5节[2]。") == "Pi is 3.14 [1]. 它在第3.5节[2]。"  # already inside

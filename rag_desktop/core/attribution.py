@@ -83,8 +83,25 @@ def _best(words: set[str], source_tokens: Sequence[set[str]]) -> int | None:
 _CLAUSE_ENDS = "；;：:，,、"
 
 
+# A marker the model put after its sentence's full stop ("合住一间。[1]", "It is valid. [1]"): the
+# sentence splitter gives it to the next piece, so its own sentence looked uncited and was matched a
+# second marker ("一间[1]。[1]"). It belongs to the sentence before the stop.
+_MARKS_AFTER_STOP = re.compile(rf"([{re.escape(_CLOSERS)}]+)[ \t]*((?:{CITATION_RE.pattern}[ \t]*)+)")
+
+
+def markers_inside(text: str) -> str:
+    """Each run of ``[n]`` markers that follows a sentence's closing punctuation moved before it."""
+    def move(m: re.Match[str]) -> str:
+        before = text[m.start() - 1] if m.start() else ""
+        marks = " ".join(m.group(2).split())
+        rest = m.group(2)[len(m.group(2).rstrip()):]
+        return ("" if not before or is_cjk(before) else " ") + marks + m.group(1) + (rest or "")
+    return _MARKS_AFTER_STOP.sub(move, text)
+
+
 def attribute(text: str, sources: Sequence[str], question: str = "") -> Attributed:
     """Add ``[n]`` to each sentence of ``text`` that cites nothing and is held by source n."""
+    text = markers_inside(text)
     exclude = frozenset(content_tokens(question))
     pieces = split_sentences(text)
     source_tokens = [content_tokens(src) for src in sources]
@@ -156,6 +173,7 @@ def check_citations(text: str, sources: Sequence[str], question: str = "") -> Ch
     repeated within one sentence kept once, and a marker-only piece that repeats the sentence before
     it ("…一间[1]。 [1]") removed. No model call: lexical support, like :func:`attribute`, which can
     then give a sentence whose marker went the passage that does hold it (marked as matched)."""
+    text = markers_inside(text)
     exclude = frozenset(content_tokens(question))
     source_tokens = [content_tokens(src) for src in sources]
     out: list[str] = []

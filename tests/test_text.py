@@ -57,3 +57,13 @@ def test_the_no_space_class_and_its_fast_function_agree_on_every_code_point() ->
                 if not 0xD800 <= cp <= 0xDFFF
                 and (pattern.fullmatch(chr(cp)) is not None) != text.joins_without_space(chr(cp))]
     assert disagree == []
+
+
+def test_one_list_says_when_english_opens_a_question() -> None:
+    from rag_desktop.core.text import opens_english_question
+
+    for asks in ("How does it work", "In which year was it founded", "Can a part-time employee claim it",
+                 "what is RAG", "Why, then, did it fail"):
+        assert opens_english_question(asks), asks
+    for states in ("The Wason selection task", "Instructions for Form 1040NR", "Inside the reasoning lab", ""):
+        assert not opens_english_question(states), states

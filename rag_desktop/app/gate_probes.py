@@ -16,7 +16,7 @@ from rag_desktop.app.question_log import question_log, user_labels
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Generator
 from rag_desktop.core.replies import clean_question
-from rag_desktop.core.text import ZH_QUESTION_WORDS
+from rag_desktop.core.text import ZH_QUESTION_WORDS, opens_english_question
 from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Keyword
 
 _PROBE_PROMPT = {
@@ -238,11 +238,9 @@ def _reads_prompt(question: str, template: str) -> bool:
     return any(w in low for w in _PROMPT_WORDS) or (bool(core) and core.casefold() in template.casefold())
 
 
-# Words that open an English question; a Chinese one holds one of core.text's ZH_QUESTION_WORDS (the strict
-# list: a title is no question until it asks, and 谁 or 几 also stand in names and in 几个 "a few").
-_EN_ASK = frozenset(["who", "whom", "whose", "what", "when", "where", "which", "why", "how", "is", "are", "was",
-                     "were", "do", "does", "did", "can", "could", "should", "will", "would"])
-_EN_ASK_AFTER = frozenset(["in", "of", "at", "for", "from", "by", "on", "to"])  # a preposition before the question word
+# A Chinese title asks when it holds one of core.text's ZH_QUESTION_WORDS (the strict list: a title is no
+# question until it asks, and 谁 or 几 also stand in names and in 几个 "a few"); an English one when it
+# opens like a question (core.text.opens_english_question).
 
 
 def title_question(title: str) -> str:
@@ -264,9 +262,7 @@ def title_question(title: str) -> str:
         return ""
     if detect_lang(c) == "zh":
         return c if any(w in c for w in ZH_QUESTION_WORDS) else ""
-    words = c.casefold().split()
-    asks = words[0] in _EN_ASK or (len(words) > 1 and words[0] in _EN_ASK_AFTER and words[1] in _EN_ASK)
-    return c if asks else ""
+    return c if opens_english_question(c) else ""
 
 
 def write_topic_probe(gen: Generator, words: Sequence[str], fallback: str, seed: int,

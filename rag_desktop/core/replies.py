@@ -35,6 +35,7 @@ from rag_desktop.core.text import (
     has_cjk,
     is_han,
     normalize_answer,
+    opens_english_question,
 )
 from rag_desktop.core.types import Citation, Hit
 
@@ -122,10 +123,6 @@ _LINE_LABEL = re.compile(
     r"改写(?:后的问题)?|新问题|反事实问题|问题)\s*[:：]\s*",
     re.IGNORECASE,
 )
-_EN_INTERROGATIVE = re.compile(
-    r"^(?:who|whom|whose|what|which|when|where|why|how|in\s+(?:what|which)|is|are|was|were|do|does|did)\b",
-    re.IGNORECASE,
-)
 # The question words and the loose ones too: a line the model wrote when asked for a question is
 # meant as one, so 谁 or 几 in it asks (a document title is read with the strict list only).
 _ZH_INTERROGATIVE = re.compile("|".join(map(re.escape, ZH_QUESTION_WORDS + ZH_QUESTION_CHARS_LOOSE)))
@@ -133,7 +130,7 @@ _ZH_INTERROGATIVE = re.compile("|".join(map(re.escape, ZH_QUESTION_WORDS + ZH_QU
 
 def _looks_like_question(text: str) -> bool:
     """Ends in "?"/"？", opens with an English question word, or (Chinese) holds one."""
-    if text.endswith(("?", "？")) or _EN_INTERROGATIVE.match(text):
+    if text.endswith(("?", "？")) or opens_english_question(text):
         return True
     return has_cjk(text) and bool(_ZH_INTERROGATIVE.search(text))
 

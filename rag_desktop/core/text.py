@@ -83,6 +83,18 @@ ZH_QUESTION_WORDS = ("如何", "怎么", "怎样", "为什么", "为何", "什�
 # ("a few"), 何 in 任何 ("any"); 怎 alone also covers 怎能, 怎会. Counted only where a text is meant
 # as a question (a model's reply to "write the question"), never in a document's title.
 ZH_QUESTION_CHARS_LOOSE = ("谁", "几", "何", "怎")
+# The English words that open a question (wh-words, then auxiliaries and modals), and the prepositions that
+# may come before a wh-word ("In which year …"). One list for the package, like the Chinese one.
+EN_QUESTION_OPENERS = ("who", "whom", "whose", "what", "when", "where", "which", "why", "how", "is", "are", "was",
+                       "were", "do", "does", "did", "can", "could", "should", "will", "would")
+EN_BEFORE_QUESTION_WORD = ("in", "of", "at", "for", "from", "by", "on", "to")
+
+
+def opens_english_question(text: str) -> bool:
+    """Whether ``text`` opens like an English question: with a question word, or a preposition then one."""
+    words = re.findall(r"[a-z]+", text[:60].lower())
+    return bool(words) and (words[0] in EN_QUESTION_OPENERS or (
+        len(words) > 1 and words[0] in EN_BEFORE_QUESTION_WORD and words[1] in EN_QUESTION_OPENERS))
 
 
 # --------------------------------------------------------------------------- answer tokens

@@ -22,7 +22,7 @@ WITHOUT_CHARS = 80  # of the answer written without a source, shown on its line 
 
 
 def needs_lines(needs: Sequence[SourceNeed]) -> list[str]:
-    """One plain sentence per cited source, then what it cost."""
+    """One plain sentence per cited source, the last ending with what it cost."""
     if not needs:
         return [tr("needs.none")]
     out = []
@@ -31,7 +31,8 @@ def needs_lines(needs: Sequence[SourceNeed]) -> list[str]:
         short = without if len(without) <= WITHOUT_CHARS else without[: WITHOUT_CHARS - 1] + "…"
         key = "needs.needed" if s.needed else "needs.not_needed"
         out.append(tr(key, n=s.n, title=s.title, without=short, f1=f"{s.agreement:.2f}"))
-    out.append(tr("needs.took", s=f"{sum(s.seconds for s in needs):.0f}", k=len(needs)))
+    # What it cost ends the last line: a line of its own was clipped under a short answer pane.
+    out[-1] += " · " + tr("needs.took", s=f"{sum(s.seconds for s in needs):.0f}", k=len(needs))
     return out
 
 
@@ -90,7 +91,7 @@ class NeedsView(QObject):
             lines = needs_lines(self._needs)
             self.label.setText("\n".join(lines))
             self.label.setToolTip(plain_tooltip("\n".join(
-                [*lines[:-1], *(tr("needs.without_tip", n=s.n, without=s.answer_without) for s in self._needs)])))
+                [*lines, *(tr("needs.without_tip", n=s.n, without=s.answer_without) for s in self._needs)])))
         elif self._progress is not None:
             p = self._progress
             self.label.setText(tr("needs.running", k=min(p.current + 1, max(p.total, 1)), n=p.total, title=p.message))

@@ -19,8 +19,8 @@ from rag_desktop.core.conversation import Conversation, Rewrite, Turn
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Progress
 from rag_desktop.ui import i18n
-from rag_desktop.ui.answer_pane import progress_text
 from rag_desktop.ui.main_window import MainWindow
+from rag_desktop.ui.present import progress_text
 
 pytestmark = pytest.mark.gui
 

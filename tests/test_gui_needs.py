@@ -69,3 +69,13 @@ def test_a_needed_source_is_said_with_what_the_answer_became_without_it() -> Non
     assert lines[1].startswith("[2] Notice: not needed") and "0.90" in lines[1]
     assert lines[1].endswith(" · 2 answers again, 6 s") and len(lines) == 2
     assert needs_lines(()) == ["the answer cites no source it was given"]
+
+
+def test_the_check_in_progress_says_which_source_is_left_out_never_source_1_of_0() -> None:
+    from rag_desktop.core.types import Progress
+    from rag_desktop.ui.present import progress_text
+
+    i18n.set_language("en")
+    assert progress_text(Progress("needs", 0, 0, "")) == "checking which sources the answer needs…"
+    assert progress_text(Progress("needs", 1, 2, "Guide")) == "answering again without source 2 of 2: Guide…"
+    assert progress_text(Progress("needs", 2, 2, "")).startswith("answering again without source 2 of 2")

@@ -608,7 +608,7 @@ def test_model_preparation_is_not_shown_as_cfrag_steps(qtbot: Any, env: Any) -> 
     text = win.results.trace_view.empty.text() + win.results.columns["cfrag"].placeholder.text()
     assert "491400064" not in text and "starting" in text  # bytes of the model file are not "step n/N"
     # and the status line says the model's name and size, not its bytes
-    from rag_desktop.ui.answer_pane import progress_text
+    from rag_desktop.ui.present import progress_text
 
     ready = Progress("model_ready", 491400064, 491400064, "Qwen2.5 0.5B")
     assert progress_text(ready) == "Qwen2.5 0.5B is ready (491 MB)"

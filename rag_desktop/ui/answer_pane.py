@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from rag_desktop.core.abstain import Abstention
-from rag_desktop.core.types import Answer, Citation, Hit, Progress
+from rag_desktop.core.types import Answer, Citation, Hit
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.needs_view import NeedsView
 from rag_desktop.ui.plaintext import plain_tooltip
@@ -36,21 +36,6 @@ from rag_desktop.ui.present import citation_spans
 
 LINK = QColor("#1F5FBF")
 BAD = QColor("#B3261E")
-
-
-def progress_text(p: Progress) -> str:
-    """A status line for model preparation: the model's full name, MB done of MB, ETA."""
-    if p.stage in ("join_model", "verify_model") and p.total > 0:
-        key = "answer.preparing_eta" if p.eta_s is not None else "answer.preparing_bytes"
-        return tr(key, msg=p.message or tr(f"stage.{p.stage}"), done=f"{p.current / 1e6:,.0f}",
-                  total=f"{p.total / 1e6:,.0f}", eta=f"{p.eta_s or 0:.0f}")
-    if p.stage == "model_ready":  # the model's name and size, not its bytes as "n/N"
-        return tr("answer.model_ready", msg=p.message or tr("stage.model_ready"), total=f"{p.total / 1e6:,.0f}")
-    if p.stage == "reading":
-        return tr("answer.reading", n=f"{p.current:,}", model=p.message)
-    if p.stage == "passages":
-        return tr("answer.passages", n=p.current, total=p.total)
-    return tr("answer.preparing", msg=p.message or p.stage, cur=p.current, total=p.total)
 
 
 SOURCE_ROW_LINES = 4  # a source row shows this many lines of its passage; the tooltip has all

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QSplitter, QWidget
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.conversation import Conversation, Rewrite, Turn, needs_rewrite
 from rag_desktop.core.types import Answer
-from rag_desktop.ui.answer_pane import progress_text
 from rag_desktop.ui.conversation import ConversationPanel
 from rag_desktop.ui.i18n import tr
+from rag_desktop.ui.present import progress_text
 from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 

@@ -538,6 +538,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "needs.tip": ("Answer the question again without each cited source in turn: a source whose absence changes "
                   "the answer is needed. One model answer per cited source.",
                   "依次去掉每条被引用的资料再回答一次：去掉后答案改变的资料就是必需的。每条引用资料需模型回答一次。"),
+    "needs.starting": ("checking which sources the answer needs…", "正在检查答案需要哪些资料…"),
     "needs.running": ("answering again without source {k} of {n}: {title}…",
                       "去掉第 {k}/{n} 条资料后重新回答：{title}…"),
     "needs.needed": ("[{n}] {title}: needed: without it the answer says “{without}”",

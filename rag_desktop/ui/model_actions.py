@@ -8,8 +8,8 @@ from PySide6.QtWidgets import QStatusBar, QWidget
 
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import CancelToken, Progress
-from rag_desktop.ui.answer_pane import progress_text
 from rag_desktop.ui.models_page import ModelsPage
+from rag_desktop.ui.present import progress_text
 from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 

@@ -17,6 +17,7 @@ from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.types import Answer, Progress
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_tooltip
+from rag_desktop.ui.present import progress_text
 
 WITHOUT_CHARS = 80  # of the answer written without a source, shown on its line (whole in the tooltip)
 
@@ -92,6 +93,5 @@ class NeedsView(QObject):
             self.label.setText("\n".join(lines))
             self.label.setToolTip(plain_tooltip("\n".join(
                 [*lines, *(tr("needs.without_tip", n=s.n, without=s.answer_without) for s in self._needs)])))
-        elif self._progress is not None:
-            p = self._progress
-            self.label.setText(tr("needs.running", k=min(p.current + 1, max(p.total, 1)), n=p.total, title=p.message))
+        elif self._progress is not None:  # the sources left out so far, or the model being made ready
+            self.label.setText(progress_text(self._progress))

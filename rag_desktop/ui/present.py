@@ -16,7 +16,7 @@ from rag_desktop.core import citations
 from rag_desktop.core.cfrag import evidence_rows
 from rag_desktop.core.cfrag.types import CFTrace, DecisionTrace, EvidenceTrace
 from rag_desktop.core.text import HAN_RUN
-from rag_desktop.core.types import Explanation, Hit, KeywordSplit, RankedList
+from rag_desktop.core.types import Explanation, Hit, KeywordSplit, Progress, RankedList
 from rag_desktop.ui.i18n import has_tr, tr
 
 # Two colours that stay distinct for the common colour-vision deficiencies
@@ -475,3 +475,23 @@ def format_eta(seconds: float | None) -> str:
     if s < 60:
         return tr("eta.seconds", n=s)
     return tr("eta.minutes", m=s // 60, s=s % 60)
+
+
+def progress_text(p: Progress) -> str:
+    """A status line for a Progress on the way to an answer: model preparation (the model's full name,
+    MB done of MB, ETA), passages, the prompt read, the needs check's source left out."""
+    if p.stage in ("join_model", "verify_model") and p.total > 0:
+        key = "answer.preparing_eta" if p.eta_s is not None else "answer.preparing_bytes"
+        return tr(key, msg=p.message or tr(f"stage.{p.stage}"), done=f"{p.current / 1e6:,.0f}",
+                  total=f"{p.total / 1e6:,.0f}", eta=f"{p.eta_s or 0:.0f}")
+    if p.stage == "model_ready":  # the model's name and size, not its bytes as "n/N"
+        return tr("answer.model_ready", msg=p.message or tr("stage.model_ready"), total=f"{p.total / 1e6:,.0f}")
+    if p.stage == "reading":
+        return tr("answer.reading", n=f"{p.current:,}", model=p.message)
+    if p.stage == "passages":
+        return tr("answer.passages", n=p.current, total=p.total)
+    if p.stage == "needs":  # app.source_needs: k of n cited sources left out so far
+        if p.total <= 0:
+            return tr("needs.starting")
+        return tr("needs.running", k=min(p.current + 1, p.total), n=p.total, title=p.message)
+    return tr("answer.preparing", msg=p.message or p.stage, cur=p.current, total=p.total)

@@ -21,10 +21,9 @@ from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Progress
-from rag_desktop.ui.answer_pane import progress_text
 from rag_desktop.ui.conversation_dock import ConversationDock
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.present import crosslang_text, fmt
+from rag_desktop.ui.present import crosslang_text, fmt, progress_text
 from rag_desktop.ui.query_bar import QueryBar
 from rag_desktop.ui.query_state import QueryState
 from rag_desktop.ui.results_panel import TITLE_KEYS, ResultsPanel

@@ -45,3 +45,13 @@ def test_prepare_warms_each_library_language_and_the_first_answer_loads_it(tmp_p
             assert isinstance(events[-1], Answer)
             assert gen.last_prefix_reused > 30  # loaded from the warm-up, not evaluated again
         assert len(gen._prefix_states) == 2
+
+
+def test_prepare_asks_no_server_when_the_generator_is_one(tmp_path: Path) -> None:
+    """With an OpenAI-compatible server as generator, making ready loads nothing: the server is
+    first asked by the first question, as before (a server that is down is no error at launch)."""
+    settings = Settings().replace("models", generator_backend="openai", openai_base_url="http://127.0.0.1:9/v1")
+    svc = ingest_texts(tmp_path, {"museum_en.txt": DOCS["museum_en.txt"]}, settings)
+    with contextlib.closing(svc):
+        assert list(svc.prepare_generator()) == []
+        assert svc.runtime._generator is None

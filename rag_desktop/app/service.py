@@ -382,7 +382,8 @@ class RagService:
         """The model file joined and verified (progress), the model loaded and the answer prompts'
         prefix evaluated for the library's languages (``prompting.warm_prompts``; benchmarks §9)."""
         yield from self.runtime.prepare_generator(cancel)
-        self.runtime.generator(warm=prompting.warm_prompts(self.library_languages()))
+        if self.settings.models.generator_backend == "llama_cpp":  # a server is first asked by the first question
+            self.runtime.generator(warm=prompting.warm_prompts(self.library_languages()))
 
     def translate_sources(
         self, sources: Sequence[Hit], target: Lang, cancel: CancelToken | None = None, *, whole_chunks: bool = True

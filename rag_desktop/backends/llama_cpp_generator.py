@@ -430,15 +430,13 @@ class LlamaCppGenerator:
             if self._stopping(cancel) or not self._enter(llm):
                 break
             try:
-                before = len(self._prefix_states)
                 llm.reset()
-                self._start_from_prefix(llm, messages)
-                made += len(self._prefix_states) > before
+                made += self._start_from_prefix(llm, messages)
             finally:
                 self._leave()
         return made
 
-    def _start_from_prefix(self, llm: Any, messages: Sequence[ChatMessage]) -> None:
+    def _start_from_prefix(self, llm: Any, messages: Sequence[ChatMessage]) -> bool:
         """Put the KV cache of the prompt's fixed prefix in place before ``create_chat_completion``.
 
         The fixed prefix is what every prompt of a kind shares — the system message and a worked
@@ -451,25 +449,27 @@ class LlamaCppGenerator:
         prefix match then evaluates only the rest. Because the split does not depend on what
         ran before, a seed gives the same text whether the state was loaded or made — the
         reproducibility that ``llm.reset()`` before every request is there for (module doc).
+        Returns whether a new prefix state was made here.
         """
         if len(messages) < 2:
-            return
+            return False
         full, _ = self._prompt(llm, messages)
         head, _ = self._prompt(llm, messages[:-1])
         n = longest_common_prefix([full, head])
         if n < 16 or n >= len(full) - 1:  # nothing worth keeping, or no suffix left to evaluate
-            return
+            return False
         key = tuple(full[:n])
         state = self._prefix_states.get(key)
         if state is not None:
             llm.load_state(state)
             self._prefix_states.move_to_end(key)
             self.last_prefix_reused = n
-            return
+            return False
         llm.eval(list(key))
         self._prefix_states[key] = llm.save_state()
         while len(self._prefix_states) > 4:
             self._prefix_states.popitem(last=False)
+        return True
 
     # -- scoring (core.protocols.TokenScorer) -------------------------------------------
 

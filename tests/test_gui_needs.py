@@ -79,3 +79,24 @@ def test_the_check_in_progress_says_which_source_is_left_out_never_source_1_of_0
     assert progress_text(Progress("needs", 0, 0, "")) == "checking which sources the answer needs…"
     assert progress_text(Progress("needs", 1, 2, "Guide")) == "answering again without source 2 of 2: Guide…"
     assert progress_text(Progress("needs", 2, 2, "")).startswith("answering again without source 2 of 2")
+
+
+def test_a_check_stopped_midway_offers_the_button_again(qtbot: Any, tmp_path: Path) -> None:
+    from test_gui_support import ScriptedGenerator
+
+    i18n.set_language("en")
+    settings = Settings()
+    gen = ScriptedGenerator()
+    svc = FakeService(tmp_path / "lib", settings, gen)
+    with shown_window(qtbot, svc, settings, tmp_path / "s.toml", auto_answer=True) as w:
+        type_and_ask(qtbot, w, QUESTION)
+        qtbot.waitUntil(lambda: w.state is not None and w.state.cfrag is not None and not w.runner.busy,
+                        timeout=10000)
+        pane = w.results.answers["baseline"]
+        gen.delay = 0.05  # each word of the answers written again takes a while: time to press Stop
+        pane.needs.button.click()
+        qtbot.waitUntil(lambda: w.runner.busy, timeout=5000)
+        w.query_bar.stop_btn.click()
+        qtbot.waitUntil(lambda: not w.runner.busy, timeout=10000)
+        assert pane.needs._needs is None
+        assert pane.needs.button.isVisibleTo(w) and pane.needs.button.isEnabled()  # can be asked again

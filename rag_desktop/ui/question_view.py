@@ -203,12 +203,18 @@ class QuestionView(QObject):
             return
         flow, pane = st.flow, self.results.answers[column]
         pane.needs.show_progress(Progress("needs", 0, 0, ""))
-        self.runner.submit(
-            f"query.{st.qid}.needs.{column}", lambda ctx: flow.needs(column, answer, ctx.cancel),
-            on_result=partial(self._on_event, st.qid),
-            on_error=lambda err: pane.needs.show_failed(err.message),
-            on_cancelled=pane.needs.clear,
-        )
+        qid = st.qid
+
+        def failed(err: UserError) -> None:
+            if self._current(qid) is not None:  # a newer question's pane is not this answer's
+                pane.needs.show_failed(err.message)
+
+        def stopped() -> None:
+            if self._current(qid) is not None:  # stopped, the answer stays: offered again
+                pane.needs.offer(answer)
+
+        self.runner.submit(f"query.{qid}.needs.{column}", lambda ctx: flow.needs(column, answer, ctx.cancel),
+                           on_result=partial(self._on_event, qid), on_error=failed, on_cancelled=stopped)
 
     def toggle_cfrag(self, on: bool) -> None:
         """The CF-RAG switch: off stops a running CF-RAG (its minutes of CPU), on runs it for the

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +32,15 @@ from rag_desktop.core.qa_metrics import containment_match
 
 
 def _overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """``section.name=value`` pairs, each value read as the settings file reads it (TOML), else as text."""
     out: dict[str, dict[str, Any]] = {}
     for p in pairs:
         key, raw = p.split("=", 1)
         section, name = key.split(".", 1)
-        value: Any = raw
-        for cast in (int, float):
-            try:
-                value = cast(raw)
-                break
-            except ValueError:
-                continue
-        if raw in ("true", "false"):
-            value = raw == "true"
+        try:
+            value: Any = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
         out.setdefault(section, {})[name] = value
     return out
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
+from typing import Literal
 
 from rag_desktop.core.errors import ErrorKind, RagError
 from rag_desktop.core.types import ChatMessage, Hit, Lang, Locator
@@ -163,9 +164,14 @@ def _substitute(name: str, section: str, text: str, values: Mapping[str, object]
         ) from exc
 
 
-def template_lang(lang: Lang) -> str:
+def template_lang(lang: str) -> Literal["zh", "en"]:
     """Chinese queries get the Chinese template; English and anything else the English one."""
     return "zh" if lang == "zh" else "en"
+
+
+def answer_template(lang: str) -> PromptTemplate:
+    """The answer template for a question (or a library's documents) in ``lang``."""
+    return load_template(f"answer_{template_lang(lang)}")
 
 
 # --------------------------------------------------------------------------- answer prompt
@@ -250,16 +256,14 @@ def answer_prefix(lang: Lang) -> tuple[ChatMessage, ...]:
     """What every answer prompt in ``lang`` starts with (system and worked example), with a
     placeholder last turn: the messages a generator evaluates ahead of the first question
     (``Generator.warm``), so that question's first token waits only for its own sources."""
-    tl: Lang = "zh" if template_lang(lang) == "zh" else "en"
-    return (*load_template(f"answer_{tl}").prefix(), ChatMessage("user", "?"))
+    return (*answer_template(lang).prefix(), ChatMessage("user", "?"))
 
 
 def warm_prompts(doc_languages: Mapping[str, int]) -> list[tuple[ChatMessage, ...]]:
     """The answer prefixes worth evaluating ahead of questions on a library with these documents
     per language: one per answer template the library's languages use, most documents first."""
-    zh_first = sorted(doc_languages, key=lambda k: -doc_languages[k])
-    langs: list[Lang] = ["zh" if lang == "zh" else "en" for lang in zh_first] or ["en"]
-    return [answer_prefix(lang) for lang in dict.fromkeys(langs)]
+    by_count = sorted(doc_languages, key=lambda k: -doc_languages[k])
+    return [answer_prefix(tl) for tl in dict.fromkeys(template_lang(lang) for lang in by_count or ["en"])]
 
 
 ANSWER_SOURCES = 5  # how many of a column's top hits an answer reads (their chunks, or passages inside them)
@@ -309,8 +313,8 @@ def build_answer_messages(
     """
     if n_ctx <= 0 or answer_reserve < 0:
         raise ValueError(f"n_ctx must be > 0 and answer_reserve >= 0 (got {n_ctx}, {answer_reserve})")
-    tl: Lang = "zh" if template_lang(lang) == "zh" else "en"
-    tpl = load_template(f"answer_{tl}")
+    tl = template_lang(lang)
+    tpl = answer_template(lang)
     prefix = tpl.prefix()
 
     def user_message(blocks: Sequence[str]) -> str:

@@ -86,11 +86,14 @@ class PassageFinder:
     # question alone.
     keyword: Callable[[str], Mapping[int, float]] | None = None
     _pdf: OrderedDict[int, _PdfInfo] = field(default_factory=OrderedDict, init=False)
+    # The last question's keyword scores: every answer column of a question looks for its passages
+    # with the same question, and the scores cover the whole library.
+    _kw_last: tuple[str, Mapping[int, float]] | None = field(default=None, init=False)
 
     # ------------------------------------------------------------------ chunks
     def _chunks_for(self, query: str, hits: Sequence[Hit], qv: np.ndarray) -> list[tuple[int, Chunk]]:
         cat = self.library.catalog
-        kw_scores = self.keyword(query) if self.keyword is not None and any(h.level == "doc" for h in hits) else {}
+        kw_scores = self._keyword_scores(query) if any(h.level == "doc" for h in hits) else {}
         out: list[tuple[int, Chunk]] = []
         seen: set[int] = set()
         chunk_ids: list[tuple[int, int]] = []
@@ -112,6 +115,13 @@ class PassageFinder:
                 seen.add(cid)
                 out.append((rank, chunks[cid]))
         return out
+
+    def _keyword_scores(self, query: str) -> Mapping[int, float]:
+        if self.keyword is None:
+            return {}
+        if self._kw_last is None or self._kw_last[0] != query:
+            self._kw_last = (query, self.keyword(query))
+        return self._kw_last[1]
 
     # ------------------------------------------------------------------ pages
     def _pdf_info(self, doc_id: int, path: str, numbers: Sequence[int]) -> _PdfInfo | None:

@@ -1,12 +1,12 @@
 """The library's own gate against the decision from labelled queries (docs/evaluation.md, "The gate").
 
     PYTHONPATH=. python scripts/gate_agreement.py tests/data/diagnostic tests/data/qa_clean ... \
-        [--probes 32] [--level doc] --json /tmp/gate_agreement.json
+        [--level doc] --json /tmp/gate_agreement.json
 
 Per BEIR-format set: ingest the corpus into a fresh library (the real pipeline, as ``eval`` does);
 the *labelled* decision is ``eval``'s gate (the set's queries and qrels as probes, MRR@10, §4.6);
-the *self* decision is ``app.self_gate`` (inverse-cloze probes from the library, no generator), with
-its wall time. Results are written after every set, so an interrupted run keeps what it measured.
+the *self* decision is ``app.self_gate`` (the share of documents that echo another's key terms; no
+generator), with its wall time. Results are written after every set, so an interrupted run keeps what it measured.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from rag_desktop.app.service import RagService
 from rag_desktop.core.gate import GateDecision
 
 
-def _row(d: GateDecision | self_gate.GateRecord) -> dict[str, Any]:
+def _row(d: GateDecision) -> dict[str, Any]:
     return {"decision": d.decision, "reliability": round(d.reliability, 3), "n_probes": d.n_probes,
             "delta_causal": round(d.delta_causal, 3), "delta_hybrid": round(d.delta_hybrid, 3),
             "mean_baseline": round(d.mean_baseline, 3)}
@@ -35,10 +35,7 @@ def _row(d: GateDecision | self_gate.GateRecord) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sets", nargs="+", type=Path)
-    ap.add_argument("--probes", type=int, default=self_gate.N_PROBES)
     ap.add_argument("--level", default="doc", choices=("doc", "chunk"))
-    ap.add_argument("--form", default="sentence", choices=("sentence", "keywords"),
-                    help="a probe is the cut sentence, or its top K_q words")
     ap.add_argument("--json", type=Path, required=True)
     args = ap.parse_args()
     settings = load_settings().replace("retrieval", cross_language=False, level=args.level)
@@ -56,8 +53,7 @@ def main() -> int:
                 labelled = gate_on_queries(runs, data)
                 labelled_top = gate_on_queries(runs, data, top_grade_only=True)
                 t0, c0 = time.monotonic(), time.process_time()
-                rec = self_gate.self_calibrate(svc.retriever(), args.level, 20, ("causal", "hybrid"), "-",
-                                               n=args.probes, form=args.form)
+                rec = self_gate.self_calibrate(svc.retriever(), "-")
                 wall, cpu = time.monotonic() - t0, time.process_time() - c0
             finally:
                 svc.close()
@@ -65,9 +61,9 @@ def main() -> int:
             "documents": len(data.corpus), "queries": len(data.qrels), "ingest_s": round(ingest_s, 1),
             "labelled": None if labelled is None else _row(labelled),
             "labelled_top_grade": None if labelled_top is None else _row(labelled_top),
-            "self": None if rec is None else _row(rec) | {"seconds": round(wall, 2), "cpu_s": round(cpu, 2),
-                                                         "mean_causal": round(rec.mean_causal, 3),
-                                                         "mean_hybrid": round(rec.mean_hybrid, 3)},
+            "self": None if rec is None else {"decision": rec.decision, "reliability": round(rec.reliability, 3),
+                                              "documents": rec.n_probes, "echo_share": rec.echo_share,
+                                              "seconds": round(wall, 2), "cpu_s": round(cpu, 2)},
             "load": os.getloadavg()[0],
         }
         row["agrees"] = labelled is not None and rec is not None and rec.decision == labelled.decision

@@ -1,7 +1,7 @@
-"""The library's own gate (inverse-cloze probes, no generator): probes, masking, the §4.6 decision.
+"""The library's own gate (documents that echo another's key terms, no generator).
 
-The library, the embedder and the re-rankings are the real ones (the embedded e5-small); the
-masked score is checked against a slow reference computed from the stored vectors.
+``echo_partners`` is checked against a slow all-pairs reference; the libraries are real ingests
+(the embedded e5-small, jieba) of texts with and without echoes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from library_helpers import ingest_texts
 from rag_desktop.app import self_gate
 from rag_desktop.app.service import RagService
 from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import Keyword
 
 DOCS = {
     "brakes.txt": "Bicycle brakes\n\nRim brakes squeeze the wheel rim with two rubber pads pulled by a cable. "
@@ -33,77 +34,91 @@ DOCS = {
 }
 
 
+# Passages that restate a question about one of the documents and answer nothing: the regime the
+# re-ranker exists for (docs/architecture.md, "The calibration gate").
+ECHOES = {
+    f"echo{i}.txt": f"Bicycle brakes {n}\n\nMany readers ask about rim brakes, disc brakes, brake pads "
+                    f"and the brake cable. Brakes, pads, rims, discs and cables come up often in discussions "
+                    f"of bicycle brakes."
+    for i, n in enumerate(("again", "once more", "revisited"))
+}
+
+
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
     return ingest_texts(tmp_path_factory.mktemp("selfgate"), DOCS)
 
 
-def test_sentences_and_a_probe_cut_from_them() -> None:
-    text = DOCS["brakes.txt"]
-    parts = self_gate.sentences(text)
-    assert parts[0] == "Bicycle brakes" and parts[1].startswith("Rim brakes squeeze")
-    zh = self_gate.sentences(DOCS["tax_zh.txt"])
-    assert any(s.startswith("专项附加扣除") and s.endswith("。") for s in zh)
-    got = self_gate.probe_from(text, np.random.default_rng(0))
-    assert got is not None
-    sentence, rest = got
-    assert self_gate.MIN_SENTENCE <= len(sentence) <= self_gate.MAX_SENTENCE
-    assert sentence in text and sentence not in rest and len(rest) >= self_gate.MIN_REST
-    # a text of one short line has nothing to cut
-    assert self_gate.probe_from("Too short.", np.random.default_rng(0)) is None
+def _slow_partners(kws: dict[int, list[Keyword]]) -> dict[int, tuple[int, float]]:
+    """cov(e, d) over every ordered pair, straight from the module docstring's formula."""
+    out: dict[int, tuple[int, float]] = {}
+    for e in sorted(kws):
+        total = sum(k.weight for k in kws[e])
+        best: tuple[int, float] | None = None
+        for d in sorted(kws):
+            if d == e or total <= 0:
+                continue
+            names = {k.term for k in kws[d]}
+            c = sum(k.weight for k in kws[e] if k.term in names) / total
+            if c > 0 and (best is None or c > best[1] + 1e-12):
+                best = (d, c)
+        if best is not None:
+            out[e] = best
+    return out
 
 
-def test_plan_is_seeded_and_takes_one_probe_per_document_first() -> None:
-    chunks = {i: [(10 * i, text)] for i, text in enumerate(DOCS.values(), start=1)}
-    plan = self_gate.plan_probes(lambda d: chunks[d], list(chunks), n=4, seed=3)
-    assert plan == self_gate.plan_probes(lambda d: chunks[d], list(chunks), n=4, seed=3)
-    assert sorted(p.doc_id for p in plan) == [1, 2, 3, 4]
-    more = self_gate.plan_probes(lambda d: chunks[d], list(chunks), n=8, seed=3)
-    assert len(more) > 4 and len({p.text for p in more}) == len(more)  # a sentence is asked once
+def test_echo_partners_match_the_all_pairs_reference() -> None:
+    rng = np.random.default_rng(7)
+    vocab = [f"t{i}" for i in range(40)]
+    for _ in range(20):
+        kws = {doc: [Keyword(str(t), float(w)) for t, w in zip(rng.choice(vocab, size=int(rng.integers(0, 9)),
+                                                                          replace=False),
+                                                               rng.uniform(0.1, 2.0, size=9), strict=False)]
+               for doc in range(int(rng.integers(1, 12)))}
+        fast, slow = self_gate.echo_partners(kws), _slow_partners(kws)
+        assert fast.keys() == slow.keys()
+        for e, (d, c) in fast.items():
+            assert d == slow[e][0] and c == pytest.approx(slow[e][1])
 
 
-def test_the_source_is_scored_without_its_sentence(svc: RagService) -> None:
-    r = svc.retriever()
-    cat = svc.library.catalog
-    doc = next(d for d in cat.documents() if d.path.endswith("brakes.txt"))
-    chunk = cat.chunks_of(doc.doc_id)[0]
-    got = self_gate.probe_from(chunk.text, np.random.default_rng(1))
-    assert got is not None
-    probe = self_gate.Probe(got[0], doc.doc_id, chunk.chunk_id, got[1])
-    qv = r.embedder.embed_queries([probe.text])[0]
-    mv = r.embedder.embed_passages([probe.masked])[0]
-    hits = self_gate.masked_hits(r, probe, qv, mv, "doc", 20)
-    # the slow reference: the document's stored chunk vectors with the masked one swapped in, mean-pooled
-    rows = cat.chunk_vectors_of([doc.doc_id])[doc.doc_id]
-    vs = np.stack([mv if cid == chunk.chunk_id else v for cid, v in rows]).astype(np.float64)
-    ref = vs.mean(axis=0)
-    ref /= np.linalg.norm(ref)
-    q = qv.astype(np.float64) / np.linalg.norm(qv)
-    src = next(h for h in hits if h.unit_id == doc.doc_id)
-    assert src.s_sim == pytest.approx(float(ref @ q), abs=1e-5)
-    unmasked = cat.chunk_vectors_of([doc.doc_id])[doc.doc_id][0][1].astype(np.float64)
-    assert src.s_sim < float(unmasked @ q / np.linalg.norm(unmasked))  # its own words no longer count
-    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    sims = [h.s_sim for h in hits]
-    assert sims == sorted(sims, reverse=True)
+def test_the_decision_follows_the_echo_share_with_its_bootstrap() -> None:
+    n = 40
+    none = self_gate.decide(n, {i: (i + 1, 0.3) for i in range(n - 1)}, fingerprint="a", seconds=0.0)
+    assert none is not None and none.decision == "neither" and none.echo_share == 0.0
+    assert none.reliability == 1.0 and none.labels == self_gate.SELF_LABELS and none.n_probes == n
+    many = self_gate.decide(n, {i: (i + 1, 0.9) for i in range(12)}, fingerprint="b", seconds=0.0)
+    assert many is not None and many.decision == "hybrid" and many.echo_share == pytest.approx(0.3)
+    assert many.reliability > 0.95 and many.echoes[0] == (0, 1, 0.9) and len(many.echoes) == self_gate.N_EXAMPLES
+    # at the threshold a resample falls on either side about half the time
+    edge = self_gate.decide(n, {i: (i + 1, 0.5) for i in range(4)}, fingerprint="c", seconds=0.0)
+    assert edge is not None and edge.decision == "hybrid" and 0.3 < edge.reliability < 0.8
+    assert self_gate.decide(0, {}, fingerprint="d", seconds=0.0) is None
+    assert many.to_json()["echoes"][0] == [0, 1, 0.9] and many.to_json()["fingerprint"] == "b"
 
 
-def test_a_decision_with_its_record_and_no_generator(svc: RagService) -> None:
-    rec = self_gate.self_calibrate(svc.retriever(), "doc", 20, ("causal", "hybrid"), "fp", n=8)
+def test_a_library_without_echoes_keeps_the_baseline_with_no_generator(svc: RagService) -> None:
+    rec = self_gate.self_calibrate(svc.retriever(), "fp")
     assert rec is not None and svc.runtime._generator is None  # nothing asked a model
-    assert rec.n_probes == len(rec.probes) >= 4 and rec.labels == self_gate.SELF_LABELS
-    assert rec.decision in ("causal", "hybrid", "neither") and 0.0 <= rec.reliability <= 1.0
-    # the deltas are the probes' own reciprocal ranks, as §4.6 takes them
-    rr = {m: np.mean([self_gate.reciprocal(p[i]) for p in rec.probes]) for m, i in
-          (("baseline", 2), ("causal", 3), ("hybrid", 4))}
-    assert rec.delta_hybrid == pytest.approx(rr["hybrid"] - rr["baseline"])
-    assert rec.delta_causal == pytest.approx(rr["causal"] - rr["baseline"])
-    assert rec.to_json()["fingerprint"] == "fp"
+    assert rec.decision == "neither" and rec.echo_share == 0.0 and rec.n_probes == len(DOCS)
+    assert rec.fingerprint == "fp" and rec.metric == self_gate.ECHO_METRIC
+
+
+def test_passages_that_restate_a_subject_turn_the_hybrid_on(tmp_path: Path) -> None:
+    lib = ingest_texts(tmp_path, DOCS | ECHOES)
+    try:
+        rec = self_gate.self_calibrate(lib.retriever(), "fp")
+        assert rec is not None and rec.decision == "hybrid"
+        paths = {d.doc_id: Path(d.path).name for d in lib.library.catalog.documents()}
+        flagged = {paths[e] for e, _, _ in rec.echoes}
+        assert flagged and flagged <= set(ECHOES) | {"brakes.txt"}
+        assert any(paths[e] in ECHOES for e, _, _ in rec.echoes)
+    finally:
+        lib.close()
 
 
 def test_an_empty_library_has_no_decision(tmp_path: Path) -> None:
     empty = RagService(tmp_path / "lib", Settings())
     try:
-        assert self_gate.self_calibrate(empty.retriever(), "doc", 20, ("causal", "hybrid"), "fp") is None
+        assert self_gate.self_calibrate(empty.retriever(), "fp") is None
     finally:
         empty.close()

@@ -1,83 +1,72 @@
-"""A calibration gate from the library alone: inverse-cloze probes, no generator (measured, not used).
+"""The library's own calibration gate, with no generator: does it hold documents that echo others?
 
-Measured with ``scripts/gate_agreement.py`` (docs/evaluation.md, "A gate from the library alone"):
-on every set it decides "neither", right where re-ranking does not help and wrong on the three
-sets where the labelled gate turns the hybrid on. A probe cut from a document is, by
-construction, best found by similarity to that document's text, so these labels side with the
-baseline as the model-judged ones did. Kept as the measurement's code; the app does not run it.
+Paper 000 §4.6 decides from labelled probes (Δ between re-ranked and baseline, enable iff Δ > 0,
+reliability by bootstrap; ``core.gate.calibrate``, which a person's labelled calibration uses). A
+fresh library has no labels, and every label a library can give itself by *provenance* sides with
+the baseline: a sentence cut from a document (masked in its source or not), its top keywords, a
+document's title, each labelled with the document it came from, decide "neither" on every set we
+hold, including the three where labelled questions gain from the hybrid (docs/evaluation.md,
+"A gate from the library alone"). A probe is found best by similarity to the text it came from; the
+regime the re-ranker exists for is a question whose words other documents repeat without its answer.
 
-Paper 000 §4.6 decides from a labelled probe set: Δ = mean(re-ranked − baseline) of a per-probe
-metric, enable iff Δ > 0, reliability by bootstrap (``core.gate.calibrate``). A fresh library has
-no labels, and labels read off what a model says about the pooled top documents agree with the
-ranking that pooled them (docs/architecture.md, "The calibration gate"). Here the library labels
-itself: a probe is a sentence cut from one of its own chunks, and the relevant document is the one
-it was cut from (the inverse cloze task of Lee, Chang & Toutanova, ACL 2019). The label does not
-come from any ranking, so it cannot side with one.
+So the gate looks for that regime directly, in the keyword sets the re-ranker reads (K_d, the top
+``retrieval.doc_keywords`` terms of kw(d) with their weights λ, paper §4.4):
 
-Choices where neither source says:
+    cov(e, d) = Σ_{t ∈ K_e ∩ K_d} λ_t / Σ_{t ∈ K_e} λ_t        (the share of e's key weight that d names)
+    e is an *echo* ⇔ max_{d ≠ e} cov(e, d) ≥ ½                 (most of what e is about, another document names)
+    share = |echoes| / |documents|
 
-* **Masking.** A sentence matches its own words, so the source would win by copying. Its
-  similarity is measured against its chunk re-embedded *without* the sentence (at document level
-  the mean-pooled document vector with that chunk replaced, §4.1); another unit whose text holds
-  the sentence (an overlapping chunk) is left out of that probe's ranking. Every other unit keeps
-  its stored vector. The source's keyword set K_d is kept as stored: the sentence's words are the
-  probe's K_q, so the A/B split moves them into A whatever K_d holds.
-* **Which sentences.** Sentences of 40–400 characters (a question-sized span that still names its
-  subject), from a chunk that keeps ≥ 80 characters without it; one probe per sampled document
-  (seeded), a second round from the same documents only when the library has fewer documents
-  than probes wanted. ``N_PROBES`` = 32: the bootstrap's reliability is coarse below ~10
-  (``core.gate.MIN_PROBES_FOR_RELIABILITY``) and the cost is one query and one passage embedding
-  per probe.
-* **Metric.** MRR@10 of the source, as ``eval``'s labelled gate uses.
+A keyword-stuffed document, a passage that restates a question, an answer-free copy of a passage all
+are echoes; two documents on different subjects are not, however long (only key terms count, not
+every word a long document contains). Decision: ``"hybrid"`` when ``share ≥ ECHO_SHARE``, else
+``"neither"`` (the hybrid, not the causal score: with the embedded encoder the causal order alone
+loses to the baseline on nearly every labelled set; §4.4 recommends the hybrid in practice).
+Reliability as in §4.6: the share of 2,000 seeded bootstrap resamples of the documents that take the
+same decision.
 
+Choices where the paper is silent, fixed before the held-out libraries were built:
+* ½ is "most of": one threshold, not fitted.
+* ``ECHO_SHARE`` = 0.10 (one document in ten): on the four tuning libraries the share is 0.00 where
+  labelled questions lose with the hybrid and 0.17–0.49 where they gain.
+* Document level whatever the retrieval level: the regime is a property of the collection.
+
+Cost: one pass over the stored keyword sets through an inverted index (no embedding, no model):
+docs/benchmarks.md, "The calibration gate".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
-from rag_desktop.core.gate import Decision, GateDecision, calibrate
-from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.prompting import split_sentences
-from rag_desktop.core.types import Hit, Level, RankedList
+from rag_desktop.core.gate import N_DRAWS, Decision, GateDecision
+from rag_desktop.core.types import Keyword
 
 if TYPE_CHECKING:  # annotations only
     from rag_desktop.app.retrieval import Retriever
 
-N_PROBES = 32
-MIN_SENTENCE, MAX_SENTENCE = 40, 400  # characters
-MIN_REST = 80  # characters the source chunk keeps without its sentence
-METRIC_AT = 10
-KEYWORDS = 4
-SELF_LABELS = "self: inverse cloze"
-
-@dataclass(frozen=True)
-class Probe:
-    """One inverse-cloze probe: a sentence, the unit it was cut from and that unit without it."""
-
-    text: str
-    doc_id: int
-    chunk_id: int
-    masked: str  # the chunk's text with the sentence removed
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    probe: Probe
-    ranks: Mapping[str, int | None]  # the source's rank in each ranking (None: not in the top k)
+ECHO_COVER = 0.5  # cov(e, d) at or above which e is an echo of d
+ECHO_SHARE = 0.10  # the share of echo documents at or above which the hybrid feeds the answers
+SELF_LABELS = "self: documents that repeat another's key terms"
+ECHO_METRIC = "echo share"
+N_EXAMPLES = 5  # echo pairs kept in the record, to show
 
 
 @dataclass(frozen=True)
 class GateRecord:
-    """The gate's decision as stored with the library and shown in the Why card and ``compare --json``."""
+    """The gate's decision as stored with the library and shown in the Why card and ``compare --json``.
+
+    From a person's labelled probes (``from_decision``): §4.6's means, Δs and reliability. From the
+    library itself (``decide``): ``metric`` is ``ECHO_METRIC``, ``n_probes`` the documents read, the
+    means and Δs 0, and the evidence is ``echo_share`` against ``echo_threshold`` with ``echoes``,
+    (echo document id, the document it repeats, cov) of the strongest pairs."""
 
     decision: Decision
     metric: str
@@ -92,162 +81,79 @@ class GateRecord:
     fingerprint: str
     seconds: float
     calibrated_at: str
-    probes: tuple[tuple[str, int, int | None, int | None, int | None], ...] = ()  # text, doc, ranks b/c/h
+    echo_share: float | None = None
+    echo_threshold: float | None = None
+    echoes: tuple[tuple[int, int, float], ...] = ()
 
     @classmethod
-    def from_decision(cls, d: GateDecision, *, labels: str, fingerprint: str, seconds: float,
-                      probes: Sequence[ProbeResult] = ()) -> GateRecord:
-        rows = tuple((r.probe.text, r.probe.doc_id, r.ranks.get("baseline"), r.ranks.get("causal"),
-                      r.ranks.get("hybrid")) for r in probes)
+    def from_decision(cls, d: GateDecision, *, labels: str, fingerprint: str, seconds: float) -> GateRecord:
         return cls(d.decision, d.metric, d.n_probes, d.mean_baseline, d.mean_causal, d.mean_hybrid,
                    d.delta_causal, d.delta_hybrid, d.reliability, labels, fingerprint, round(seconds, 3),
-                   datetime.now(UTC).isoformat(timespec="seconds"), rows)
+                   _now())
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        out["probes"] = [list(p) for p in self.probes]
+        out["echoes"] = [list(p) for p in self.echoes]
         return out
 
 
-
-def sentences(text: str) -> list[str]:
-    """``text`` cut at line breaks and at the sentence ends the prompts use (core.prompting)."""
-    return [p.strip() for line in text.splitlines() for p in split_sentences(line) if p.strip()]
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def probe_from(text: str, rng: np.random.Generator) -> tuple[str, str] | None:
-    """(sentence, the text without it) for one sentence of ``text`` that fits, or None."""
-    fits = [s for s in sentences(text) if MIN_SENTENCE <= len(s) <= MAX_SENTENCE]
-    rng.shuffle(fits)
-    for s in fits:
-        rest = " ".join(text.replace(s, " ", 1).split())
-        if len(rest) >= MIN_REST:
-            return s, rest
-    return None
-
-
-def plan_probes(chunks_of: Callable[[int], Sequence[tuple[int, str]]], doc_ids: Sequence[int],
-                n: int = N_PROBES, seed: int = 0) -> list[Probe]:
-    """Up to ``n`` probes, one per sampled document (seeded), then more rounds while documents
-    are fewer than ``n``. ``chunks_of(doc_id)`` gives the document's (chunk id, text)."""
-    rng = np.random.default_rng(seed)
-    order = [int(d) for d in rng.permutation(np.asarray(doc_ids, dtype=np.int64))]
-    probes: list[Probe] = []
-    used: set[str] = set()
-    for _ in range(max(1, -(-n // max(1, len(order))))):
-        for doc_id in order:
-            if len(probes) >= n:
-                return probes
-            chunks = list(chunks_of(doc_id))
-            for i in rng.permutation(len(chunks)):
-                cid, text = chunks[int(i)]
-                got = probe_from(text, rng)
-                if got is not None and got[0] not in used:
-                    used.add(got[0])
-                    probes.append(Probe(got[0], doc_id, cid, got[1]))
-                    break
-    return probes
-
-
-def first_rank(ranked: RankedList, unit_ids: set[int], k: int = METRIC_AT) -> int | None:
-    for h in ranked.hits[:k]:
-        if h.unit_id in unit_ids:
-            return h.rank
-    return None
-
-
-def _unit(v: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
-    v64 = np.asarray(v, dtype=np.float64)
-    return v64 / max(float(np.linalg.norm(v64)), 1e-12)
-
-
-def masked_hits(retriever: Retriever, probe: Probe, qv: npt.NDArray[np.float32],
-                masked_vec: npt.NDArray[np.float32], level: Level, k: int) -> list[Hit]:
-    """The baseline top ``k`` for ``probe`` with its source masked: the source scored without its
-    sentence, and any other unit holding the sentence left out."""
-    cat = retriever.library.catalog
-    hits = retriever.baseline(qv, level, k + 5, -1.0)
-    if level == "chunk":
-        source_id = probe.chunk_id
-        vec = _unit(masked_vec)
-    else:
-        source_id = probe.doc_id
-        rows = cat.chunk_vectors_of([probe.doc_id]).get(probe.doc_id, [])
-        vs = [masked_vec if cid == probe.chunk_id else v for cid, v in rows] or [masked_vec]
-        vec = _unit(np.mean(np.stack(vs), axis=0))  # §4.1: mean-pooled, as stored at ingest
-    s = float(vec @ _unit(qv))
-    kept = [h for h in hits if h.unit_id != source_id and not (level == "chunk" and probe.text in h.text)]
-    if level == "chunk":
-        chunk = cat.chunks([probe.chunk_id])[probe.chunk_id]
-        doc = cat.document(probe.doc_id)
-        assert doc is not None
-        src = Hit(source_id, probe.doc_id, "chunk", doc.title, doc.path, chunk.page_start, probe.masked, s, 0,
-                  chunk.lang)
-    else:
-        doc = cat.document(probe.doc_id)
-        assert doc is not None
-        src = Hit(source_id, probe.doc_id, "doc", doc.title, doc.path, 1, probe.masked, s, 0, doc.lang)
-    merged = sorted([*kept, src], key=lambda h: -h.s_sim)[:k]
-    return [dataclasses.replace(h, rank=i) for i, h in enumerate(merged, start=1)]
-
-
-def run_probes(retriever: Retriever, probes: Sequence[Probe], level: Level, k: int,
-               variants: tuple[str, str] = ("causal", "hybrid"), form: str = "sentence") -> list[ProbeResult]:
-    """Each probe ranked by the baseline and both re-rankings, the source masked (module docstring)."""
-    from rag_desktop.app.retrieval import QueryContext
-
-    if not probes:
-        return []
-    emb = retriever.embedder
-    if form == "keywords":  # the sentence's top K_q words, question-sized
-        tok = retriever.tokenizer
-        probes = [dataclasses.replace(p, text=(" " if detect_lang(p.text) != "zh" else "").join(
-            tok.surface_form(k.term) for k in retriever.query_keywords(p.text, level)[:KEYWORDS])) for p in probes]
-    qvs = emb.embed_queries([p.text for p in probes])
-    mvs = emb.embed_passages([p.masked for p in probes])
-    tau, source = retriever.tau()
-    out: list[ProbeResult] = []
-    for p, qv, mv in zip(probes, qvs, mvs, strict=True):
-        hits = masked_hits(retriever, p, qv, mv, level, k)
-        base = RankedList("baseline", tuple(hits), (), (), "Baseline (dense similarity)")
-        ctx = QueryContext(p.text, level, qv, retriever.query_terms(p.text, level), base,
-                           tuple(retriever.candidate_terms(hits, level)), tau, source)
-        target = {p.chunk_id if level == "chunk" else p.doc_id}
-        ranks: dict[str, int | None] = {"baseline": first_rank(base, target)}
-        for name, variant in zip(("causal", "hybrid"), variants, strict=True):
-            ranks[name] = first_rank(retriever.rerank(ctx, variant)[0], target)
-        out.append(ProbeResult(p, ranks))
+def echo_partners(keywords: Mapping[int, Sequence[Keyword]]) -> dict[int, tuple[int, float]]:
+    """For each document, the other document whose key terms cover most of its key weight, and that
+    cov(e, d) (module docstring); documents with no key term or no overlap are left out.
+    Ties go to the lower document id, so the result does not depend on dict order."""
+    postings: dict[str, list[int]] = defaultdict(list)
+    for doc_id, ks in keywords.items():
+        for t in {k.term for k in ks}:
+            postings[t].append(doc_id)
+    out: dict[int, tuple[int, float]] = {}
+    for e, ks in keywords.items():
+        total = sum(k.weight for k in ks)
+        if total <= 0:
+            continue
+        covered: dict[int, float] = defaultdict(float)
+        for k in ks:
+            for d in postings[k.term]:
+                if d != e:
+                    covered[d] += k.weight
+        if covered:
+            d, w = min(covered.items(), key=lambda kv: (-kv[1], kv[0]))
+            out[e] = (d, w / total)
     return out
 
 
-def reciprocal(rank: int | None) -> float:
-    return 0.0 if rank is None else 1.0 / rank
-
-
-def decide(results: Sequence[ProbeResult], *, fingerprint: str, seconds: float) -> GateRecord | None:
-    """§4.6 on the probes' MRR@10 (``core.gate.calibrate``); None with no probe."""
-    if not results:
+def decide(n_docs: int, partners: Mapping[int, tuple[int, float]], *, fingerprint: str, seconds: float,
+           n_draws: int = N_DRAWS, seed: int = 0) -> GateRecord | None:
+    """The decision and its bootstrap reliability over ``n_docs`` documents; None for an empty library."""
+    if n_docs <= 0:
         return None
-    per = {m: [reciprocal(r.ranks.get(m)) for r in results] for m in ("baseline", "causal", "hybrid")}
-    d = calibrate(per["baseline"], per["causal"], per["hybrid"], metric=f"MRR@{METRIC_AT}", higher_is_better=True)
-    return GateRecord.from_decision(d, labels=SELF_LABELS, fingerprint=fingerprint, seconds=seconds,
-                                    probes=results)
+    is_echo = np.zeros(n_docs, dtype=bool)
+    echoes = sorted(((e, d, c) for e, (d, c) in partners.items() if c >= ECHO_COVER), key=lambda x: (-x[2], x[0]))
+    is_echo[:len(echoes)] = True  # which positions hold echoes does not matter to a resample of counts
+    share = float(is_echo.mean())
+    decision: Decision = "hybrid" if share >= ECHO_SHARE else "neither"
+    rng = np.random.default_rng(seed)
+    shares = is_echo[rng.integers(0, n_docs, size=(n_draws, n_docs))].mean(axis=1)
+    reliability = float(np.mean((shares >= ECHO_SHARE) == (decision == "hybrid")))
+    return GateRecord(decision, ECHO_METRIC, n_docs, 0.0, 0.0, 0.0, 0.0, 0.0, reliability, SELF_LABELS,
+                      fingerprint, round(seconds, 3), _now(), round(share, 4), ECHO_SHARE,
+                      tuple((e, d, round(c, 3)) for e, d, c in echoes[:N_EXAMPLES]))
 
 
-def self_calibrate(retriever: Retriever, level: Level, k: int, variants: tuple[str, str], fp: str,
-                   n: int = N_PROBES, seed: int = 0, form: str = "sentence") -> GateRecord | None:
-    """Plan, rank and decide for one library (no generator); None for a library with no probe."""
+def self_calibrate(retriever: Retriever, fingerprint: str, seed: int = 0) -> GateRecord | None:
+    """Decide for the library ``retriever`` reads, at document level from its stored keyword sets (no
+    generator, no embedding; module docstring); None when the library is empty."""
     t0 = time.perf_counter()
     cat = retriever.library.catalog
-    docs = [d.doc_id for d in cat.documents()]
-
-    def chunks_of(doc_id: int) -> list[tuple[int, str]]:
-        return [(c.chunk_id, c.text) for c in cat.chunks_of(doc_id)]
-
-    probes = plan_probes(chunks_of, docs, n, seed)
-    results = run_probes(retriever, probes, level, k, variants, form)
-    return decide(results, fingerprint=fp, seconds=time.perf_counter() - t0)
+    ids = [d.doc_id for d in cat.documents()]
+    top = retriever.settings.retrieval.doc_keywords
+    kws = {i: ks[:top] for i, ks in cat.keywords("d", ids).items()}
+    return decide(len(ids), echo_partners(kws), fingerprint=fingerprint, seconds=time.perf_counter() - t0,
+                  seed=seed)
 
 
-__all__ = ["N_PROBES", "SELF_LABELS", "GateRecord", "Probe", "ProbeResult", "decide",
-           "first_rank", "masked_hits", "plan_probes", "probe_from", "run_probes", "self_calibrate", "sentences"]
+__all__ = ["ECHO_COVER", "ECHO_METRIC", "ECHO_SHARE", "SELF_LABELS", "GateRecord", "decide", "echo_partners",
+           "self_calibrate"]

@@ -1,25 +1,23 @@
 #!/usr/bin/env python3
-"""The automatic calibration gate at library scale (docs/benchmarks.md §10).
+"""The library's own calibration gate at library scale (docs/benchmarks.md, "The calibration gate").
 
-The gate's model calls are fixed by the probe count; what grows with the library is the part
-before them: the per-document term counts, the stuffing signal of every title, the plan, and
-each probe's retrieval. This measures that part on seeded libraries of statute-like articles
-titled by their number alone ("第946条": a title that names no subject, the case the probe writer
-must handle), at several sizes, as a **ratio against one probe's model time**: how much of a
-calibration the library's size costs. ``--full`` also runs the whole automatic calibration on the
-largest library (``auto_gate.run_auto``, the embedded generator) and reports its wall time, its
-probes and the process's peak RSS.
+The gate reads every document's stored keyword set once (``app.self_gate``: no model, no
+embedding); its time grows with the library. This times it on seeded libraries of statute-like
+articles titled by their number alone ("第946条"), at several sizes, with the ingest of the same
+library as the reference: **gate seconds per ingest second** (the gate runs right after an ingest),
+and the process's peak RSS.
 
-The articles are random combinations of legal phrases: their *decision* means nothing (no regime
-was built in), only the time, the memory and whether the probes are distinct questions.
+The articles are random combinations of a few dozen legal phrases, so most of them repeat each
+other's key terms: their *decision* measures nothing (no regime was built in), only the time.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_gate.py [--docs 500 1000 3000] [--full] \\
-        [--work /tmp/bench_gate] [--json out.json]
+    PYTHONPATH=. .venv/bin/python scripts/bench_gate.py [--docs 500 1000 3000] [--work /tmp/bench_gate] \\
+        [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import resource
@@ -82,86 +80,44 @@ def library(work: Path, n: int) -> tuple[RagService, float | None]:
     return svc, took
 
 
-def one_probe_model_seconds(svc: RagService, repeats: int) -> bc.Samples:
-    """One probe's model work as the gate does it: write a topic probe, then answer it from two documents
-    in both orders (the answer judge with a pool of two)."""
-    from rag_desktop.app import auto_gate, gate_probes
+def _gate_into(got: list[Any], retriever: Any) -> None:
+    from rag_desktop.app import self_gate
 
-    gen = svc.runtime.generator()
-    r = svc.retriever()
-    doc = svc.library.catalog.documents()[0]
-    words = ["用人单位", "解除合同"]
-
-    def run() -> None:
-        q = gate_probes.write_topic_probe(gen, words, doc.title, 0)
-        hits = r.context(q, "doc").baseline.hits[:2]
-        auto_gate.answer_support(gen, q, hits, 400, 60, 0)
-
-    return bc.interleaved({"one probe (model)": run}, warmup=1, repeats=repeats)["one probe (model)"]
-
-
-def model_free(svc: RagService, repeats: int) -> dict[str, bc.Samples]:
-    """The gate's library-size part: a new plan (term counts, stuffing signal, document frequency)
-    and one probe's retrieval (baseline, causal and hybrid), timed interleaved."""
-    from rag_desktop.app import gate_probes
-
-    cat = svc.library.catalog
-    r = svc.retriever()
-
-    def plan() -> None:
-        counts = gate_probes.document_term_counts(cat)
-        gate_probes.make_plan(cat, 12, 0, lambda t: r.query_keywords(t, "doc"), lambda: counts)
-        gate_probes.document_frequency(counts)
-
-    def probe_retrieval() -> None:
-        ctx = r.context("用人单位在什么情况下应当支付赔偿金？", "doc")
-        r.rerank(ctx, "causal")
-        r.rerank(ctx, "hybrid")
-
-    return bc.interleaved({"plan": plan, "retrieval": probe_retrieval}, warmup=1, repeats=repeats)
+    got.append(self_gate.self_calibrate(retriever, "-"))
 
 
 def main() -> int:
     bc.pin_threads(1)
-    from rag_desktop.app import auto_gate  # after pinning the threads
+    from rag_desktop.app import self_gate  # after pinning the threads
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, nargs="+", default=[500, 1000, 3000])
-    ap.add_argument("--full", action="store_true", help="also run the whole automatic calibration on the largest")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_gate"))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     machine = bc.Machine()
     print(machine.line(), flush=True)
     rows: list[dict[str, Any]] = []
-    probe_model: bc.Samples | None = None
     for n in sorted(args.docs):
         svc, ingest_s = library(args.work, n)
         try:
-            s = model_free(svc, args.repeats)
-            if probe_model is None:
-                probe_model = one_probe_model_seconds(svc, args.repeats)
-            row = {"docs": n, "ingest_s": None if ingest_s is None else round(ingest_s, 1),
-                   "plan_s": s["plan"].median, "probe_retrieval_s": s["retrieval"].median,
-                   "one_probe_model_s": probe_model.median,
-                   # the library-size part of a 12-probe calibration against its model part
-                   "size_share": (s["plan"].median + 12 * s["retrieval"].median)
-                   / (s["plan"].median + 12 * (s["retrieval"].median + probe_model.median))}
-            if args.full and n == max(args.docs):
-                t0 = time.perf_counter()
-                report = auto_gate.run_auto(svc)
-                gate = report.gate or {}
-                row["full"] = {"seconds": round(time.perf_counter() - t0, 1), "probes": list(report.probes),
-                               "n_probes": gate.get("n_probes"), "n_duplicate": gate.get("n_duplicate"),
-                               "model_calls": gate.get("model_calls"),
-                               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+            got: list[self_gate.GateRecord | None] = []
+            gate = functools.partial(_gate_into, got, svc.retriever())
+            s = bc.interleaved({"gate": gate}, warmup=1, repeats=args.repeats)["gate"]
+            rec = got[-1]
+            row = {"docs": n, "ingest_s": None if ingest_s is None else round(ingest_s, 1), "gate_s": s.median,
+                   # the gate against the ingest it follows (only when this run built the library)
+                   "gate_per_ingest": None if not ingest_s else round(s.median / ingest_s, 5),
+                   "echo_share": None if rec is None else rec.echo_share,
+                   "decision": None if rec is None else rec.decision,
+                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), flush=True)
         finally:
             svc.close()
-    machine.finish(["faiss-cpu", "llama-cpp-python", "jieba"])
-    print(bc.table(rows, ["docs", "ingest_s", "plan_s", "probe_retrieval_s", "one_probe_model_s", "size_share"]))
+    machine.finish(["faiss-cpu", "jieba"])
+    print(bc.table(rows, ["docs", "ingest_s", "gate_s", "gate_per_ingest", "echo_share", "decision"]))
     print(machine.line())
     if (warn := machine.busy_warning()) is not None:
         print(warn)

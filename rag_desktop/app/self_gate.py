@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import sparse
 
 from rag_desktop.core.gate import N_DRAWS, Decision, GateDecision
 from rag_desktop.core.types import Keyword
@@ -104,24 +104,37 @@ def _now() -> str:
 def echo_partners(keywords: Mapping[int, Sequence[Keyword]]) -> dict[int, tuple[int, float]]:
     """For each document, the other document whose key terms cover most of its key weight, and that
     cov(e, d) (module docstring); documents with no key term or no overlap are left out.
-    Ties go to the lower document id, so the result does not depend on dict order."""
-    postings: dict[str, list[int]] = defaultdict(list)
-    for doc_id, ks in keywords.items():
-        for t in {k.term for k in ks}:
-            postings[t].append(doc_id)
+
+    One sparse product: W (documents × terms, λ) times the 0/1 incidence of the same sets,
+    transposed, gives every Σ_{t ∈ K_e ∩ K_d} λ_t at once. Ties go to the lower document id."""
+    ids = sorted(keywords)
+    col: dict[str, int] = {}
+    rows, cols, vals = [], [], []
+    for r, doc_id in enumerate(ids):
+        for k in keywords[doc_id]:
+            c = col.setdefault(k.term, len(col))
+            rows.append(r)
+            cols.append(c)
+            vals.append(float(k.weight))
+    if not col:
+        return {}
+    w = sparse.csr_matrix((vals, (rows, cols)), shape=(len(ids), len(col)))
+    w.sum_duplicates()
+    incidence = w.copy()
+    incidence.data[:] = 1.0
+    shared = (w @ incidence.T).tocsr()
+    shared.setdiag(0.0)  # a document's own terms: every diagonal entry is stored, so no new structure
+    shared.eliminate_zeros()
+    totals = np.asarray(w.sum(axis=1)).ravel()
     out: dict[int, tuple[int, float]] = {}
-    for e, ks in keywords.items():
-        total = sum(k.weight for k in ks)
-        if total <= 0:
+    for r in range(len(ids)):
+        lo, hi = shared.indptr[r], shared.indptr[r + 1]
+        if lo == hi or totals[r] <= 0:
             continue
-        covered: dict[int, float] = defaultdict(float)
-        for k in ks:
-            for d in postings[k.term]:
-                if d != e:
-                    covered[d] += k.weight
-        if covered:
-            d, w = min(covered.items(), key=lambda kv: (-kv[1], kv[0]))
-            out[e] = (d, w / total)
+        cand, got = shared.indices[lo:hi], shared.data[lo:hi]
+        best = got.max()
+        d = int(cand[got >= best].min())  # indices follow ``ids``, which are sorted: the lower id
+        out[ids[r]] = (ids[d], float(best / totals[r]))
     return out
 
 

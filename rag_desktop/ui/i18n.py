@@ -844,6 +844,18 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.reread_from": ("Answered again from all kept evidence, no candidate shown: {ps}",
                           "不提供候选答案，根据全部保留证据重新回答：{ps}"),
     "trace.final": ("Final answer: {a}", "最终回答：{a}"),
+    "trace.plain_title": ("How CF-RAG reached its answer", "CF-RAG 如何得出回答"),
+    "trace.details": ("Details", "详细信息"),
+    "trace.details_tip": ("The numbers behind the sentences: Div_sem, Div_ans, Rel and Info of the contrasting "
+                          "questions, s(q,e) and Δ of the passages, φ_coh, φ_causal and Ψ of the drafts, the "
+                          "agreement",
+                          "这些句子背后的数值：对照问题的 Div_sem、Div_ans、Rel 与信息量，段落的 s(q,e) 与 Δ，"
+                          "候选回答的 φ_coh、φ_causal 与 Ψ，以及一致度"),
+    "trace.hyp_scores": ("{j}: φ_coh {coh} · φ_causal {causal} · Ψ {psi}",
+                         "{j}：φ_coh {coh} · φ_causal {causal} · Ψ {psi}"),
+    "trace.agreement": ("Agreement of the drafts {agr} (they agree from {thr})",
+                        "候选回答的一致度 {agr}（达到 {thr} 即为一致）"),
+    "trace.all_numbers": ("Every number is in the “CF-RAG trace” tab.", "全部数值见“CF-RAG 推理轨迹”标签页。"),
     "trace.rationale": ("Rationale: {r}", "理由：{r}"),
     "trace.h.kept": ("", ""),
     "trace.h.question": ("Question", "问题"),

@@ -11,9 +11,11 @@ themselves (Δ of the passage the answer rests on against margin_summary's noise
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import re
 import string
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -424,3 +426,22 @@ def test_every_template_is_reached_by_some_recorded_numbers() -> None:
         check(v)
         reached |= {line.name for line in plain_trace(v)}
     assert reached == set(TEMPLATES), sorted(set(TEMPLATES) - reached)
+
+
+def test_answer_cfrag_json_carries_the_plain_sentences(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``rag-desktop answer Q --method cfrag --json`` over the in-memory service (its canned trace)."""
+    from test_gui_support import FakeService, make_cf_result
+
+    from rag_desktop.cli import library, main
+    from rag_desktop.core.settings import Settings
+
+    monkeypatch.setattr(library, "service", lambda args: FakeService(tmp_path / "lib", Settings()))
+    question = "Why do people fail the Wason selection task?"
+    assert main(["answer", question, "--method", "cfrag", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["trace_plain"] == plain_text(make_cf_result(question).trace)
+    assert len(out["trace_plain"]) >= 5 and "decision" in out["trace"]
+    assert main(["answer", question, "--method", "cfrag"]) == 0
+    printed = capsys.readouterr().out
+    assert "How CF-RAG reached it:" in printed and f"  • {out['trace_plain'][0]}" in printed

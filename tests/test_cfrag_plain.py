@@ -125,6 +125,9 @@ def test_every_sentence_of_a_real_run_is_backed_by_its_numbers(name: str) -> Non
                            "cf_kept_unknown" if differ == 0 else "cf_kept_mixed")
     ret = lines["retrieval"][0]
     assert ret.values["pool"] == str(len(t.evidence))
+    div = lines.get("division", [])
+    if div and div[0].name.startswith("div_one"):  # one path: it read what its one subset holds
+        assert len(t.subsets) == 1 and div[0].values["n"] == str(len(t.subsets[0].members))
     if ret.name.startswith("ret_some"):
         assert ret.values["kept"] == str(len(t.kept_evidence)) and len(t.kept_evidence) < len(t.evidence)
     assert ret.name.endswith("_cf") == (len(t.queries) > 1)
@@ -404,6 +407,9 @@ def test_every_template_is_reached_by_some_recorded_numbers() -> None:
                                                       for e in t.evidence), subsets=(), hypotheses=(),
                                     decision=dataclasses.replace(t.decision, kind="no_evidence", chosen=-1))
     variants += [none_kept, dataclasses.replace(none_kept, evidence=())]
+    one = RUNS["no_division"]
+    variants.append(dataclasses.replace(one, subsets=(dataclasses.replace(one.subsets[0],
+                                                                          members=one.subsets[0].members[:2]),)))
     top = sorted(t.hypotheses, key=lambda h: (-h.psi, h.index))
     d = t.decision
     for warning in (say("synthesis_empty"), say("synthesis_ungrounded", answer="'x'"), ""):

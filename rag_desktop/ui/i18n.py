@@ -545,6 +545,8 @@ TABLE: dict[str, tuple[str, str]] = {
                                 "而不是你的问题。"),
     "cfplain.div_one": ("The model read the kept passages ({n}) together and wrote one answer from them.",
                         "模型一起阅读了保留的段落（{n} 个），并据此写出一个回答。"),
+    "cfplain.div_one_part": ("The model read {n} of the {kept} kept passages together and wrote one answer from them.",
+                             "模型一起阅读了 {kept} 个保留段落中的 {n} 个，并据此写出一个回答。"),
     "cfplain.div": ("We sorted the kept passages ({n}) into topic groups ({k}) and gave the model different mixes of "
                     "them ({m}), one draft answer per mix.",
                     "我们把保留的段落（{n} 个）按主题分组（{k} 组），给模型不同的段落组合（{m} 种），"

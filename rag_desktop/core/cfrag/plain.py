@@ -75,6 +75,7 @@ TEMPLATES: dict[str, str] = {
     "test_rival_read": _TESTED_READ + _RIVAL,
     # 4. evidence division (§3): spectral clusters, M subsets, one hypothesis each
     "div_one": "The model read the kept passages ({n}) together and wrote one answer from them.",
+    "div_one_part": "The model read {n} of the {kept} kept passages together and wrote one answer from them.",
     "div": "We sorted the kept passages ({n}) into topic groups ({k}) and gave the model different mixes of "
            "them ({m}), one draft answer per mix.",
     # 5. arbitration (§4): Ψ_j = (1 − λ)·φ_coh + λ·φ_causal; which part put the winner first
@@ -228,10 +229,13 @@ def _division(t: CFTrace) -> PlainLine | None:
     """§3: spectral clusters of the kept evidence and the M subsets the hypotheses read."""
     if not t.subsets:
         return None
-    n = str(len(t.kept_evidence))
-    if not t.use_division or len(t.subsets) == 1:
-        return PlainLine("division", "div_one", {"n": n})
-    return PlainLine("division", "div", {"n": n, "k": str(t.spectral.k_used), "m": str(len(t.subsets))})
+    kept = len(t.kept_evidence)
+    if len(t.subsets) == 1:  # no division (all kept evidence), or one subset sampled from the clusters
+        read = len(t.subsets[0].members)
+        if read == kept:
+            return PlainLine("division", "div_one", {"n": str(kept)})
+        return PlainLine("division", "div_one_part", {"n": str(read), "kept": str(kept)})
+    return PlainLine("division", "div", {"n": str(kept), "k": str(t.spectral.k_used), "m": str(len(t.subsets))})
 
 
 def _by_psi(t: CFTrace) -> list[HypothesisTrace]:

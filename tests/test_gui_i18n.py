@@ -86,6 +86,9 @@ def test_keys_built_at_run_time_exist() -> None:
     from rag_desktop.core.cfrag.pipeline import _STEPS
 
     dynamic |= {f"stage.cfrag.{s}" for s in _STEPS}
+    from rag_desktop.core.cfrag.plain import PREFIX, TEMPLATES
+
+    dynamic |= {f"{PREFIX}.{name}" for name in TEMPLATES}  # CF-RAG's trace in plain words
     assert sorted(k for k in dynamic if k not in TABLE) == []
 
 

@@ -1,8 +1,8 @@
 """Every text a person can see in the Chinese UI is Chinese (gui_text_walk): the main window
-after a question (columns, Why card and its fold, answers, the CF-RAG trace, the chart, the
-conversation), the viewer, the Settings dialog and the calibration wizard. The documents' own
-text and titles, file names, model names, numbers and symbols are not the UI's and stay as
-they are. The service is the in-memory collaborator of test_gui_support (canned rankings, a
+after a question (columns, Why card and its fold, answers, CF-RAG in plain words and its folds, the
+CF-RAG trace, the chart, the conversation), the viewer, the Settings dialog and the calibration
+wizard. The documents' own text and titles, file names, model names, numbers and symbols are not
+the UI's and stay as they are. The service is the in-memory collaborator of test_gui_support (canned rankings, a
 scripted generator); the window, its widgets and the translation table are real.
 """
 
@@ -105,6 +105,8 @@ def test_every_visible_string_of_the_chinese_ui_is_chinese(qtbot: Any, zh_window
                     timeout=10000)
     win.results.columns["causal"].select_row(0)
     win.results.why.fold.setChecked(True)  # the scores and the formula, behind the fold
+    win.results.cf_card.plain.fold.setChecked(True)  # CF-RAG's numbers, behind its plain sentences
+    win.results.trace_view.plain.fold.setChecked(True)  # the trace's tables, likewise
     win.conversation_dock.show_in_side()
     for pane in win.results.answers.values():
         pane.sources_btn.setChecked(True)  # the passages each answer read, and their originals

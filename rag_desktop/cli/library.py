@@ -12,6 +12,7 @@ from rag_desktop.app.library import IngestReport
 from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.cli.common import ABSTAINED_LINE, ProgressBar, print_json, service, terminal_safe
 from rag_desktop.core.cfrag import cfrag_result
+from rag_desktop.core.cfrag.plain import plain_text
 from rag_desktop.core.cfrag.types import to_jsonable
 from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.types import Answer, Progress, RankedList
@@ -110,11 +111,14 @@ def cmd_answer(args: argparse.Namespace) -> int:
             if events and isinstance(events[-1], Abstained):  # CF-RAG did not run
                 return _print_answer(events[-1].answer, args.json)
             res = cfrag_result(e.result for e in events if isinstance(e, CFDone))
-            if args.json:
-                print_json(to_jsonable(res))
+            if args.json:  # the run in plain words beside its numbers (core.cfrag.plain)
+                print_json({**to_jsonable(res), "trace_plain": plain_text(res.trace)})
                 return 0
             print(terminal_safe(res.answer.text, keep_newlines=True))
             _print_sources(res.answer)
+            print("\nHow CF-RAG reached it:")
+            for line in plain_text(res.trace):  # the model's questions and the titles: made safe
+                print(f"  • {terminal_safe(line)}")
             print("\n" + summarize_trace(res))
             return 0
         comparison = flow.retrieve(translate=True).comparison

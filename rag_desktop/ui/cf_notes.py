@@ -1,5 +1,5 @@
-"""The core's notes (CF-RAG's reasons, warnings and question types; the re-ranking's warnings) in the UI
-language (Qt-free).
+"""The core's notes (CF-RAG's reasons, warnings, question types and its trace in plain words; the
+re-ranking's warnings) in the UI language (Qt-free).
 
 The core writes its notes in English from named templates (core.cfrag.notes); here each is
 read back and said with the i18n key ``cfnote.<name>``. A text no template made (a model's
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from rag_desktop.core.causal import CAUSAL_NOTES
 from rag_desktop.core.cfrag import notes
+from rag_desktop.core.cfrag.plain import plain_trace
+from rag_desktop.core.cfrag.types import CFTrace
+from rag_desktop.ui import i18n
 from rag_desktop.ui.i18n import has_tr, tr
 
 BOOKS = (notes.NOTES, CAUSAL_NOTES)
@@ -34,3 +37,14 @@ def cf_tag(transformation: str) -> str:
     """The kind of change a counterfactual question makes (role, time, entity, category, scope)."""
     key = f"cfnote.tag.{transformation}"
     return tr(key) if has_tr(key) else transformation
+
+
+def cf_plain(trace: CFTrace) -> list[str]:
+    """CF-RAG's run in plain words, one sentence per stage (core.cfrag.plain), in the UI language."""
+    return [tr(line.key, **line.values) for line in plain_trace(trace)]
+
+
+def plain_sentences(trace: CFTrace, lang: str) -> list[str]:
+    """:func:`cf_plain` in ``lang`` ("en" or "zh"), whatever the UI language is."""
+    with i18n.using(lang):
+        return cf_plain(trace)

@@ -459,6 +459,179 @@ TABLE: dict[str, tuple[str, str]] = {
     "cfnote.tag.category": ("category", "类别"),
     "cfnote.tag.scope": ("scope", "范围"),
     "cfnote.tag.unknown": ("not given", "未标明"),
+    # CF-RAG's trace in plain words (core.cfrag.plain: the English is the core's template)
+    "cfplain.cf_off": ("We did not write contrasting questions: they are switched off.",
+                       "我们没有编写对照问题：该功能已关闭。"),
+    "cfplain.cf_none": ("We asked the model for questions close to yours that need a different answer; it wrote none "
+                        "we could use.",
+                        "我们请模型写出与你的问题相近、但答案应当不同的问题；它没有写出可用的问题。"),
+    "cfplain.cf_rejected": ("We asked the model for questions close to yours that need a different answer; none of "
+                            "the {n} it wrote passed the checks.",
+                            "我们请模型写出与你的问题相近、但答案应当不同的问题；它写出的 {n} 个问题都没有通过检查。"),
+    "cfplain.cf_kept_differ": ("We asked the model for questions close to yours that need a different answer and "
+                               "kept {kept} of the {n} it wrote, such as “{example}”; answering from memory, the "
+                               "model answered each differently from yours.",
+                               "我们请模型写出与你的问题相近、但答案应当不同的问题，"
+                               "从它写的 {n} 个中保留了 {kept} 个，例如“{example}”；不看文档作答时，"
+                               "模型对每个问题的回答都与对你的问题的回答不同。"),
+    "cfplain.cf_kept_mixed": ("We asked the model for questions close to yours that need a different answer and kept "
+                              "{kept} of the {n} it wrote, such as “{example}”; answering from memory, the model "
+                              "answered {differ} of them differently from yours; its answers to the other {other} "
+                              "could not be compared.",
+                              "我们请模型写出与你的问题相近、但答案应当不同的问题，"
+                              "从它写的 {n} 个中保留了 {kept} 个，例如“{example}”；不看文档作答时，"
+                              "模型对其中 {differ} 个问题的回答与对你的问题的回答不同；"
+                              "另外 {other} 个的回答无法比较。"),
+    "cfplain.cf_kept_unknown": ("We asked the model for questions close to yours that need a different answer and "
+                                "kept {kept} of the {n} it wrote, such as “{example}”; the model's answers from "
+                                "memory could not show whether they differ from yours.",
+                                "我们请模型写出与你的问题相近、但答案应当不同的问题，"
+                                "从它写的 {n} 个中保留了 {kept} 个，例如“{example}”；"
+                                "模型不看文档时的回答无法说明它们的答案是否与你的问题不同。"),
+    "cfplain.ret_none": ("We searched your documents and found no passage.",
+                         "我们检索了你的文档，没有找到段落。"),
+    "cfplain.ret_none_kept": ("We searched your documents and found passages ({pool}), but none was clear and "
+                              "relevant enough to keep.",
+                              "我们检索了你的文档，找到了段落（{pool} 个），但没有一个足够清晰、相关，因此都未保留。"),
+    "cfplain.ret_all": ("We searched your documents with your question; every passage found was kept ({pool} in all).",
+                        "我们用你的问题检索了你的文档；找到的段落全部保留（共 {pool} 个）。"),
+    "cfplain.ret_all_cf": ("We searched your documents with your question and the contrasting ones; every passage "
+                           "found was kept ({pool} in all).",
+                           "我们用你的问题和对照问题检索了你的文档；找到的段落全部保留（共 {pool} 个）。"),
+    "cfplain.ret_some": ("We searched your documents with your question and kept {kept} of the {pool} passages "
+                         "found; the others were near-copies of a kept one, too weak, or not relevant enough.",
+                         "我们用你的问题检索了你的文档，在找到的 {pool} 个段落中保留了 {kept} 个；"
+                         "其余的与保留的段落几乎重复、质量太低或相关性不足。"),
+    "cfplain.ret_some_cf": ("We searched your documents with your question and the contrasting ones and kept {kept} "
+                            "of the {pool} passages found; the others were near-copies of a kept one, too weak, or "
+                            "not relevant enough.",
+                            "我们用你的问题和对照问题检索了你的文档，在找到的 {pool} 个段落中保留了 {kept} 个；"
+                            "其余的与保留的段落几乎重复、质量太低或相关性不足。"),
+    "cfplain.test_none": ("With no contrasting question, no passage could be tested against one.",
+                          "没有对照问题，因此无法用对照问题检验任何段落。"),
+    "cfplain.test_stands_cited": ("We tested the passage the answer cites, {p} “{title}”, against the contrasting "
+                                  "questions: it fits your question better than any of them (by {delta}), so the "
+                                  "passage stands.",
+                                  "我们用对照问题检验了回答引用的段落 {p}“{title}”："
+                                  "它与你的问题比与任何对照问题都更吻合（高出 {delta}），因此该段落站得住。"),
+    "cfplain.test_stands_read": ("We tested the first passage the answer read, {p} “{title}”, against the "
+                                 "contrasting questions: it fits your question better than any of them (by {delta}), "
+                                 "so the passage stands.",
+                                 "我们用对照问题检验了回答最先阅读的段落 {p}“{title}”："
+                                 "它与你的问题比与任何对照问题都更吻合（高出 {delta}），因此该段落站得住。"),
+    "cfplain.test_even_cited": ("We tested the passage the answer cites, {p} “{title}”, against the contrasting "
+                                "questions: it fits “{rival}” about as well as yours (a difference of {delta}, "
+                                "within the noise of {noise}), so the test cannot tell which of the two it answers.",
+                                "我们用对照问题检验了回答引用的段落 {p}“{title}”："
+                                "它与“{rival}”的吻合程度和与你的问题差不多（相差 {delta}，在噪声 {noise} 以内），"
+                                "因此这项检验无法判断它回答的是哪个问题。"),
+    "cfplain.test_even_read": ("We tested the first passage the answer read, {p} “{title}”, against the contrasting "
+                               "questions: it fits “{rival}” about as well as yours (a difference of {delta}, within "
+                               "the noise of {noise}), so the test cannot tell which of the two it answers.",
+                               "我们用对照问题检验了回答最先阅读的段落 {p}“{title}”："
+                               "它与“{rival}”的吻合程度和与你的问题差不多（相差 {delta}，在噪声 {noise} 以内），"
+                               "因此这项检验无法判断它回答的是哪个问题。"),
+    "cfplain.test_rival_cited": ("We tested the passage the answer cites, {p} “{title}”, against the contrasting "
+                                 "questions: it fits “{rival}” better than yours (by {delta}), so it may answer that "
+                                 "question rather than yours.",
+                                 "我们用对照问题检验了回答引用的段落 {p}“{title}”："
+                                 "它与“{rival}”比与你的问题更吻合（高出 {delta}），因此它回答的可能是那个问题，"
+                                 "而不是你的问题。"),
+    "cfplain.test_rival_read": ("We tested the first passage the answer read, {p} “{title}”, against the contrasting "
+                                "questions: it fits “{rival}” better than yours (by {delta}), so it may answer that "
+                                "question rather than yours.",
+                                "我们用对照问题检验了回答最先阅读的段落 {p}“{title}”："
+                                "它与“{rival}”比与你的问题更吻合（高出 {delta}），因此它回答的可能是那个问题，"
+                                "而不是你的问题。"),
+    "cfplain.div_one": ("The model read the kept passages ({n}) together and wrote one answer from them.",
+                        "模型一起阅读了保留的段落（{n} 个），并据此写出一个回答。"),
+    "cfplain.div_one_part": ("The model read {n} of the {kept} kept passages together and wrote one answer from them.",
+                             "模型一起阅读了 {kept} 个保留段落中的 {n} 个，并据此写出一个回答。"),
+    "cfplain.div": ("We sorted the kept passages ({n}) into topic groups ({k}) and gave the model different mixes of "
+                    "them ({m}), one draft answer per mix.",
+                    "我们把保留的段落（{n} 个）按主题分组（{k} 组），给模型不同的段落组合（{m} 种），"
+                    "每种组合写出一个候选回答。"),
+    "cfplain.arb_tie": ("Drafts {w} and {r} scored the same; {w}, written first, comes first.",
+                        "候选回答 {w} 与 {r} 得分相同；{w} 先写出，因此排在前面。"),
+    "cfplain.arb_nocf": ("Draft {w} scored highest, ahead of {r} by {margin}, on how well its answer fits its "
+                         "passages and your question; with no contrasting question, nothing else counted.",
+                         "候选回答 {w} 得分最高，领先 {r} {margin}，依据是它的回答与其段落及你的问题的吻合程度；"
+                         "没有对照问题，因此没有其他因素计入。"),
+    "cfplain.arb_lam0": ("Draft {w} scored highest, ahead of {r} by {margin}, on how well its answer fits its "
+                         "passages and your question; the contrasting questions were given no weight (λ = 0).",
+                         "候选回答 {w} 得分最高，领先 {r} {margin}，依据是它的回答与其段落及你的问题的吻合程度；"
+                         "对照问题的权重为零（λ = 0）。"),
+    "cfplain.arb_flat": ("Draft {w} scored highest, ahead of {r} by {margin}; the drafts' passages held up equally "
+                         "well against the contrasting questions (their differences, at most {spread}, are within "
+                         "the noise of {noise}).",
+                         "候选回答 {w} 得分最高，领先 {r} {margin}；面对对照问题，"
+                         "各候选回答的段落表现相当（差异最多 {spread}，在噪声 {noise} 以内）。"),
+    "cfplain.arb_both": ("Draft {w} scored highest, ahead of {r} by {margin}: its answer fits its passages and your "
+                         "question best, and its passages hold up best against the contrasting questions.",
+                         "候选回答 {w} 得分最高，领先 {r} {margin}：它的回答与其段落及你的问题最吻合，"
+                         "它的段落面对对照问题也最站得住。"),
+    "cfplain.arb_fit": ("Draft {w} scored highest, ahead of {r} by {margin}, on how well its answer fits its "
+                        "passages and your question; the passages of {c} held up better against the contrasting "
+                        "questions.",
+                        "候选回答 {w} 得分最高，领先 {r} {margin}，依据是它的回答与其段落及你的问题的吻合程度；"
+                        "{c} 的段落面对对照问题更站得住。"),
+    "cfplain.arb_contrast": ("Draft {w} scored highest, ahead of {r} by {margin}, on how well its passages hold up "
+                             "against the contrasting questions; the answer of {h} fit its passages and your "
+                             "question better.",
+                             "候选回答 {w} 得分最高，领先 {r} {margin}，依据是它的段落面对对照问题更站得住；"
+                             "{h} 的回答与其段落及你的问题更吻合。"),
+    "cfplain.arb_mixed": ("Draft {w} scored highest overall, ahead of {r} by {margin}, without being first on either "
+                          "part: the answer of {h} fit its passages and your question best, and the passages of {c} "
+                          "held up best against the contrasting questions.",
+                          "候选回答 {w} 总分最高，领先 {r} {margin}，但两项都不是单项第一："
+                          "{h} 的回答与其段落及你的问题最吻合，{c} 的段落面对对照问题最站得住。"),
+    "cfplain.dec_none": ("No passage was left to answer from, so no answer was written.",
+                         "没有可用于作答的段落，因此没有写出回答。"),
+    "cfplain.dec_single": ("There was one draft, and its answer is the answer.",
+                           "只有一个候选回答，最终回答就是它。"),
+    "cfplain.dec_select": ("The drafts agree (word overlap {agr}, {thr} needed), so the answer is that of the "
+                           "highest-scored draft, {w}.",
+                           "各候选回答一致（用词重合度 {agr}，需要 {thr}），因此采用得分最高的候选回答 {w}。"),
+    "cfplain.dec_reread_same": ("The drafts disagree (word overlap {agr}, {thr} needed), so the model read all the "
+                                "kept passages again in one pass; its answer is the same as {j}'s.",
+                                "各候选回答不一致（用词重合度 {agr}，需要 {thr}），"
+                                "因此模型把保留的段落全部重新读了一遍；它的回答与 {j} 相同。"),
+    "cfplain.dec_reread_new": ("The drafts disagree (word overlap {agr}, {thr} needed), so the model read all the "
+                               "kept passages again in one pass; its answer differs from every draft's.",
+                               "各候选回答不一致（用词重合度 {agr}，需要 {thr}），"
+                               "因此模型把保留的段落全部重新读了一遍；它的回答与每个候选回答都不同。"),
+    "cfplain.dec_synth_same": ("The drafts disagree (word overlap {agr}, {thr} needed), so the model was shown the "
+                               "top drafts with their passages and wrote one answer, the same as {j}'s.",
+                               "各候选回答不一致（用词重合度 {agr}，需要 {thr}），"
+                               "因此让模型参考排名靠前的候选回答及其段落写出一个回答，它与 {j} 相同。"),
+    "cfplain.dec_synth_new": ("The drafts disagree (word overlap {agr}, {thr} needed), so the model was shown the "
+                              "top drafts with their passages and wrote one answer that differs from every draft's.",
+                              "各候选回答不一致（用词重合度 {agr}，需要 {thr}），"
+                              "因此让模型参考排名靠前的候选回答及其段落写出一个回答，它与每个候选回答都不同。"),
+    "cfplain.dec_fallback_empty": ("The drafts disagree (word overlap {agr}, {thr} needed); the model's combined "
+                                   "answer came back empty, so the answer is that of the highest-scored draft, {w}.",
+                                   "各候选回答不一致（用词重合度 {agr}，需要 {thr}）；模型综合出的回答为空，"
+                                   "因此采用得分最高的候选回答 {w}。"),
+    "cfplain.dec_fallback_ungrounded": ("The drafts disagree (word overlap {agr}, {thr} needed); the model's "
+                                        "combined answer was neither in the passages nor one of the drafts, so the "
+                                        "answer is that of the highest-scored draft, {w}.",
+                                        "各候选回答不一致（用词重合度 {agr}，需要 {thr}）；"
+                                        "模型综合出的回答既不在段落中，也不是任何一个候选回答，"
+                                        "因此采用得分最高的候选回答 {w}。"),
+    "cfplain.dec_fallback": ("The drafts disagree (word overlap {agr}, {thr} needed); the model's combined answer "
+                             "could not be used, so the answer is that of the highest-scored draft, {w}.",
+                             "各候选回答不一致（用词重合度 {agr}，需要 {thr}）；模型综合出的回答无法使用，"
+                             "因此采用得分最高的候选回答 {w}。"),
+    "cfplain.dec_top": ("The answer is that of the highest-scored draft, {w}.",
+                        "最终回答采用得分最高的候选回答 {w}。"),
+    "cfplain.dec_chosen": ("The answer is that of draft {w}.",
+                           "最终回答采用候选回答 {w}。"),
+    "cfplain.dec_reread": ("The model read all the kept passages again in one pass and answered from them.",
+                           "模型把保留的段落全部重新读了一遍，并据此作答。"),
+    "cfplain.dec_synth": ("The model was shown the top drafts with their passages and wrote one answer.",
+                          "模型参考排名靠前的候选回答及其段落，写出了一个回答。"),
+    "cfplain.dec_cut": ("The reply the answer comes from used all of its length, so the answer may be cut short.",
+                        "最终回答所依据的回复用完了全部长度，回答可能被截断。"),
     "why.fallback_used": ("B was empty, so the similarity score was used instead (fallback).",
                           "B 为空，因此改用相似度得分（回退）。"),
     "why.empty_b_demoted": ("B was empty, so the document was placed below the others (no fallback).",
@@ -673,6 +846,18 @@ TABLE: dict[str, tuple[str, str]] = {
     "trace.reread_from": ("Answered again from all kept evidence, no candidate shown: {ps}",
                           "不提供候选答案，根据全部保留证据重新回答：{ps}"),
     "trace.final": ("Final answer: {a}", "最终回答：{a}"),
+    "trace.plain_title": ("How CF-RAG reached its answer", "CF-RAG 如何得出回答"),
+    "trace.details": ("Details", "详细信息"),
+    "trace.details_tip": ("The numbers behind the sentences: Div_sem, Div_ans, Rel and Info of the contrasting "
+                          "questions, s(q,e) and Δ of the passages, φ_coh, φ_causal and Ψ of the drafts, the "
+                          "agreement",
+                          "这些句子背后的数值：对照问题的 Div_sem、Div_ans、Rel 与信息量，段落的 s(q,e) 与 Δ，"
+                          "候选回答的 φ_coh、φ_causal 与 Ψ，以及一致度"),
+    "trace.hyp_scores": ("{j}: φ_coh {coh} · φ_causal {causal} · Ψ {psi}",
+                         "{j}：φ_coh {coh} · φ_causal {causal} · Ψ {psi}"),
+    "trace.agreement": ("Agreement of the drafts {agr} (they agree from {thr})",
+                        "候选回答的一致度 {agr}（达到 {thr} 即为一致）"),
+    "trace.all_numbers": ("Every number is in the “CF-RAG trace” tab.", "全部数值见“CF-RAG 推理轨迹”标签页。"),
     "trace.rationale": ("Rationale: {r}", "理由：{r}"),
     "trace.h.kept": ("", ""),
     "trace.h.question": ("Question", "问题"),

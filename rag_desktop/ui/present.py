@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rag_desktop.core import citations
-from rag_desktop.core.cfrag import evidence_rows
+from rag_desktop.core.cfrag import evidence_rows, margin_summary
+from rag_desktop.core.cfrag.plain import hypothesis_name
 from rag_desktop.core.cfrag.types import CFTrace, DecisionTrace, EvidenceTrace
 from rag_desktop.core.text import HAN_RUN
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, Progress, RankedList
+from rag_desktop.ui.cf_notes import cf_note
 from rag_desktop.ui.i18n import has_tr, tr
 
 # Two colours that stay distinct for the common colour-vision deficiencies
@@ -111,6 +113,26 @@ def decision_key(d: DecisionTrace) -> str:
     own words: it showed the model no candidate, so "synthesised" would misstate it."""
     return "trace.decision.reread" if d.kind == "synthesize" and d.synthesis_style == "reread" \
         else f"trace.decision.{d.kind}"
+
+
+def cf_detail_lines(trace: CFTrace) -> list[str]:
+    """The numbers behind the CF-RAG column's plain sentences (its "Details" fold): the decision and
+    its agreement, Δ's spread and noise, each draft's φ_coh, φ_causal and Ψ, the run's warnings."""
+    d = trace.decision
+    lines = [tr("col.cf_sub", kind=tr(decision_key(d)), n=len(trace.counterfactuals),
+                scorer=scorer_text(trace.scorer, trace.scorer_is_substitute))]
+    if trace.counterfactuals:
+        m = margin_summary(trace)  # Δ is an annotation with its noise level, not the order
+        lines.append(tr("col.cf_margin_ok" if m.separates else "col.cf_margin_noise",
+                        spread=fmt(m.spread, 3), noise=fmt(m.noise, 3)))
+    for h in sorted(trace.hypotheses, key=lambda h: h.rank):
+        lines.append(tr("trace.hyp_scores", j=hypothesis_name(h.index), coh=fmt(h.phi_coh),
+                        causal=fmt(h.phi_causal), psi=fmt(h.psi)))
+    if trace.hypotheses:
+        lines.append(tr("trace.agreement", agr=fmt(d.agreement, 2), thr=fmt(d.threshold, 2)))
+    lines += ["⚠ " + cf_note(w) for w in trace.warnings]
+    lines.append(tr("trace.all_numbers"))
+    return lines
 
 
 def cfrag_row_note(trace: CFTrace, row: CFRow) -> tuple[str, dict[str, str]]:

@@ -1,6 +1,6 @@
 """The results of the question on screen, in three tabs: Compare (the side-by-side columns, each
-over its answer pane, and under them the selected document's keyword chips and "Why" card),
-Trace (CF-RAG's trace) and Chart (the rank changes).
+over its answer pane — CF-RAG's with its run in plain words between the two — and under them the
+selected document's keyword chips and "Why" card), Trace (CF-RAG's trace) and Chart (the rank changes).
 
 It owns those widgets and draws what it is given (a ui.query_state.QueryState, a CF-RAG step);
 it runs nothing. A document opened or a citation clicked is said through its signals; the main
@@ -17,11 +17,11 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QSplitter, QTabWidget, QWidget
 
-from rag_desktop.core.cfrag import margin_summary
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Explanation, Hit, Progress, RankedList
 from rag_desktop.ui.answer_pane import AnswerPane
 from rag_desktop.ui.cf_notes import cf_note
+from rag_desktop.ui.cf_plain import CFPlainCard
 from rag_desktop.ui.chips import ChipsPanel
 from rag_desktop.ui.columns import ResultColumn, Row, flat_text, make_row
 from rag_desktop.ui.i18n import has_tr, tr
@@ -32,12 +32,10 @@ from rag_desktop.ui.present import (
     ce_label_text,
     cfrag_row_note,
     cfrag_rows,
-    decision_key,
     explanation_for,
     fmt,
     found_by_translation,
     rank_change,
-    scorer_text,
     split_terms,
     tau_source_text,
     variant_text,
@@ -48,6 +46,7 @@ from rag_desktop.ui.trace_view import TraceView
 from rag_desktop.ui.why_card import WhyCard
 
 CF_COLLAPSED_WIDTH = 170  # the empty CF-RAG column folds to a strip this wide (heading and status)
+CF_CARD_SHARE = 0.3  # of the CF-RAG column's height: its run in plain words, between its rows and its answer
 METHODS = ("baseline", "causal", "cross_encoder", "cfrag")
 TITLE_KEYS = {"baseline": "col.baseline", "causal": "col.causal", "cross_encoder": "col.cross_encoder",
               "cfrag": "col.cfrag"}
@@ -83,6 +82,7 @@ class ResultsPanel(QTabWidget):
         self.stacks: dict[str, QSplitter] = {}
         self.columns_split = QSplitter(Qt.Orientation.Horizontal)
         self.columns_split.setChildrenCollapsible(False)
+        self.cf_card = CFPlainCard()
         for m in METHODS:
             self._add_column(m)
         for col in self.columns.values():
@@ -117,9 +117,11 @@ class ResultsPanel(QTabWidget):
         stack = QSplitter(Qt.Orientation.Vertical)
         stack.setChildrenCollapsible(False)
         stack.addWidget(col)
+        if m == "cfrag":
+            stack.addWidget(self.cf_card)
         stack.addWidget(pane)
         stack.setStretchFactor(0, 3)
-        stack.setStretchFactor(1, 2)
+        stack.setStretchFactor(stack.count() - 1, 2)
         col.doc_selected.connect(self.select_hit)
         col.doc_hovered.connect(self.hover_doc)
         col.open_requested.connect(self.open_requested.emit)
@@ -136,6 +138,7 @@ class ResultsPanel(QTabWidget):
             self.columns[m].clear()
             self.answers[m].reset()
         self.stacks["cross_encoder"].setVisible(False)
+        self.cf_card.set_trace(None)
         self.trace_view.clear()
         self.chart.clear()
         self.chips.set_split(None)
@@ -147,6 +150,7 @@ class ResultsPanel(QTabWidget):
         for m in METHODS:
             self.columns[m].clear("col.running" if m != "cfrag" else "col.cf_waiting")
             self.answers[m].reset("answer.waiting" if answers_on else "answer.off")
+        self.cf_card.set_trace(None)
         self.trace_view.clear("trace.waiting" if answers_on else "trace.off")
         if answers_on and not cf_on:
             self.show_cf_disabled()
@@ -158,15 +162,18 @@ class ResultsPanel(QTabWidget):
         for m in METHODS:
             self.columns[m].clear("col.failed")
             self.answers[m].reset("answer.not_run")
+        self.cf_card.set_trace(None)
         self.trace_view.clear("trace.not_run")
 
     def show_cf_disabled(self) -> None:
         self.columns["cfrag"].clear("col.cf_disabled")
         self.answers["cfrag"].reset("answer.cf_disabled")
+        self.cf_card.set_trace(None)
         self.trace_view.clear("trace.cf_disabled")
 
     def cf_queued(self) -> None:
         self.answers["cfrag"].reset("answer.waiting")
+        self.cf_card.set_trace(None)
         self.trace_view.clear("trace.waiting")
 
     def show_cf_progress(self, p: Progress) -> None:
@@ -198,18 +205,23 @@ class ResultsPanel(QTabWidget):
         self.answers[column].set_failed(message)
         if column == "cfrag":
             self.columns["cfrag"].clear("col.failed")
+            self.cf_card.set_trace(None)
             self.trace_view.clear("trace.not_run")
 
     def show_abstained(self, answer: Answer) -> None:
         """CF-RAG did not run: the library holds no answer (core.abstain)."""
         self.answers["cfrag"].set_answer(answer)
+        self.cf_card.set_trace(None)
         self.trace_view.clear("trace.abstained")
 
     def show_cfrag(self, st: QueryState) -> None:
         assert st.cfrag is not None
+        self.cf_card.set_trace(st.cfrag.trace)
         self.fill_cfrag(st)
+        self.cf_card.setVisible(not self.columns["cfrag"].is_collapsed())  # a folded strip has no room
         self.answers["cfrag"].set_answer(st.cfrag.answer, [e.hit for e in st.cfrag.trace.evidence])
         self.trace_view.set_trace(st.cfrag.trace)
+        self._size_stack("cfrag", answers_on=True)
 
     # ------------------------------------------------------------------ the columns
     def fill_columns(self, st: QueryState) -> None:
@@ -283,13 +295,9 @@ class ResultsPanel(QTabWidget):
             note = tr(key, **args) if key else ""
             rows.append(make_row(h, rank_change(base, h), [
                 ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)], note=note))
-        sub = tr("col.cf_sub", kind=tr(decision_key(t.decision)), n=len(t.counterfactuals),
-                 scorer=scorer_text(t.scorer, t.scorer_is_substitute))
-        m = margin_summary(t)  # Δ is an annotation with its noise level, not the order
-        if t.counterfactuals:
-            sub += " · " + tr("col.cf_margin_ok" if m.separates else "col.cf_margin_noise",
-                              spread=fmt(m.spread, 3), noise=fmt(m.noise, 3))
-        self.columns["cfrag"].set_rows(rows, sub)
+        # No subtitle: the decision, the counts and Δ's noise are behind the card's "Details" fold
+        # (present.cf_detail_lines), under the run said in plain words.
+        self.columns["cfrag"].set_rows(rows)
 
     # ------------------------------------------------------------------ selection
     def causal_for_doc(self, doc_id: int) -> tuple[Hit | None, Explanation | None]:
@@ -331,17 +339,26 @@ class ResultsPanel(QTabWidget):
         self.size_stacks(answers_on)
 
     def size_stacks(self, answers_on: bool) -> None:
-        """Rankings over answers: answers get a third while on, a strip when off."""
         for m in METHODS:
-            stack = self.stacks[m]
-            total = sum(stack.sizes()) or stack.height()
-            pane = self.answers[m].minimumSizeHint().height()
-            answer = int(total * 0.35) if answers_on else min(pane + 10, total // 3)
+            self._size_stack(m, answers_on)
+
+    def _size_stack(self, m: str, answers_on: bool) -> None:
+        """Rankings over answers: answers get a third while on, a strip when off; CF-RAG's run in
+        words, when shown, takes its share between the two."""
+        stack = self.stacks[m]
+        total = sum(stack.sizes()) or stack.height()
+        pane = self.answers[m].minimumSizeHint().height()
+        answer = int(total * 0.35) if answers_on else min(pane + 10, total // 3)
+        if m != "cfrag":
             stack.setSizes([total - answer, answer])
+            return
+        card = int(total * CF_CARD_SHARE) if not self.cf_card.isHidden() else 0
+        stack.setSizes([total - answer - card, card, answer])
 
     def set_cf_collapsed(self, collapsed: bool) -> None:
         """The CF-RAG column folds to a narrow strip (heading and status) until it has rows."""
         self.answers["cfrag"].setVisible(not collapsed)
+        self.cf_card.setVisible(not collapsed and self.cf_card.trace is not None)
         # on the column, not the stack: a QSplitter resets the maximum of its own children when shown
         if collapsed:
             self.columns["cfrag"].setMaximumWidth(CF_COLLAPSED_WIDTH)
@@ -361,6 +378,7 @@ class ResultsPanel(QTabWidget):
             p.retranslate()
         self.chips.retranslate()
         self.why.retranslate()
+        self.cf_card.retranslate()
         self.trace_view.retranslate()
         self.chart.update()
         if self.shown is not None and self.shown.comparison is not None:

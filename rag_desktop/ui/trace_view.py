@@ -1,7 +1,8 @@
 """The CF-RAG trace (paper 002): counterfactuals, evidence, clusters, hypotheses, decision.
 
-Every number the arbitration used is on screen: V(q,q') components and Info for each
-counterfactual (kept or rejected, and why), s(q,e) against max_q' s(q',e) as bars for
+It opens with the run in plain words, one sentence per stage (core.cfrag.plain, ui.cf_plain); behind
+its "Details" fold, closed at first, every number the arbitration used: V(q,q') components and Info
+for each counterfactual (kept or rejected, and why), s(q,e) against max_q' s(q',e) as bars for
 each passage (their difference is what φ_causal averages), the spectral clusters, each
 hypothesis with φ_coh, φ_causal and Ψ = (1−λ)·φ_coh + λ·φ_causal, and the decision.
 """
@@ -27,8 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.core.cfrag.plain import hypothesis_name, passage_name
 from rag_desktop.core.cfrag.types import CFTrace, CounterfactualCandidate
-from rag_desktop.ui.cf_notes import cf_note, cf_reasons, cf_tag
+from rag_desktop.ui.cf_notes import cf_note, cf_plain, cf_reasons, cf_tag
+from rag_desktop.ui.cf_plain import PlainFold
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_label, plain_tooltip
 from rag_desktop.ui.present import decision_key, fmt, scorer_text
@@ -104,16 +107,6 @@ def signed(x: float | None, digits: int = 3) -> str:
     if x is None or text in ("—", fmt(0.0, digits)):
         return text
     return ("+" + text) if x > 0 else text.replace("-", "−")
-
-
-def hyp_name(index: int) -> str:
-    """Hypotheses are H1, H2, … everywhere (table, decision, column notes)."""
-    return f"H{index + 1}"
-
-
-def passage_name(pool_id: int) -> str:
-    """Evidence passages are #1, #2, … everywhere."""
-    return f"#{pool_id + 1}"
 
 
 def _set_scale(table: QTableWidget, col: int, values: Sequence[float | None]) -> None:
@@ -217,8 +210,15 @@ class TraceView(QScrollArea):
         self.de_label = plain_label(selectable=True)
         QVBoxLayout(self.de_box).addWidget(self.de_label)
         self.empty = plain_label(wrap=False)
-        for w in (self.empty, self.summary, self.cf_box, self.ev_box, self.cl_box, self.hy_box, self.de_box):
-            lay.addWidget(w)
+        tables = QWidget()  # the numbers, behind the plain sentences' "Details" fold
+        tables_lay = QVBoxLayout(tables)
+        tables_lay.setContentsMargins(0, 0, 0, 0)
+        for w in (self.summary, self.cf_box, self.ev_box, self.cl_box, self.hy_box, self.de_box):
+            tables_lay.addWidget(w)
+        self.plain = PlainFold(tables, "trace_fold")
+        self.plain.fold.toggled.connect(self._opened)
+        lay.addWidget(self.empty)
+        lay.addWidget(self.plain)
         lay.addStretch(1)
         self.trace: CFTrace | None = None
         self._empty_key = "trace.empty"
@@ -228,6 +228,11 @@ class TraceView(QScrollArea):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         if self.trace is not None:  # wrapped cells change height with the width
+            for t in (self.cf_table, self.ev_table, self.hy_table):
+                _fit_rows(t)
+
+    def _opened(self, on: bool) -> None:
+        if on and self.trace is not None:  # laid out while hidden: the rows take their wrapped height now
             for t in (self.cf_table, self.ev_table, self.hy_table):
                 _fit_rows(t)
 
@@ -243,6 +248,7 @@ class TraceView(QScrollArea):
         self.retranslate()
 
     def _fill(self, t: CFTrace) -> None:
+        self.plain.set_sentences(cf_plain(t))
         self.summary.setText(tr("trace.summary", n=len(t.counterfactuals), rejected=len(t.rejected_counterfactuals),
                                 pool=len(t.evidence), kept=len(t.kept_evidence), k=t.spectral.k_used,
                                 m=len(t.hypotheses), lam=fmt(t.lam, 2),
@@ -321,7 +327,7 @@ class TraceView(QScrollArea):
             rationale = h.rationale.strip() or tr("trace.no_rationale")
             mark = "✔ " if h.index in chosen_ids else ""
             cells = [
-                _item(mark + hyp_name(h.index), tr("trace.hyp_rank_tip", rank=h.rank)),
+                _item(mark + hypothesis_name(h.index), tr("trace.hyp_rank_tip", rank=h.rank)),
                 _item(h.answer.strip() or tr("trace.no_answer"), rationale),
                 _item(rationale),
                 _item("", tr("trace.coh_tip", a=fmt(h.sim_answer_evidence), r=fmt(h.query_relevance),
@@ -343,11 +349,11 @@ class TraceView(QScrollArea):
         d = t.decision
         kind = tr(decision_key(d))
         if d.chosen >= 0:
-            chosen = tr("trace.chosen", j=hyp_name(d.chosen))
+            chosen = tr("trace.chosen", j=hypothesis_name(d.chosen))
         elif d.synthesis_style == "reread":
             chosen = tr("trace.reread_from", ps=", ".join(passage_name(p) for p in d.read_ids) or "—")
         else:
-            chosen = tr("trace.synth_from", js=", ".join(hyp_name(j) for j in d.synthesized_from) or "—")
+            chosen = tr("trace.synth_from", js=", ".join(hypothesis_name(j) for j in d.synthesized_from) or "—")
         self.de_label.setText("\n".join([
             tr("trace.decision_line", kind=kind, agr=fmt(d.agreement, 2), measure=d.agreement_measure,
                thr=fmt(d.threshold, 2)),
@@ -372,9 +378,9 @@ class TraceView(QScrollArea):
         self.hy_table.setHorizontalHeaderLabels([tr("trace.h.hyp"), tr("trace.h.answer"), tr("trace.h.rationale"),
                                                  "φ_coh", "φ_causal", "Ψ", tr("trace.h.subset")])
         self.de_box.setTitle(tr("trace.decision"))
+        self.plain.retranslate()
         has = self.trace is not None
-        for w in (self.summary, self.cf_box, self.ev_box, self.cl_box, self.hy_box, self.de_box):
-            w.setVisible(has)
+        self.plain.setVisible(has)
         self.empty.setVisible(not has)
         self.empty.setText(tr(self._empty_key, **self._empty_args))
         if self.trace is not None:

@@ -37,10 +37,15 @@ DOCS = {
 # Passages that restate a question about one of the documents and answer nothing: the regime the
 # re-ranker exists for (docs/architecture.md, "The calibration gate").
 ECHOES = {
-    f"echo{i}.txt": f"Bicycle brakes {n}\n\nMany readers ask about rim brakes, disc brakes, brake pads "
-                    f"and the brake cable. Brakes, pads, rims, discs and cables come up often in discussions "
-                    f"of bicycle brakes."
-    for i, n in enumerate(("again", "once more", "revisited"))
+    "echo_brakes.txt": "Bicycle brakes, asked again\n\nMany readers ask about rubber pads that grip the rim, the "
+                       "rotor bolted to the hub, grooves worn away, checks every month, the cable pull and brakes "
+                       "in the rain. It comes up often in discussions.",
+    "echo_roses.txt": "Pruning roses, asked again\n\nMany readers ask about outward-facing buds, dead, damaged and "
+                      "crossing stems, air in the centre, feeding the plant with fertiliser and new shoots. It comes "
+                      "up often in discussions.",
+    "echo_bread.txt": "Sourdough bread, asked again\n\nMany readers ask about flour and water, mixing the dough, "
+                      "the hour of rest, folds every thirty minutes, steam and a crust that must expand. It comes "
+                      "up often in discussions.",
 }
 
 
@@ -52,6 +57,8 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> RagService:
 def _slow_partners(kws: dict[int, list[Keyword]]) -> dict[int, tuple[int, float]]:
     """cov(e, d) over every ordered pair, straight from the module docstring's formula."""
     out: dict[int, tuple[int, float]] = {}
+    terms = {k.term for ks in kws.values() for k in ks}
+    named_by = {t: sum(t in {k.term for k in ks} for ks in kws.values()) for t in terms}
     for e in sorted(kws):
         total = sum(k.weight for k in kws[e])
         best: tuple[int, float] | None = None
@@ -59,7 +66,7 @@ def _slow_partners(kws: dict[int, list[Keyword]]) -> dict[int, tuple[int, float]
             if d == e or total <= 0:
                 continue
             names = {k.term for k in kws[d]}
-            c = sum(k.weight for k in kws[e] if k.term in names) / total
+            c = sum(k.weight / (named_by[k.term] - 1) for k in kws[e] if k.term in names) / total
             if c > 0 and (best is None or c > best[1] + 1e-12):
                 best = (d, c)
         if best is not None:
@@ -90,7 +97,7 @@ def test_the_decision_follows_the_echo_share_with_its_bootstrap() -> None:
     assert many is not None and many.decision == "hybrid" and many.echo_share == pytest.approx(0.3)
     assert many.reliability > 0.95 and many.echoes[0] == (0, 1, 0.9) and len(many.echoes) == self_gate.N_EXAMPLES
     # at the threshold a resample falls on either side about half the time
-    edge = self_gate.decide(n, {i: (i + 1, 0.5) for i in range(4)}, fingerprint="c", seconds=0.0)
+    edge = self_gate.decide(n, {i: (i + 1, 0.4) for i in range(4)}, fingerprint="c", seconds=0.0)
     assert edge is not None and edge.decision == "hybrid" and 0.3 < edge.reliability < 0.8
     assert self_gate.decide(0, {}, fingerprint="d", seconds=0.0) is None
     assert many.to_json()["echoes"][0] == [0, 1, 0.9] and many.to_json()["fingerprint"] == "b"
@@ -109,9 +116,9 @@ def test_passages_that_restate_a_subject_turn_the_hybrid_on(tmp_path: Path) -> N
         rec = self_gate.self_calibrate(lib.retriever(), "fp")
         assert rec is not None and rec.decision == "hybrid"
         paths = {d.doc_id: Path(d.path).name for d in lib.library.catalog.documents()}
-        flagged = {paths[e] for e, _, _ in rec.echoes}
-        assert flagged and flagged <= set(ECHOES) | {"brakes.txt"}
-        assert any(paths[e] in ECHOES for e, _, _ in rec.echoes)
+        pairs = {(paths[e], paths[d]) for e, d, _ in rec.echoes}
+        assert {("echo_brakes.txt", "brakes.txt"), ("echo_roses.txt", "roses.txt"),
+                ("echo_bread.txt", "bread.txt")} <= pairs | {(b, a) for a, b in pairs}
     finally:
         lib.close()
 

@@ -47,8 +47,8 @@ DEMO_QUESTIONS = [
 ]
 
 
-def _write(folder: Path, corpus: dict[str, tuple[str, str]], queries: dict[str, str],
-           qrels: dict[str, dict[str, int]], stuffing: dict[str, list[str]]) -> None:
+def write_beir(folder: Path, corpus: dict[str, tuple[str, str]], queries: dict[str, str],
+               qrels: dict[str, dict[str, int]], stuffing: dict[str, list[str]]) -> None:
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     with (folder / "corpus.jsonl").open("w", encoding="utf-8") as f:
         for _id, (title, text) in corpus.items():
@@ -85,11 +85,51 @@ def demo_set() -> None:
     queries = {q: text for q, text, _, _ in DEMO_QUESTIONS}
     qrels = {q: rel for q, _, rel, _ in DEMO_QUESTIONS}
     stuffing = {q: s for q, _, _, s in DEMO_QUESTIONS if s}
-    _write(DATA / "demo_questions", corpus, queries, qrels, stuffing)
+    write_beir(DATA / "demo_questions", corpus, queries, qrels, stuffing)
 
 
 def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?。！？])\s*", text) if s.strip()]
+
+
+def squash(text: str) -> str:
+    """Lower-cased, without whitespace: answers are found in PDF text whose lines break anywhere."""
+    return "".join(text.split()).lower()
+
+
+def without_answer(text: str, answers: list[str]) -> str | None:
+    """``text`` without every sentence that holds (part of) an answer; None if no sentence holds one
+    or nothing is left. An answer is found case- and whitespace-insensitively, also where it spans
+    a sentence split (``tug.org``): every sentence it overlaps is dropped."""
+    sentences = _sentences(text)
+    squashed = [squash(s) for s in sentences]
+    whole = "".join(squashed)
+    hit = [False] * len(whole)
+    for a in {squash(a) for a in answers if squash(a)}:
+        i = whole.find(a)
+        while i >= 0:
+            hit[i:i + len(a)] = [True] * len(a)
+            i = whole.find(a, i + 1)
+    kept, start = [], 0
+    for s, q in zip(sentences, squashed, strict=True):
+        if not any(hit[start:start + len(q)]):
+            kept.append(s)
+        start += len(q)
+    return " ".join(kept) if kept and len(kept) < len(sentences) else None
+
+
+def injected_passages(qid: str, question: str, answers: list[str],
+                      support: tuple[str, str]) -> dict[str, tuple[str, str]]:
+    """The answer-free passages injected for one question: two that restate it (eval-qa's
+    ``--distractors`` frames) and ``dup-<qid>``, a near-duplicate of the supporting passage
+    ``support`` (title, text) with every sentence that holds an answer removed (left out when
+    no sentence holds one)."""
+    out = distractor_passages(qid, question, 2)
+    title, text = support
+    kept = without_answer(text, answers)
+    if kept is not None:
+        out[f"dup-{qid}"] = (title, kept)
+    return out
 
 
 def qa_sets() -> None:
@@ -102,25 +142,18 @@ def qa_sets() -> None:
     qs = [json.loads(x) for x in (src / "questions.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     queries = {str(q["_id"]): str(q["question"]) for q in qs}
     qrels = {str(q["_id"]): {str(d): 2 for d in q["supporting_ids"]} for q in qs}
-    _write(DATA / "qa_clean", corpus, queries, qrels, {})
+    write_beir(DATA / "qa_clean", corpus, queries, qrels, {})
 
     injected = dict(corpus)
     stuffing: dict[str, list[str]] = {}
     for q in qs:
         qid = str(q["_id"])
-        adv = distractor_passages(qid, str(q["question"]), 2)
+        # The near-duplicate copies the (last) supporting passage.
+        adv = injected_passages(qid, str(q["question"]), [str(a) for a in q["answers"]],
+                                corpus[str(q["supporting_ids"][-1])])
         injected.update(adv)
         stuffing[qid] = list(adv)
-        answers = [str(a) for a in q["answers"]]
-        # A near-duplicate of the (last) supporting passage without the sentences that hold the answer.
-        sup = str(q["supporting_ids"][-1])
-        title, text = corpus[sup]
-        kept = [s for s in _sentences(text) if not any(a.lower() in s.lower() for a in answers)]
-        if kept and len(kept) < len(_sentences(text)):
-            did = f"dup-{qid}"
-            injected[did] = (title, " ".join(kept))
-            stuffing[qid].append(did)
-    _write(DATA / "qa_injected", injected, queries, qrels, stuffing)
+    write_beir(DATA / "qa_injected", injected, queries, qrels, stuffing)
 
 
 if __name__ == "__main__":

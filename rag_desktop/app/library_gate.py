@@ -71,10 +71,10 @@ def by_person(record: Mapping[str, Any]) -> bool:
 def holds(record: Mapping[str, Any] | None, fp: str, *, changed: bool = False) -> bool:
     """Whether ``record`` still describes the library whose fingerprint is ``fp``.
 
-    A record stored before records carried a fingerprint has none: a person's calibration of
-    then holds until an ingest ``changed`` the library (it cannot be compared, and their labels
-    are worth more than a guess); a list of hashes is the removed model-judged gate's, whose labels
-    came from the rankings it judged, so it never holds."""
+    A record from before records carried a fingerprint has none: when a person labelled it, it
+    holds until an ingest ``changed`` the library (it cannot be compared, and a person's labels
+    are worth more than a guess). A list of hashes is the removed model-judged gate's, whose
+    labels came from the rankings it judged: it never holds."""
     if not record:
         return False
     fp_then = record.get("fingerprint")
@@ -147,7 +147,7 @@ class LibraryGate:
 def describe(record: Mapping[str, Any] | None) -> str:
     """One line for progress and logs: the decision, its probes and reliability."""
     if not record:
-        return "no decision (no probe)"
+        return "no decision stored"
     return (f"{record.get('decision')} ({record.get('n_probes')} probes, "
             f"{float(record.get('reliability') or 0.0):.0%} reliable)")
 

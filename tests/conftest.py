@@ -11,8 +11,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# No test may leave a background calibration (which loads the generator) running: app.auto_gate.
-os.environ.setdefault("RAG_DESKTOP_NO_BACKGROUND", "1")  # as the CLI sets it (rag_desktop/cli/)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,8 +26,12 @@ def test_eval_qa_refuses_bad_data_in_one_line(tmp_path: Path, capsys: pytest.Cap
 def test_calibrate_without_probes_says_how_to_give_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", "--library", str(tmp_path / "lib")]) == 2
     assert capsys.readouterr().err == (
-        "rag-desktop calibrate: give --probes-file FILE.jsonl with typed, labelled questions, "
-        "or --auto (the local model writes and labels probes)\n")
+        "rag-desktop calibrate: give --probes-file FILE.jsonl with typed, labelled questions "
+        "(the library's own check runs at the end of every ingest)\n")
+    # the model-judged calibration is gone, and so are its options
+    for gone in ("--auto", "--cancel", "--auto-label"):
+        with pytest.raises(SystemExit):
+            main(["calibrate", gone, "--library", str(tmp_path / "lib")])
 
 
 @pytest.mark.slow

@@ -48,3 +48,14 @@ def test_broken_toml_names_the_file(tmp_path: Path) -> None:
     p.write_text("[retrieval\nk=", encoding="utf-8")
     with pytest.raises(SettingsError, match=r"s\.toml"):
         load_settings(p)
+
+
+def test_a_settings_file_from_before_the_model_judged_gate_went_still_loads(tmp_path: Path) -> None:
+    """Every save wrote every key, so settings files carry the switch of the removed model-judged
+    calibration; it is read without complaint and not written back."""
+    p = tmp_path / "s.toml"
+    p.write_text('[retrieval]\nk = 9\nauto_calibrate = true\ndefault_method = "gated"\n', encoding="utf-8")
+    s = load_settings(p)
+    assert s.retrieval.k == 9 and s == Settings().replace("retrieval", k=9)
+    save_settings(s, p)
+    assert "auto_calibrate" not in p.read_text(encoding="utf-8")

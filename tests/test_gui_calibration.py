@@ -137,9 +137,15 @@ def test_typed_probes_labelled_with_clicks_show_delta_and_reliability_and_apply(
     qtbot.mouseClick(wiz.apply_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not wiz.isVisible() and not win.runner.busy, timeout=30000)
     stored = svc.library.catalog.get_json("gate")
-    # The decision, plus how its probes were labelled and when (the column heading says so).
-    assert {k: stored[k] for k in d.to_dict()} == d.to_dict()
+    # The gate's record (app.library_gate): the decision, how its probes were labelled, when, and
+    # the library's fingerprint, so the library's own gate leaves it alone until the documents change.
+    from rag_desktop.app.library_gate import fingerprint
+
+    evidence = ("decision", "metric", "n_probes", "mean_baseline", "mean_causal", "mean_hybrid", "delta_causal",
+                "delta_hybrid", "reliability")
+    assert {k: stored[k] for k in evidence} == {k: getattr(d, k) for k in evidence}
     assert stored["labels"] == "typed or wizard" and stored["calibrated_at"]
+    assert stored["fingerprint"] == fingerprint(svc.library.catalog)
     assert load_settings(sfile).retrieval.default_method == "gated"
     assert win.settings.retrieval.default_method == "gated"
     assert svc.settings.retrieval.default_method == "gated"

@@ -314,16 +314,12 @@ class FakeService:
         # the causal column in the baseline's order, as when the gate says re-ranking would hurt
         self.causal_as_baseline = False
         self.answer_calls: list[str] = []  # the method of each answer() call, in order
-        self.labels: list[tuple[str, list[int], str]] = []  # note_relevant calls: (question, doc ids, how)
         self.closed = False
         self.opened: list[FakeService] = []
         self.conversation = Conversation()
 
     def close(self) -> None:
         self.closed = True
-
-    def note_relevant(self, question: str, doc_ids: Any, how: str) -> None:
-        self.labels.append((question, list(doc_ids), how))
 
     def with_library(self, library_dir: Path, settings: Settings) -> FakeService:
         """Another (empty) library sharing this one's runtime, like RagService.with_library."""
@@ -335,13 +331,6 @@ class FakeService:
     def update_settings(self, settings: Settings) -> None:
         self.settings = settings
         self.updated.append(settings)
-
-    def start_auto_calibration(self, force: bool = False) -> int | None:
-        self.calibrations_started = getattr(self, "calibrations_started", 0) + 1
-        return None
-
-    def calibration_progress(self) -> dict[str, Any]:
-        return {"status": "idle", "done": 0, "total": 0}
 
     def word_spans(self, text: str) -> list[tuple[int, int, str, str]]:
         return []  # no tokenizer: the marks fall back to word prefixes

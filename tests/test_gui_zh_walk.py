@@ -116,13 +116,13 @@ def test_every_visible_string_of_the_chinese_ui_is_chinese(qtbot: Any, zh_window
 
     # the viewer on a document, then a file gone from disk (said in the status bar)
     hit = win.state.comparison.causal.hits[0]
-    win.open_result(hit)
+    win.open_hit(hit)
     qtbot.waitUntil(lambda: not win.render_runner.busy and not win.runner.busy, timeout=10000)
     found = english_in(win.viewer, content)
     assert found == [], report(found)
     win.viewer.hide()
     gone = dataclasses.replace(hit, path=str(tmp_path / "moved away.pdf"))
-    win.open_result(gone)
+    win.open_hit(gone)
     found = english_in(win, [*content, gone.path, Path(gone.path).name])
     assert found == [], report(found)
 

@@ -161,7 +161,6 @@ def test_reembed_drops_encoder_scale_caches(lib: Path, built: Path) -> None:
         old_b = svc.library.cosine_baseline()
         svc.retriever().score_means()
         cat.set_json("gate", {"decision": "causal", "n_probes": 30, "reliability": 0.97})
-        cat.set_json("gate_auto", {"version": 1, "status": "done"})
         old_tau = cat.get_meta("tau_auto")
         assert old_tau is not None and cat.get_json("cos_baseline") is not None
         other = OtherEncoder(svc.runtime.embedder())
@@ -169,7 +168,7 @@ def test_reembed_drops_encoder_scale_caches(lib: Path, built: Path) -> None:
         events = list(svc.library.ingest([built / "docs"], other, tok, reembed=True))  # type: ignore[arg-type]
         assert isinstance(events[-1], IngestReport) and len(events[-1].added) == len(TEXTS)
         assert cat.get_meta("embedder") == "other-encoder"
-        assert cat.get_json("gate") is None and cat.get_json("gate_auto") is None
+        assert cat.get_json("gate") is None
         assert cat.get_json("score_means") is None
         new_b = svc.library.cosine_baseline()
         ids = sorted(cat.unit_ids("chunk"))

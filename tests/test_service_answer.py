@@ -53,21 +53,6 @@ def test_answer_streams_and_maps_citations_to_pages(svc: RagService) -> None:
             assert c.n > len(answer.sources)  # a citation to a source that was not given is flagged
 
 
-def test_an_answer_labels_its_question_with_the_documents_it_cites(svc: RagService) -> None:
-    from rag_desktop.app import question_log
-
-    q = "Which cards does the Wason selection task ask to turn?"
-    ranked = svc.compare(q).causal
-    answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
-    cited = sorted({c.doc_id for c in answer.citations if c.valid and c.doc_id})
-    assert cited, "the scripted answer cites a source"
-    assert question_log.user_labels(svc.library.catalog).get(q) == cited
-    # A question answered without being asked through compare (not in this library's log) labels nothing.
-    other = "How long do the noodles cook?"
-    list(svc.answer(other, ranked, n_sources=2))
-    assert other not in question_log.user_labels(svc.library.catalog)
-
-
 def test_a_scripted_citation_its_passage_does_not_hold_is_removed_and_reported(svc: RagService) -> None:
     """With the check on (the default), a marker whose source does not hold its sentence is taken out,
     named in Answer.dropped_citations, and the sentence may be matched to the source that holds it."""
@@ -131,16 +116,22 @@ def test_calibrate_command_stores_the_gate(svc: RagService, tmp_path: Path, caps
                            + json.dumps({"question": "止嗽散", "relevant": [str(folder / "cough_zh.txt")]}),
                            encoding="utf-8")
     other = RagService(svc.library.folder, svc.settings)
-    args = argparse.Namespace(probes_file=probes_file, probes=None, json=True)
+    args = argparse.Namespace(probes_file=probes_file, json=True)
     assert calibrate_command(args, other) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert out["decision"]["decision"] in ("causal", "hybrid", "neither")
     assert "only 2 probes were scored" in captured.err  # too few for the bootstrap to mean much
-    assert svc.library.catalog.get_json("gate")["n_probes"] == 2
+    stored = svc.library.catalog.get_json("gate")
+    assert stored["n_probes"] == 2 and stored["labels"] == "typed" and stored["seconds"] >= 0
+    from rag_desktop.app.library_gate import fingerprint
+
+    assert stored["fingerprint"] == fingerprint(svc.library.catalog)  # holds: the library's own gate leaves it
     gated = RagService(svc.library.folder, svc.settings.replace("retrieval", default_method="gated"))
     try:
-        assert gated.causal_variant() in ("causal", "hybrid", "baseline")
+        assert gated.causal_variant() in ("causal", "hybrid")
+        v = gated.verdict()
+        assert v.reason == "gate" and v.calibrated_by == "person" and v.gate == stored
     finally:
         gated.close()
 

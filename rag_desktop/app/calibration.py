@@ -5,9 +5,11 @@ Probes: questions the user typed (a JSONL file of ``{"question": ..., "relevant"
 turned into a question by the local generator, which the user then labels. A generated probe's
 source passage is never taken as its answer on its own: such a question repeats its passage's
 words, so the baseline ranks that passage first and the probe never meets the documents that
-repeat a question's words without answering it (measured: docs/evaluation.md §1.2). Per probe,
-MRR@10 of the relevant documents under baseline, causal and hybrid; then gate.calibrate (2,000
-seeded bootstrap draws) decides, and the decision is stored in the library and shown.
+repeat a question's words without answering it. Per probe, MRR@10 of the relevant documents under
+baseline, causal and hybrid; then gate.calibrate (2,000 seeded bootstrap draws) decides, and the
+decision is stored in the library as the gate's record (app.library_gate, the shape the library's
+own gate stores) and shown; the library's own gate leaves it alone until the library's documents
+change (docs/architecture.md, "The calibration gate").
 
 The desktop app's calibration wizard (ui/calibration_wizard.py) uses the same steps in
 pieces: ``probe_candidates`` ranks a probe once under every method and lists the documents
@@ -20,14 +22,17 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from rag_desktop.app.library import Library
+from rag_desktop.app.library_gate import GATE_KEY, PERSON_LABELS, fingerprint
 from rag_desktop.app.retrieval import Retriever
 from rag_desktop.app.runtime import Runtime
+from rag_desktop.app.self_gate import GateRecord
 from rag_desktop.core import metrics
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.gate import GateDecision, calibrate
@@ -37,9 +42,9 @@ from rag_desktop.core.types import CancelToken, ChatMessage, GenEventKind, Progr
 
 
 class ProbeService(Protocol):
-    """What calibration uses of app.service.RagService. The service starts auto_gate, which uses this
-    module: naming what it needs, not importing the service, keeps the two out of an import cycle
-    (docs/architecture.md, "Limits": annotations included)."""
+    """What calibration uses of app.service.RagService: naming what it needs, not importing the
+    service, keeps the two out of an import cycle (docs/architecture.md, "Limits": annotations
+    included)."""
 
     @property
     def library(self) -> Library: ...
@@ -247,14 +252,15 @@ def gated_settings(settings: Settings) -> Settings:
     return settings.replace("retrieval", default_method="gated")
 
 
-def store_decision(svc: ProbeService, decision: GateDecision, labels: str = "typed or wizard") -> None:
-    """Store the decision with how its probes were labelled and when (the causal column says so)."""
-    from datetime import UTC, datetime
-
-    record = decision.to_dict()
-    record.update(labels=labels, calibrated_at=datetime.now(UTC).isoformat(timespec="seconds"))
-    with svc.library.catalog.transaction():
-        svc.library.catalog.set_json("gate", record)
+def store_decision(svc: ProbeService, decision: GateDecision, labels: str = PERSON_LABELS,
+                   seconds: float = 0.0) -> GateRecord:
+    """Store the decision as the library's gate record (app.library_gate): how its probes were
+    labelled, the library's fingerprint now, and ``seconds`` of scoring."""
+    cat = svc.library.catalog
+    record = GateRecord.from_decision(decision, labels=labels, fingerprint=fingerprint(cat), seconds=seconds)
+    with cat.transaction():
+        cat.set_json(GATE_KEY, record.to_json())
+    return record
 
 
 @dataclass(frozen=True)
@@ -273,6 +279,7 @@ def run_calibrate(svc: ProbeService, probes_file: Path) -> CalibrationReport:
     probes = load_typed_probes(svc, probes_file)
     if not probes:
         return CalibrationReport(None, ())
+    t0 = time.perf_counter()
     decision = score_probes(svc, probes)
-    store_decision(svc, decision, "typed")
+    store_decision(svc, decision, "typed", time.perf_counter() - t0)
     return CalibrationReport(decision, tuple(p.question for p in probes))

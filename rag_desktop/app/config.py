@@ -71,9 +71,11 @@ def _from_toml(value: Any, info: SettingInfo) -> Any:
     return value
 
 
-# Keys that older versions wrote into settings.toml and that now live elsewhere: read without
-# complaint (``load_ui_state`` migrates them) and never written back.
-LEGACY_SETTINGS_KEYS = frozenset({("ui", "recent_questions")})
+# Keys that older versions wrote into settings.toml (every save writes every key): read without
+# complaint and never written back. ui.recent_questions lives in ui_state.toml now
+# (``load_ui_state`` migrates it); retrieval.auto_calibrate switched the model-judged calibration
+# the app no longer has (docs/architecture.md, "The calibration gate").
+LEGACY_SETTINGS_KEYS = frozenset({("ui", "recent_questions"), ("retrieval", "auto_calibrate")})
 
 
 def settings_from_dict(data: dict[str, Any]) -> Settings:

@@ -47,9 +47,9 @@ from rag_desktop.core.types import CancelToken, Keyword, Progress
 log = logging.getLogger(__name__)
 
 # Catalog meta keys that hold values measured with the library's encoder; a re-embed drops them.
-# ("gate", "gate_auto": the calibration gate's decisions and the background calibration's state;
-# "score_means": μ_T / μ_D of app.retrieval.Retriever.score_means.)
-ENCODER_SCALE_KEYS = ("embedder", "dim", "tau_auto", "cos_baseline", "gate", "gate_auto", "score_means")
+# ("gate": the calibration gate's record, app.library_gate; "score_means": μ_T / μ_D of
+# app.retrieval.Retriever.score_means.)
+ENCODER_SCALE_KEYS = ("embedder", "dim", "tau_auto", "cos_baseline", "gate", "score_means")
 CATALOG_FILE = "catalog.sqlite"
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,13 +20,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.app import auto_gate
 from rag_desktop.app.abstention import check as check_abstention
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
+from rag_desktop.app.library_gate import LibraryGate
 from rag_desktop.app.model_speed import Speed, SpeedMeter, record_speed
 from rag_desktop.app.passages import PassageFinder
-from rag_desktop.app.question_log import log_label, log_question
+from rag_desktop.app.question_log import log_question
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.source_needs import source_needs
@@ -36,7 +35,7 @@ from rag_desktop.app.verdict import OVERRIDES as OVERRIDES
 from rag_desktop.app.verdict import CausalOff as CausalOff
 from rag_desktop.app.verdict import CausalOffCode as CausalOffCode
 from rag_desktop.app.verdict import Verdict as Verdict
-from rag_desktop.app.verdict import answers_off, decide_verdict, start_calibration
+from rag_desktop.app.verdict import answers_off, decide_verdict
 from rag_desktop.app.verdict import causal_off_reason as causal_off_reason
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
@@ -130,6 +129,7 @@ class RagService:
         self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
+        self.library_gate = LibraryGate(self.library.catalog, self.retriever, lambda: self.settings.retrieval)
 
     def close(self) -> None:
         self.library.close()
@@ -178,8 +178,9 @@ class RagService:
         reembed: bool = False,
         calibrate_after: bool = False,
     ) -> Iterator[Progress | IngestReport]:
-        """``calibrate_after`` (the CLI's ingest and the app's Add folder): when the library changed
-        enough, start the automatic gate calibration in the background (app.auto_gate)."""
+        """Progress, then the IngestReport last. ``calibrate_after`` (the CLI's ingest, the app's Add
+        folder, rescan and watcher): before the report, the library's own calibration gate when the
+        stored record no longer holds (app.library_gate; no generator, a few seconds)."""
         emb = self.runtime.embedder()
         tok = self.runtime.tokenizer()
         ocr = self.runtime.ocr() if self.settings.ingest.ocr else None
@@ -187,20 +188,16 @@ class RagService:
         for ev in self.library.ingest(folders, emb, tok, cancel=cancel, reembed=reembed, ocr=ocr):
             if isinstance(ev, IngestReport):
                 report = ev
-            yield ev
+            else:
+                yield ev
         self._retriever = None
         self._passages = None
         self._lang_counts = None
-        if calibrate_after and report is not None and not report.cancelled:
-            self.start_auto_calibration()
-
-    def start_auto_calibration(self, force: bool = False) -> int | None:
-        """Start the background calibration if the library needs one (app.auto_gate); its pid or None."""
-        return start_calibration(self.library.folder, self.library.catalog, self.settings.retrieval, force)
-
-    def calibration_progress(self) -> dict[str, Any]:
-        """The background calibration's status (app.auto_gate.progress): the library panel shows it."""
-        return auto_gate.progress(self.library.catalog)
+        if report is None:
+            return
+        if calibrate_after and not report.cancelled and not (cancel is not None and cancel.is_set):
+            yield from self.library_gate.after_ingest(bool(report.added or report.updated or report.removed))
+        yield report
 
     def ocr_lines(self, doc_id: int, page: int) -> tuple[OcrLine, ...]:
         """The recognised lines of an OCR'd page (empty for text pages): the viewer's marks."""
@@ -221,7 +218,7 @@ class RagService:
 
     def verdict(self, override: str | None = None) -> Verdict:
         """Which ranking the causal column shows and why (the setting, the gate, or ``override``)."""
-        return decide_verdict(self.library.catalog, self.settings.retrieval.default_method, override)
+        return decide_verdict(self.library_gate.record(), self.settings.retrieval.default_method, override)
 
     def compare(
         self, query: str, level: str | None = None, k: int | None = None, ranking: str | None = None,
@@ -238,7 +235,7 @@ class RagService:
         if not query:
             raise UserInputError("the question is empty")
         verdict = self.verdict(ranking)
-        log_question(self.library.catalog, query)  # future probes of the calibration gate
+        log_question(self.library.catalog, query)
         r = self.retriever()
         t0 = time.perf_counter()
         ctxs, cross = self.query_contexts(query, level, k, translate=translate)
@@ -470,8 +467,6 @@ class RagService:
         warnings = ("copied_example",) if echoes_example(text, example, [h.text for h in used]) else ()
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
-        if not warnings:  # an answer that is not from the documents labels nothing
-            self.note_relevant(query, [c.doc_id for c in citations if c.valid and c.doc_id], "cited")
         yield Answer(text, citations, tuple(used), ranked.method,
                      locators=tuple(locators[: len(used)]) if locators is not None else (),
                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
@@ -490,16 +485,6 @@ class RagService:
             record_speed(identity, speed)
         except OSError as exc:
             log.warning("could not record the generator's speed: %s", exc)
-
-    def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
-        """Keep the person's relevance signal for a question they asked ("cited": its answer cites
-        these documents; "opened": they opened one), as the automatic gate's labels
-        (``question_log.log_label``). Never fails the caller: a label is worth less than
-        the answer or the viewer that produced it."""
-        try:
-            log_label(self.library.catalog, question, doc_ids, how)
-        except sqlite3.Error as exc:
-            log.warning("could not keep the %s documents of a question: %s", how, exc)
 
     # ------------------------------------------------------------------ conversation
     def rewrite_followup(self, question: str, conversation: Conversation,

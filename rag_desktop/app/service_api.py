@@ -7,15 +7,13 @@ drift that once broke every fake when ``compare`` grew a ``ranking`` argument.
 
 The library is visible only through read-only views of what the library panel lists.
 What crosses the seam is typed: ``compare`` returns app.service's frozen ``Comparison`` (named
-here for annotations only, so this module loads no service), the background calibration's
-status is read into :class:`CalibrationStatus`, and the catalog's stored JSON is a
+here for annotations only, so this module loads no service), and the catalog's stored JSON is a
 :data:`JsonValue` a caller narrows before use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -41,24 +39,6 @@ if TYPE_CHECKING:  # annotations only: the service module is the heavy one
 
 # What the catalog's meta table holds as JSON (json.loads of it).
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
-
-
-@dataclass(frozen=True)
-class CalibrationStatus:
-    """The background calibration's status as the library panel shows it (app.auto_gate.progress):
-    ``status`` is idle, running, interrupted, cancelled, failed or done; ``done`` of ``total`` probes."""
-
-    status: str = "idle"
-    done: int = 0
-    total: int = 0
-    error: str = ""
-
-    @classmethod
-    def read(cls, info: Mapping[str, object]) -> CalibrationStatus:
-        """From ``LibraryService.calibration_progress()``'s mapping (a missing key: its default)."""
-        done, total = info.get("done", 0), info.get("total", 0)
-        return cls(str(info.get("status", "idle")), done if isinstance(done, int) else 0,
-                   total if isinstance(total, int) else 0, str(info.get("error", "") or ""))
 
 
 class CatalogView(Protocol):
@@ -99,12 +79,10 @@ class LibraryService(Protocol):
         """A service on another library sharing this one's models (app.session.Session.open)."""
 
     def update_settings(self, settings: Settings) -> None: ...
-    def start_auto_calibration(self, force: bool = False) -> int | None: ...
-    def calibration_progress(self) -> Mapping[str, object]:
-        """app.auto_gate.progress's keys; read them with :meth:`CalibrationStatus.read`."""
-
     def ingest(self, folders: Sequence[Path], cancel: CancelToken | None = None, *,
-               calibrate_after: bool = False) -> Iterator[Progress | IngestReport]: ...
+               calibrate_after: bool = False) -> Iterator[Progress | IngestReport]:
+        """Progress, then the IngestReport; ``calibrate_after``: the library's calibration gate
+        before the report (app.library_gate)."""
 
     def ocr_lines(self, doc_id: int, page: int) -> tuple[OcrLine, ...]: ...
     def word_spans(self, text: str) -> list[tuple[int, int, str, str]]: ...
@@ -117,9 +95,6 @@ class LibraryService(Protocol):
 
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[GenEvent | Answer | Progress]: ...
-
-    def note_relevant(self, question: str, doc_ids: Iterable[int], how: str) -> None:
-        """The person opened (or an answer cited) these documents for their question: gate labels."""
 
     def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
         """CF-RAG's events, ending with its CFResult, or with an abstained Answer (core.abstain)."""

@@ -1,26 +1,21 @@
 """Which ranking the causal column shows and which one the answers read, and why: the gate's verdict.
 
-The setting (``retrieval.default_method``), the calibration gate's stored decision (app.auto_gate,
-app.calibration) or a person's choice for one question decide it (docs/architecture.md, "The
-question's path"). RagService.verdict and RagService.compare read it from here, and start the
-background calibration that stores the gate's decision through :func:`start_calibration`.
+The setting (``retrieval.default_method``), the calibration gate's record (app.library_gate: the
+library's own, or a person's from app.calibration) or a person's choice for one question decide it
+(docs/architecture.md, "The calibration gate" and "The question's path"). RagService.verdict and
+RagService.compare read it from here; the record comes from ``app.library_gate.LibraryGate.record``,
+which passes only a record that still holds for the library.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
-from rag_desktop.app import auto_gate
-from rag_desktop.app.catalog import Catalog
+from rag_desktop.app.library_gate import by_person
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.gate import EPS as GATE_EPS
-from rag_desktop.core.settings import RetrievalSettings
-
-log = logging.getLogger(__name__)
 
 
 class CausalOffCode(StrEnum):
@@ -34,7 +29,8 @@ class CausalOffCode(StrEnum):
 @dataclass(frozen=True)
 class CausalOff:
     """A typed reason (the UI words it in its own language). The gate's numbers are those of the
-    stored :class:`rag_desktop.core.gate.GateDecision` when ``code`` is GATE, else None."""
+    stored gate record (app.library_gate) when ``code`` is GATE, else None; ``own_probes``: the
+    library's own gate made its probes (else a person labelled them)."""
 
     code: CausalOffCode
     metric: str = ""
@@ -42,6 +38,8 @@ class CausalOff:
     delta_causal: float | None = None
     delta_hybrid: float | None = None
     reliability: float | None = None
+    own_probes: bool = False
+    echo_share: float | None = None  # the library's own gate: the share of documents that echo another
 
 
 def causal_off_reason(default_method: str, gate: dict[str, Any] | None) -> CausalOff | None:
@@ -60,10 +58,17 @@ def causal_off_reason(default_method: str, gate: dict[str, Any] | None) -> Causa
 
     n = g.get("n_probes")
     return CausalOff(CausalOffCode.GATE, str(g.get("metric", "")), n if isinstance(n, int) else None,
-                     num("delta_causal"), num("delta_hybrid"), num("reliability"))
+                     num("delta_causal"), num("delta_hybrid"), num("reliability"), bool(g) and not by_person(g),
+                     num("echo_share"))
 
 
 OVERRIDES = ("baseline", "causal", "hybrid")  # what a person may ask the causal column to show for one question
+
+
+# The gate's evidence, as the stored record holds it (app.self_gate.GateRecord's fields).
+EVIDENCE = ("metric", "n_probes", "mean_baseline", "mean_causal", "mean_hybrid", "delta_causal", "delta_hybrid",
+            "reliability", "labels", "fingerprint", "seconds", "calibrated_at", "echo_share", "echo_threshold",
+            "echoes")
 
 
 @dataclass(frozen=True)
@@ -72,9 +77,10 @@ class Verdict:
     person overrides it for one question), which one feeds the answers (``answer``), and why.
     The gate decides ``answer``, never whether the column can be inspected.
 
-    ``reason``: ``"gate"`` (the stored calibration decided), ``"not_calibrated"`` (gated, no
-    decision yet: the hybrid is shown), ``"calibrating"`` (same, a calibration is running),
-    ``"setting"`` (retrieval.default_method names a ranking), ``"override"`` (this question).
+    ``reason``: ``"gate"`` (the stored calibration decided), ``"not_calibrated"`` (gated, no record
+    that holds for the library: the hybrid is shown and read), ``"setting"`` (retrieval.default_method
+    names a ranking), ``"override"`` (this question). ``gate``: the record that holds, if any, also
+    when it did not decide (its evidence is still shown).
     """
 
     shown: str
@@ -83,12 +89,35 @@ class Verdict:
     answer: str = ""
 
     @property
+    def decision(self) -> str:
+        """What decided the answers' ranking, in one word: the gate's decision (causal, hybrid, or
+        neither: no re-ranking helps, the answers read the baseline) when it decided, else the
+        ranking the answers read (baseline, causal or hybrid)."""
+        return str((self.gate or {}).get("decision", "neither")) if self.reason == "gate" else self.answer
+
+    @property
+    def calibrated_by(self) -> str | None:
+        """"person" (labelled probes: the wizard, typed probes), "library" (its own gate), None (no record)."""
+        if not self.gate:
+            return None
+        return "person" if by_person(self.gate) else "library"
+
+    @property
+    def echo_share(self) -> float | None:
+        """The library's own gate's evidence (app.self_gate): the share of documents that echo another's key terms."""
+        v = (self.gate or {}).get("echo_share")
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    @property
     def effect(self) -> str:
-        """For a gate decision that shows the baseline: "hurts" when both re-rankings lost on the
-        probes, "no_gain" when the better one changed nothing (Δ = 0: "would hurt" would overstate
-        it); "helps" when a re-ranking is shown; "" for the other reasons."""
+        """For a gate decision: from the library's own gate, "echoes" (enough documents echo another:
+        a re-ranking feeds the answers) or "no_echoes"; from labelled probes, "helps" when a
+        re-ranking feeds the answers, "hurts" when both lost on the probes, "no_gain" when the better
+        one changed nothing (Δ = 0: "would hurt" would overstate it); "" for the other reasons."""
         if self.reason != "gate":
             return ""
+        if self.echo_share is not None and self.calibrated_by == "library":
+            return "no_echoes" if self.answer == "baseline" else "echoes"
         if self.answer != "baseline":
             return "helps"
         g = self.gate or {}
@@ -99,49 +128,50 @@ class Verdict:
         g = self.gate or {}
         if self.reason == "gate":
             n, rel = int(g.get("n_probes", 0)), float(g.get("reliability", 0.0))
-            und = auto_gate.undecided_probes(g)
-            if und is not None:
-                return (f"Answers read the baseline order: the automatic check could not decide (the local "
-                        f"model could not tell the documents apart on {und[0]} of {und[1]} disputed probes)")
+            if self.effect in ("echoes", "no_echoes"):
+                k = round((self.echo_share or 0.0) * n)
+                if self.effect == "echoes":
+                    return (f"{k} of {n} documents here echo another's particular key terms, the case re-ranking "
+                            f"is for ({rel:.0%} reliable): {self.shown} shown and used for the answers")
+                return (f"{k} of {n} documents here echo another's particular key terms, fewer than re-ranking "
+                        f"needs ({rel:.0%} reliable): answers read the baseline order; {self.shown} shown for "
+                        f"inspection")
+            probes = f"{n} labelled questions" if self.calibrated_by == "person" else f"{n} probes from its documents"
             if self.effect == "no_gain":
-                return (f"Re-ranking did not help on this library ({n} probes, {rel:.0%} reliable): "
+                return (f"Re-ranking did not help on this library ({probes}, {rel:.0%} reliable): "
                         f"answers read the baseline order; {self.shown} shown for inspection")
             if self.answer == "baseline":
-                return (f"Re-ranking would hurt on this library ({n} probes, {rel:.0%} reliable): "
+                return (f"Re-ranking would hurt on this library ({probes}, {rel:.0%} reliable): "
                         f"answers read the baseline order; {self.shown} shown for inspection")
-            return (f"Re-ranking helps on this library ({n} probes, {rel:.0%} reliable): "
+            return (f"Re-ranking helps on this library ({probes}, {rel:.0%} reliable): "
                     f"{self.shown} shown and used for the answers")
-        if self.reason in ("not_calibrated", "calibrating"):
-            return ("Hybrid shown and used for the answers: not calibrated yet"
-                    + (" (calibrating…)" if self.reason == "calibrating" else ""))
+        if self.reason == "not_calibrated":
+            return "Hybrid shown and used for the answers: not calibrated yet"
         if self.reason == "override":
             return f"{self.shown} chosen for this question"
         return f"{self.shown} shown, answers read the {self.answer} order (retrieval.default_method)"
 
     def to_json(self) -> dict[str, Any]:
+        """``decision`` (hybrid, causal, baseline or neither) and the gate's evidence, flat: its
+        decision (``gate_decision``), who labelled its probes (``calibrated_by``), and the record's
+        numbers (None without a record)."""
         g = self.gate or {}
         return {
             "shown": self.shown,
             "answer": self.answer,
             "reason": self.reason,
-            "decision": g.get("decision"),
-            "reliability": g.get("reliability"),
-            "n_probes": g.get("n_probes"),
-            # (undecided, disputed) probes when the automatic judge could not tell: see undecided_probes
-            "undecided": auto_gate.undecided_probes(g) if self.reason == "gate" else None,
-            "labels": g.get("labels", "typed or wizard" if g else None),
-            "calibrated_at": g.get("calibrated_at"),
-            "delta_causal": g.get("delta_causal"),
-            "delta_hybrid": g.get("delta_hybrid"),
+            "decision": self.decision,
+            "gate_decision": g.get("decision"),
+            "calibrated_by": self.calibrated_by,
+            **{k: g.get(k) for k in EVIDENCE},
             "effect": self.effect,
             "text": self.label(),
         }
 
 
-def decide_verdict(catalog: Catalog, default_method: str, override: str | None = None) -> Verdict:
-    """The verdict of the library whose catalog is ``catalog``: ``override`` for one question, else
-    the setting, else the stored gate decision (hybrid while none is stored)."""
-    gate = catalog.get_json("gate")
+def decide_verdict(gate: dict[str, Any] | None, default_method: str, override: str | None = None) -> Verdict:
+    """The verdict under the gate record ``gate`` (one that holds for the library, or None):
+    ``override`` for one question, else the setting, else the gate's decision (hybrid without one)."""
     m = default_method
     if override is not None:
         if override not in OVERRIDES:
@@ -150,8 +180,7 @@ def decide_verdict(catalog: Catalog, default_method: str, override: str | None =
     if m != "gated":  # "baseline": the answers read it, the column still shows the hybrid
         return Verdict("hybrid" if m == "baseline" else m, "setting", gate, m)
     if not gate:
-        running = auto_gate.progress(catalog)["status"] == "running"
-        return Verdict("hybrid", "calibrating" if running else "not_calibrated", None, "hybrid")
+        return Verdict("hybrid", "not_calibrated", None, "hybrid")
     decision = gate.get("decision", "neither")
     return Verdict("causal" if decision == "causal" else "hybrid", "gate", gate,
                    {"causal": "causal", "hybrid": "hybrid"}.get(decision, "baseline"))
@@ -162,15 +191,3 @@ def answers_off(verdict: Verdict) -> CausalOff | None:
     if verdict.answer != "baseline":
         return None
     return causal_off_reason("gated", verdict.gate) if verdict.reason == "gate" else CausalOff(CausalOffCode.CHOSEN)
-
-
-def start_calibration(folder: Path, catalog: Catalog, retrieval: RetrievalSettings, force: bool = False) -> int | None:
-    """Start the background calibration of the library in ``folder`` if it needs one (app.auto_gate);
-    its pid or None. Never raises for a process that cannot start: an ingest must not fail for it."""
-    if not force and (retrieval.default_method != "gated" or not retrieval.auto_calibrate):
-        return None  # not asked for, or the answers do not follow the gate: no need to spend the CPU
-    try:
-        return auto_gate.start_background(folder, catalog, force=force)
-    except OSError as exc:  # never let the calibration break an ingest
-        log.warning("could not start the background calibration: %s", exc)
-        return None

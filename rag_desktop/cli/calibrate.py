@@ -6,32 +6,24 @@ import argparse
 import json
 import sys
 
-from rag_desktop.app.auto_gate import cancel_auto, describe, run_auto
 from rag_desktop.app.calibration import run_calibrate
 from rag_desktop.app.service import RagService
-from rag_desktop.cli.common import service, stage_progress_line
+from rag_desktop.cli.common import service
 from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY
-from rag_desktop.core.types import Cancelled, Progress
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     return calibrate_command(args, service(args))
 
 
-def _quiet(_: Progress) -> None:
-    pass
-
-
 def calibrate_command(args: argparse.Namespace, svc: RagService) -> int:
     """``calibrate`` on ``svc`` (closed at the end)."""
-    if getattr(args, "auto", False) or getattr(args, "cancel", False):
-        return _auto(args, svc)
     probes_file = getattr(args, "probes_file", None)
     try:
         if not probes_file:
             print(
-                "rag-desktop calibrate: give --probes-file FILE.jsonl with typed, labelled questions, "
-                "or --auto (the local model writes and labels probes)",
+                "rag-desktop calibrate: give --probes-file FILE.jsonl with typed, labelled questions "
+                "(the library's own check runs at the end of every ingest)",
                 file=sys.stderr,
             )
             return 2
@@ -56,27 +48,8 @@ def calibrate_command(args: argparse.Namespace, svc: RagService) -> int:
     if decision.n_probes < MIN_PROBES_FOR_RELIABILITY:
         print(
             f"rag-desktop calibrate: only {decision.n_probes} probes were scored; the reliability is not "
-            f"meaningful below {MIN_PROBES_FOR_RELIABILITY} (use --probes N or add questions)",
+            f"meaningful below {MIN_PROBES_FOR_RELIABILITY} (add questions to the probes file)",
             file=sys.stderr,
         )
     return 0
 
-
-def _auto(args: argparse.Namespace, svc: RagService) -> int:
-    """``calibrate --auto`` (also the background process after an ingest) and ``--cancel``."""
-    try:
-        if args.cancel:
-            print(f"cancel requested: {cancel_auto(svc)}")
-            return 0
-        try:
-            report = run_auto(svc, args.probes, on_progress=_quiet if args.json else stage_progress_line)
-        except Cancelled:
-            print("rag-desktop calibrate: cancelled; run it again to resume", file=sys.stderr)
-            return 130
-    finally:
-        svc.close()
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
-    else:
-        print(f"decision: {describe(report.gate)} in {report.seconds} s")
-    return 0

@@ -101,12 +101,6 @@ def ingest_progress_line(ev: Progress) -> None:
         sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
 
 
-def stage_progress_line(ev: Progress) -> None:
-    """The one-line ``message (current/total)`` of ``calibrate`` (only on a terminal)."""
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\r{ev.message} ({ev.current}/{ev.total})   ")
-
-
 # What the CLI prints when the answer abstained (core.abstain): the library holds no answer.
 ABSTAINED_LINE = ("Not in your documents: most of the question's words do not occur in this library and no "
                   "passage stands out from the rest. (generation.abstain = false answers anyway.)")

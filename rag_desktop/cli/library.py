@@ -22,10 +22,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     svc = service(args)
     bar = ProgressBar()  # stderr only: also with --json
     report: IngestReport | None = None
+    gate = ""  # what the calibration gate decided at the end, when it ran (app.library_gate)
     try:
         for ev in svc.ingest(args.folders, reembed=args.reembed, calibrate_after=not args.no_calibrate):
             if isinstance(ev, Progress):
                 bar.update(ev)
+                if ev.stage == "gate" and ev.current == ev.total:
+                    gate = ev.message
             else:
                 report = ev
     except KeyboardInterrupt:
@@ -46,6 +49,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"added {len(report.added)}, updated {len(report.updated)}, removed {len(report.removed)}, "
         f"unchanged {len(report.unchanged)}, skipped {len(report.skipped)} ({report.seconds:.1f}s)"
     )
+    if gate:
+        print(f"calibration gate: {gate}")
     for name in report.removed:
         print(f"  removed {terminal_safe(name)}")
     for p in report.skipped:

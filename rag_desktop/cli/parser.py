@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--reembed", action="store_true", help="drop all vectors and embed again (new embedder)")
     p.add_argument("--no-calibrate", action="store_true",
-                   help="do not start the automatic gate calibration in the background afterwards")
+                   help="do not run the library's calibration gate afterwards (no model; a few seconds): the "
+                        "next question runs it")
 
     p = sub.add_parser("compare", help="baseline vs causal rerank (vs cross-encoder) for one question")
     p.add_argument("question")
@@ -99,13 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="decide per library whether the causal reranker helps (§4.6)")
     _add_library(p)
-    p.add_argument("--probes", type=int, default=None, help="number of probes of --auto (default: 12)")
-    p.add_argument("--auto", action="store_true",
-                   help="the automatic gate: probes from titles (a title's own question, else one on the subject it "
-                        "shares with other documents), answered by the local model from the pooled "
-                        "rankings, the documents holding the answer labelled relevant; resumes an interrupted run "
-                        "(what runs in the background after ingest)")
-    p.add_argument("--cancel", action="store_true", help="ask a running automatic calibration of this library to stop")
     p.add_argument(
         "--probes-file",
         type=Path,

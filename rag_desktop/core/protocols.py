@@ -166,8 +166,8 @@ class TokenScorer(Protocol):
     One prompt evaluation, no sampling: ``first_token_logprobs(messages, words)[i]`` is
     log P(first token of ``words[i]`` | the chat prompt of ``messages``), read off the
     logits after the template's generation prompt. Measured as a relevance judge comparing
-    "yes"/"no" across documents (docs/evaluation.md §1.2.3); the automatic gate (app.auto_gate)
-    now has the model answer instead, so no app path calls it. Optional: callers check
+    "yes"/"no" across documents for a model-judged calibration gate, which the app no longer has
+    (docs/architecture.md, "The calibration gate"), so no app path calls it. Optional: callers check
     ``isinstance(gen, TokenScorer)``; an instance that turns out unable to score (a server that
     returns no logprobs) raises NotImplementedError.
     """

@@ -12,8 +12,7 @@ By reply, in the order a question meets them:
 * the answer's citations (:func:`parse_citations`, on the grammar of :mod:`rag_desktop.core.citations`);
 * CF-RAG's counterfactual questions (:func:`parse_counterfactuals`, :func:`parse_counterfactual_line`),
   closed-book answers (:func:`parse_numbered_answers`) and hypotheses (:func:`parse_hypothesis`,
-  :func:`trim_to_sentence`);
-* the automatic gate's probe questions (:func:`clean_question`).
+  :func:`trim_to_sentence`).
 
 What counts as a Chinese question word is :data:`rag_desktop.core.text.ZH_QUESTION_WORDS`.
 """
@@ -410,20 +409,4 @@ def clean_translation(raw: str, source: str, target: str, question: str = "") ->
     text = _PAREN.sub(lambda m: "" if detect_lang(m.group(1)) == source else m.group(0), text)
     text = _unwrapped(text.strip())
     return text if detect_lang(written_anew(text, question)) == target else ""
-
-
-# --------------------------------------------------------------------------- the gate's probe questions
-
-
-def clean_question(text: str) -> str:
-    """The model's reply as one question: first non-empty line, quotes and labels removed."""
-    for line in text.splitlines():
-        s = line.strip().strip('"“”「」').strip()
-        for prefix in ("Question:", "question:", "问题：", "问题:", "Q:"):
-            if s.startswith(prefix):
-                s = s[len(prefix):].strip()
-        s = re.sub(r"^\d+[.、)）]\s*", "", s)  # a small model numbers even a single question
-        if s:
-            return s
-    return ""
 

@@ -184,14 +184,10 @@ class RetrievalSettings:
     # How s_c is read off B (core.causal.ScoreVariant): "paper" = Eq. 4–5 exactly; "centred",
     # "idf", "contrast", "centred_idf" put it on the encoder's own scale (docs/evaluation.md §1).
     score_variant: ScoreVariant = "paper"
-    # "gated": the causal column follows the library's calibration gate (app.auto_gate calibrates
-    # it in the background after an ingest); the hybrid, labelled "not calibrated yet", until then.
+    # "gated": the answers follow the library's calibration gate (app.library_gate: run at the end
+    # of an ingest, no model; docs/architecture.md, "The calibration gate"); the hybrid, labelled
+    # "not calibrated yet", until a record holds for the library.
     default_method: Literal["hybrid", "causal", "gated", "baseline"] = "gated"
-    # Run the model-judged calibration (app.auto_gate) in the background after an ingest. Off by
-    # default: it asks the generator ~40 questions beside the person's own (minutes of a core on
-    # 2 cores), and its labels, read from the pooled top documents, side with the baseline order
-    # on libraries it was not tuned on (docs/evaluation.md, "The gate"). `calibrate --auto` runs it.
-    auto_calibrate: bool = False
     # Questions across languages: when the library also holds documents in the other of zh/en, the
     # local model translates the question after the columns are drawn, and the re-ranked columns and
     # the answers fuse the rankings of both phrasings (reciprocal rank fusion, core.fusion); the

@@ -77,7 +77,7 @@ def has_cjk(text: str) -> bool:
 
 # The Chinese words that make a text ask something: a text holding one is a question even
 # without its question mark (a document title that asks, a model's rewrite). One list for the
-# whole package; core/replies.py and app/gate_probes.py read it.
+# whole package; core/replies.py reads it.
 ZH_QUESTION_WORDS = ("如何", "怎么", "怎样", "为什么", "为何", "什么", "哪", "是否", "吗", "多少", "何时")
 # Characters that ask as well but also stand where nothing is asked: 谁 inside a name, 几 in 几个
 # ("a few"), 何 in 任何 ("any"); 怎 alone also covers 怎能, 怎会. Counted only where a text is meant

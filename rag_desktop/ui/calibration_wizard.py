@@ -57,6 +57,8 @@ from rag_desktop.app.calibration import (
     score_labels,
     store_decision,
 )
+from rag_desktop.app.library_gate import GATE_KEY, read_record
+from rag_desktop.app.self_gate import SELF_LABELS, GateRecord
 from rag_desktop.core.gate import MIN_PROBES_FOR_RELIABILITY, GateDecision
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.i18n import tr
@@ -71,7 +73,7 @@ SEED = 0
 
 
 class _NoDecision:
-    """The library has no stored gate decision."""
+    """The library has no stored gate record."""
 
 
 class _EmptyLibrary:
@@ -110,7 +112,7 @@ class CalibrationWizard(QDialog):
         self.applied = False
         self.current_probe = -1
         self.checks: list[QCheckBox] = []
-        self.stored_gate: GateDecision | None = None
+        self.stored_gate: GateRecord | None = None
         self.stored_known = False  # the stored decision has been read
         self._build()
         self.resize(980, 640)
@@ -122,11 +124,10 @@ class CalibrationWizard(QDialog):
         svc = self.service
 
         def job(ctx: TaskContext) -> object:
-            data = svc.library.catalog.get_json("gate")
-            return GateDecision.from_dict(data) if isinstance(data, dict) and data else _NoDecision()
+            return read_record(svc.library.catalog.get_json(GATE_KEY)) or _NoDecision()
 
         def shown(res: object) -> None:
-            self.stored_gate = res if isinstance(res, GateDecision) else None
+            self.stored_gate = res if isinstance(res, GateRecord) else None
             self.stored_known = True
             self._show_stored()
 
@@ -138,9 +139,9 @@ class CalibrationWizard(QDialog):
         if not self.stored_known:
             self.stored.clear()
             return
+        key = "cal.stored_self" if g is not None and g.labels == SELF_LABELS else "cal.stored"
         self.stored.setText(tr("cal.stored_none") if g is None else
-                            tr("cal.stored", decision=tr(f"cal.d.{g.decision}"), n=g.n_probes,
-                               pct=percent(g.reliability)))
+                            tr(key, decision=tr(f"cal.d.{g.decision}"), n=g.n_probes, pct=percent(g.reliability)))
 
     # ================================================================== layout
     def _build(self) -> None:

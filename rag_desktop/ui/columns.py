@@ -89,17 +89,19 @@ def verdict_text(verdict: dict[str, Any] | None) -> str:
     reason, shown = verdict.get("reason"), str(verdict.get("shown", ""))
     name = tr(f"verdict.name.{shown}") if has_tr(f"verdict.name.{shown}") else shown
     if reason == "gate":
-        und = verdict.get("undecided")
-        if und:  # ties from a judge that could not tell: not "would hurt, 100 % reliable"
-            return tr("verdict.undecided", shown=name, u=und[0], d=und[1])
         n = int(verdict.get("n_probes") or 0)
         rel = round(100 * float(verdict.get("reliability") or 0.0))
         effect = str(verdict.get("effect") or ("hurts" if verdict.get("answer") == "baseline" else "helps"))
-        text = tr(f"verdict.{effect}", n=n, rel=rel, shown=name)
+        share = verdict.get("echo_share")
+        if effect in ("echoes", "no_echoes") and isinstance(share, int | float):
+            return tr(f"verdict.{effect}", k=round(share * n), n=n, rel=rel, shown=name)
+        probes = tr("verdict.probes.person" if verdict.get("calibrated_by") == "person" else "verdict.probes.library",
+                    n=n)
+        text = tr(f"verdict.{effect}", probes=probes, rel=rel, shown=name)
         if n < MIN_PROBES_FOR_RELIABILITY:
             text += tr("verdict.few")
         return text
-    if reason in ("not_calibrated", "calibrating", "override", "setting"):
+    if reason in ("not_calibrated", "override", "setting"):
         answer = str(verdict.get("answer") or shown)
         return tr(f"verdict.{reason}", shown=name,
                   answer=tr(f"verdict.name.{answer}") if has_tr(f"verdict.name.{answer}") else answer)

@@ -95,16 +95,6 @@ TABLE: dict[str, tuple[str, str]] = {
     "lib.progress": ("{stage} {cur}/{total}: {msg}", "{stage} {cur}/{total}：{msg}"),
     "lib.eta": ("about {eta} left", "预计还需 {eta}"),
     "lib.progress_share": ("{pct} % of the whole", "总进度 {pct}%"),
-    # background calibration of the causal column (app.auto_gate), under the library's progress bar
-    "lib.calib.running": ("Calibrating the causal column in the background: probe {done} of {total}",
-                          "正在后台校准因果列：第 {done} / {total} 个探针问题"),
-    "lib.calib.interrupted": ("Calibration of the causal column was interrupted ({done} of {total}); "
-                              "it resumes after the next ingest",
-                              "因果列校准已中断（{done} / {total}），下次导入后继续"),
-    "lib.calib.cancelled": ("Calibration of the causal column was stopped ({done} of {total})",
-                            "因果列校准已停止（{done} / {total}）"),
-    "lib.calib.failed": ("Calibration of the causal column failed: {error}", "因果列校准失败：{error}"),
-    "lib.calib.done": ("Causal column calibrated", "因果列已校准"),
     "lib.cancelled": ("Adding files was cancelled.", "已取消添加文件。"),
     "lib.report": ("{added} added, {updated} updated, {removed} removed, {unchanged} unchanged, {skipped} skipped "
                    "({s} s)",
@@ -186,6 +176,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "stage.embed": ("Embedding", "向量化"),
     "stage.ocr": ("OCR", "文字识别"),
     "stage.keywords": ("Keyword sets", "关键词集"),
+    "stage.gate": ("Calibration gate", "校准门控"),
     "stage.verify_model": ("Verifying the model", "校验模型"),
     "stage.join_model": ("Preparing the model", "准备模型"),
     "stage.model_ready": ("Model ready", "模型就绪"),
@@ -249,6 +240,11 @@ TABLE: dict[str, tuple[str, str]] = {
                             "library ({metric} on {n} questions: Δ causal {dc}, Δ hybrid {dh}; reliability {rel}).",
                             "基线顺序：校准门控发现两种重排序对本文档库都没有帮助"
                             "（{n} 个问题上的 {metric}：因果 Δ {dc}，混合 Δ {dh}；可靠度 {rel}）。"),
+    "col.causal_off_gate_self": ("Baseline order: few of this library's {n} documents echo another's particular "
+                                 "key terms ({share}), so re-ranking has nothing to guard against here "
+                                 "(reliability {rel}).",
+                                 "基线顺序：本文档库 {n} 篇文档中很少有重复另一篇文档特有关键词的（{share}），"
+                                 "重排序在这里没有需要防范的情形（可靠度 {rel}）。"),
     "col.ce_sub": ("s(q,e) by {scorer}", "s(q,e) 由 {scorer} 计算"),
     "col.page_n": ("p. {n}", "第 {n} 页"),
     "tau.src.settings": ("set in Settings", "在设置中指定"),
@@ -257,26 +253,55 @@ TABLE: dict[str, tuple[str, str]] = {
     "tau.src.paper": ("the paper's value (this library is not calibrated yet)", "论文取值（本文档库尚未校准）"),
     "scorer.substitute": ("embedding cosine (a substitute for a cross-encoder)", "向量余弦（交叉编码器的替代方案）"),
     # the causal column's heading: which ranking it shows and why (app.service.Verdict)
-    "verdict.helps": ("Re-ranking helps on this library ({n} probes, {rel} % reliable): {shown} shown and used "
+    "verdict.helps": ("Re-ranking helps on this library ({probes}, {rel} % reliable): {shown} shown and used "
                       "for the answers",
-                      "重排序对本文库有帮助（{n} 个探针问题，可靠度 {rel}%）：显示{shown}，回答也用它"),
-    "verdict.hurts": ("Re-ranking would hurt on this library ({n} probes, {rel} % reliable): answers read the "
+                      "重排序对本文库有帮助（{probes}，可靠度 {rel}%）：显示{shown}，回答也用它"),
+    "verdict.hurts": ("Re-ranking would hurt on this library ({probes}, {rel} % reliable): answers read the "
                       "baseline order; {shown} shown for inspection",
-                      "重排序会降低本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
+                      "重排序会降低本文库的检索效果（{probes}，可靠度 {rel}%）："
                       "回答使用基线顺序；此列显示{shown}供查看"),
-    "verdict.no_gain": ("Re-ranking did not help on this library ({n} probes, {rel} % reliable): answers read "
+    "verdict.no_gain": ("Re-ranking did not help on this library ({probes}, {rel} % reliable): answers read "
                         "the baseline order; {shown} shown for inspection",
-                        "重排序没有改善本文库的检索效果（{n} 个探针问题，可靠度 {rel}%）："
+                        "重排序没有改善本文库的检索效果（{probes}，可靠度 {rel}%）："
                         "回答使用基线顺序；此列显示{shown}供查看"),
-    "verdict.undecided": ("{shown} shown: the automatic check could not decide (the local model could not tell "
-                          "the documents apart on {u} of {d} disputed probes)",
-                          "显示{shown}：自动校准无法判断（在 {d} 个有分歧的探针问题中，"
-                          "本地模型有 {u} 个分不清哪份文档回答了问题）"),
+    "verdict.echoes": ("{k} of {n} documents here echo another's particular key terms, the case re-ranking is "
+                       "for ({rel} % reliable): {shown} shown and used for the answers",
+                       "本文档库 {n} 篇文档中有 {k} 篇重复另一篇文档的特有关键词，正是重排序要应对的情形"
+                       "（可靠度 {rel}%）：显示{shown}，回答也用它"),
+    "verdict.no_echoes": ("{k} of {n} documents here echo another's particular key terms, fewer than re-ranking "
+                          "needs ({rel} % reliable): answers read the baseline order; {shown} shown for inspection",
+                          "本文档库 {n} 篇文档中只有 {k} 篇重复另一篇文档的特有关键词，不足以用重排序"
+                          "（可靠度 {rel}%）：回答使用基线顺序；此列显示{shown}供查看"),
+    "verdict.probes.library": ("{n} probes from its own documents", "{n} 个取自文档本身的探针问题"),
+    "verdict.probes.person": ("{n} questions you labelled", "{n} 个由你标注的问题"),
     "verdict.few": (" — too few probes to call it reliable", "——探针问题太少，可靠度没有意义"),
     "verdict.not_calibrated": ("{shown} shown and used for the answers: not calibrated yet",
                                "显示{shown}，回答也用它：尚未校准"),
-    "verdict.calibrating": ("{shown} shown: not calibrated yet (calibrating in the background…)",
-                            "显示{shown}：尚未校准（正在后台校准…）"),
+    # the gate's evidence in words (the causal column's heading tooltip and the Why card; app.library_gate)
+    "gate.evidence.library": ("How this was decided, with no model: {k} of the library's {n} documents ({share} %) "
+                              "draw a third or more of their key-term weight from one other document, as "
+                              "keyword-stuffed pages, passages that restate a question and copies do; re-ranking "
+                              "feeds the answers from {thr} %. {rel} % of bootstrap resamples of the documents give "
+                              "the same decision. Checked on {when} in {s} s, for the documents the library holds "
+                              "now.",
+                              "判定依据（不调用任何模型）：本文档库 {n} 篇文档中有 {k} 篇（{share}%）的关键词权重"
+                              "有三分之一以上来自另一篇文档，关键词堆砌的页面、复述问题的段落和副本都是这样；"
+                              "达到 {thr}% 时回答才使用重排序。对文档的自助重抽样中有 {rel}% 得出相同的决定。"
+                              "检查于 {when}，用时 {s} 秒，针对文档库现有的文档。"),
+    "gate.evidence.person": ("How this was decided: {n} questions whose answering documents you marked; "
+                             "{metric}: baseline {mb}, causal {mc} (Δ {dc}), hybrid {mh} (Δ {dh}). {rel} % of "
+                             "bootstrap resamples of your questions give the same decision. Calibrated on {when}; "
+                             "it holds until the library's documents change.",
+                             "判定依据：{n} 个由你标出答案文档的问题；"
+                             "{metric}：基线 {mb}，因果 {mc}（Δ {dc}），混合 {mh}（Δ {dh}）。"
+                             "对你的问题的自助重抽样中有 {rel}% 得出相同的决定。校准于 {when}；"
+                             "在文档库的文档改变之前一直有效。"),
+    "gate.evidence.none": ("No calibration holds for the documents this library holds now: its own check found "
+                           "no probe it could use. The hybrid is used; the Calibration wizard decides from your "
+                           "own questions.",
+                           "本文档库现有的文档还没有有效的校准：文档库自身的检查没有找到可用的探针问题。"
+                           "目前使用混合重排序；校准向导可以根据你自己的问题作出决定。"),
+    "gate.when_unknown": ("an earlier date", "较早的日期"),
     "verdict.override": ("{shown} chosen for this question", "本问题选择显示{shown}"),
     "verdict.setting": ("{shown} shown, answers read the {answer} (Settings → Retrieval)",
                         "显示{shown}，回答使用{answer}（设置 → 检索）"),
@@ -976,12 +1001,6 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.retrieval.default_method": ("Causal column shows", "因果列显示"),
     "set.retrieval.default_method.tip": ("Pure s_c, the hybrid, or what the calibration gate decided",
                                          "纯 s_c、混合得分，或由校准门控决定"),
-    "set.retrieval.auto_calibrate": ("Calibrate with the model after adding files", "添加文件后用模型自动校准"),
-    "set.retrieval.auto_calibrate.tip": ("The local model writes and judges probe questions in the background "
-                                         "(minutes of CPU); the calibration wizard with your own questions is "
-                                         "more reliable",
-                                         "本地模型在后台编写并判断探针问题（需数分钟 CPU）；用您自己的问题运行"
-                                         "校准向导更可靠"),
     "set.retrieval.keyword_k": ("Keyword candidates (BM25)", "关键词候选（BM25）"),
     "set.retrieval.keyword_k.tip": ("The best BM25 matches join the similarity candidates, and the answers read "
                                     "the two orders merged (0: similarity only)",
@@ -1123,6 +1142,10 @@ TABLE: dict[str, tuple[str, str]] = {
                   "然后衡量因果重排序或混合重排序是否比基线把这些文档排得更靠前（论文 000 §4.6）。"),
     "cal.stored": ("Stored for this library now: {decision}, from {n} questions (reliability {pct}).",
                    "本文档库当前保存的决定：{decision}，基于 {n} 个问题（可靠度 {pct}）。"),
+    "cal.stored_self": ("Stored for this library now: {decision}, from its own check ({n} probes from its documents, "
+                        "reliability {pct}); a decision from your questions replaces it.",
+                        "本文档库当前保存的决定：{decision}，来自文档库自身的检查（{n} 个取自文档本身的探针问题，"
+                        "可靠度 {pct}）；根据你的问题作出的决定会取代它。"),
     "cal.stored_none": ("No decision is stored for this library yet.", "本文档库还没有保存任何决定。"),
     "cal.d.causal": ("causal rerank", "因果重排序"),
     "cal.d.hybrid": ("hybrid rerank", "混合重排序"),

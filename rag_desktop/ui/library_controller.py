@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
-from rag_desktop.app.service_api import CalibrationStatus, LibraryService
+from rag_desktop.app.service_api import LibraryService
 from rag_desktop.app.session import Session
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Hit
@@ -76,18 +76,6 @@ class LibraryController(QObject):
     def service(self) -> LibraryService:
         """The open library's service (the Session's: a library switch replaces it)."""
         return self.session.service
-
-    def poll_calibration(self) -> None:
-        """Show the background calibration's progress; restart one a crash interrupted."""
-        if self.switching:
-            return
-        try:
-            info = CalibrationStatus.read(self.service.calibration_progress())
-        except Exception:  # a library being closed or switched: try again at the next tick
-            return
-        self.panel.show_calibration(info)
-        if info.status == "interrupted" and not self.ingesting:
-            self.service.start_auto_calibration()
 
     # ================================================================== library
     def refresh_library(self, then: Callable[[Listing], None] | None = None) -> None:

@@ -31,7 +31,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.app.service_api import CalibrationStatus
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.i18n import has_tr, tr
 from rag_desktop.ui.plaintext import plain_tooltip
@@ -159,14 +158,6 @@ class LibraryPanel(QWidget):
         lay.addWidget(self.tree, 1)
         lay.addWidget(self.progress_label)
         lay.addLayout(prog)
-        # The background calibration of the causal column (app.auto_gate.progress), polled by the window.
-        self.calib_label = QLabel()
-        self.calib_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.calib_label.setWordWrap(True)
-        self.calib_label.setStyleSheet("color: #555;")
-        self.calib_label.setVisible(False)
-        self._calib: CalibrationStatus | None = None
-        lay.addWidget(self.calib_label)
         self.add_btn.clicked.connect(self.add_folder)
         self.rescan_btn.clicked.connect(self.rescan)
         self.cancel_btn.clicked.connect(self.cancel)
@@ -285,14 +276,6 @@ class LibraryPanel(QWidget):
         if eta:
             text += " · " + tr("lib.eta", eta=eta)
         self.progress_label.setText(text)
-
-    def show_calibration(self, info: CalibrationStatus) -> None:
-        """The background calibration's status (idle, running, interrupted, cancelled, failed, done)."""
-        self._calib = info
-        key = f"lib.calib.{info.status}"
-        self.calib_label.setVisible(info.status != "idle" and has_tr(key))
-        if has_tr(key):
-            self.calib_label.setText(tr(key, done=info.done, total=info.total, error=info.error))
 
     # -------------------------------------------------------------- listing
     def set_listing(self, listing: Listing | None) -> None:
@@ -429,8 +412,6 @@ class LibraryPanel(QWidget):
         self.watch_label.setToolTip(tr("lib.watch_tip"))
 
     def retranslate(self) -> None:
-        if self._calib is not None:
-            self.show_calibration(self._calib)
         self.libs_label.setText(tr("lib.libraries"))
         self._label_watch()
         self.new_lib_btn.setText(tr("lib.new"))

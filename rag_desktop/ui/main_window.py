@@ -82,11 +82,6 @@ class MainWindow(QMainWindow):
             self.show_error(UserError("ui_state", tr("startup.bad_state", detail=problem), "", problem))
         self.libraries.init_libraries(self.libraries_file)
         self.libraries.refresh_library()
-        # The causal column's background calibration (app.auto_gate): progress in the library panel.
-        self._calib_timer = QTimer(self)
-        self._calib_timer.timeout.connect(self.libraries.poll_calibration)
-        self._calib_timer.start(3000)
-        self.libraries.poll_calibration()
 
     @property
     def service(self) -> LibraryService:
@@ -115,7 +110,7 @@ class MainWindow(QMainWindow):
         self.query_bar.stop_requested.connect(self.cancel)
         self.error_bar = ErrorBar()
         self.results = ResultsPanel(lambda: self.settings)
-        self.results.open_requested.connect(lambda h: self.open_result(h))
+        self.results.open_requested.connect(lambda h: self.open_hit(h))
         self.results.citation_clicked.connect(self.open_citation)
         center = QWidget()
         cl = QVBoxLayout(center)
@@ -275,14 +270,6 @@ class MainWindow(QMainWindow):
         surfaces = self.state.surfaces if self.state is not None else {}
         self.viewer.show_hit(hit, self.results.terms_for_doc(hit.doc_id), surfaces, page)
 
-    def open_result(self, hit: Hit, page: int | None = None) -> None:
-        """Open a document from the results of the question on screen: the person's relevance
-        signal, kept as a label of that question for the automatic gate."""
-        st = self.state
-        if st is not None and st.comparison is not None and hit.doc_id:
-            self.service.note_relevant(st.comparison.query, [hit.doc_id], "opened")
-        self.open_hit(hit, page)
-
     def open_citation(self, c: Citation) -> None:
         if not c.valid or c.path == "":
             return
@@ -301,7 +288,7 @@ class MainWindow(QMainWindow):
                     break
         if hit is None:
             hit = Hit(c.unit_id or 0, c.doc_id or 0, "chunk", c.title, c.path, c.page or 1, "", 0.0, 0, "other")
-        self.open_result(hit, page=c.page)
+        self.open_hit(hit, page=c.page)
 
     # ================================================================== window state
     def _load_ui_state(self) -> Any:

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rag_desktop.core import citations
 from rag_desktop.core.cfrag import evidence_rows, margin_summary
@@ -334,10 +334,38 @@ def causal_off_text(off: object) -> str:
     if code == "gate":
         n = getattr(off, "n_probes", None)
         rel = getattr(off, "reliability", None)
+        share = getattr(off, "echo_share", None)
+        if getattr(off, "own_probes", False) and share is not None:
+            return tr("col.causal_off_gate_self", n=n if n is not None else "—", share=f"{share:.0%}",
+                      rel=f"{rel:.0%}" if rel is not None else "—")
         return tr("col.causal_off_gate", dc=fmt(getattr(off, "delta_causal", None)),
                   dh=fmt(getattr(off, "delta_hybrid", None)), metric=getattr(off, "metric", "") or "—",
                   n=n if n is not None else "—", rel=f"{rel:.0%}" if rel is not None else "—")
     return ""
+
+
+def gate_evidence_text(verdict: Mapping[str, Any] | None) -> str:
+    """How the gate's decision in ``verdict`` (app.verdict.Verdict.to_json) was reached, in words:
+    who labelled its probes, how many, the means and Δs, the reliability and when ("" when the
+    verdict carries no record and was not left uncalibrated)."""
+    if not verdict:
+        return ""
+    if verdict.get("calibrated_by") is None:
+        return tr("gate.evidence.none") if verdict.get("reason") == "not_calibrated" else ""
+    when = str(verdict.get("calibrated_at") or "")[:10] or tr("gate.when_unknown")
+    rel = verdict.get("reliability")
+    share, thr, n = verdict.get("echo_share"), verdict.get("echo_threshold"), int(verdict.get("n_probes") or 0)
+    if verdict.get("calibrated_by") == "library" and isinstance(share, int | float):
+        return tr("gate.evidence.library", k=round(share * n), n=n, share=round(100 * share),
+                  thr=round(100 * float(thr)) if isinstance(thr, int | float) else "—",
+                  rel=round(100 * float(rel)) if isinstance(rel, int | float) else "—", when=when,
+                  s=fmt(verdict.get("seconds"), 2))
+    return tr(f"gate.evidence.{verdict.get('calibrated_by')}", n=verdict.get("n_probes") or 0,
+              metric=verdict.get("metric") or "MRR@10", mb=fmt(verdict.get("mean_baseline")),
+              mc=fmt(verdict.get("mean_causal")), mh=fmt(verdict.get("mean_hybrid")),
+              dc=fmt(verdict.get("delta_causal")), dh=fmt(verdict.get("delta_hybrid")),
+              rel=round(100 * float(rel)) if isinstance(rel, int | float) else "—", when=when,
+              s=fmt(verdict.get("seconds"), 1))
 
 
 # --------------------------------------------------------------------------- citations

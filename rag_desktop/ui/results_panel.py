@@ -35,6 +35,7 @@ from rag_desktop.ui.present import (
     explanation_for,
     fmt,
     found_by_translation,
+    gate_evidence_text,
     rank_change,
     split_terms,
     tau_source_text,
@@ -143,6 +144,7 @@ class ResultsPanel(QTabWidget):
         self.chart.clear()
         self.chips.set_split(None)
         self.why.set_explanation(None, None)
+        self.why.set_verdict(None)
 
     def begin(self, answers_on: bool, cf_on: bool) -> None:
         """A new question: the columns say they are ranking, the panes whether answers follow."""
@@ -269,7 +271,9 @@ class ResultsPanel(QTabWidget):
         sub += ["⚠ " + cf_note(w) for w in (*d.warnings, *c.causal.warnings)]
         self.columns["causal"].set_rows(rows, "\n".join(sub))
         self.columns["causal"].set_verdict(c.verdict)
-        self.columns["causal"].header.setToolTip(why_off if c.verdict else "")
+        evidence = gate_evidence_text(c.verdict)
+        self.columns["causal"].header.setToolTip("\n\n".join(t for t in (why_off, evidence) if t) if c.verdict else "")
+        self.why.set_verdict(c.verdict)
         self.chart.set_data(base, c.causal, tr("chart.causal"))
         ce = c.cross_encoder
         self.stacks["cross_encoder"].setVisible(ce is not None)

@@ -2,10 +2,14 @@
 
 It opens with one plain sentence (present.why_sentence); the scores, the formula and the A
 terms' cosines (present.why_lines) are behind a fold, closed by default, so the card fits the
-strip under the columns of a 1280 × 800 window without scrolling.
+strip under the columns of a 1280 × 800 window without scrolling. Before a candidate is chosen it
+says how the calibration gate decided which ranking the answers read (present.gate_evidence_text;
+docs/architecture.md, "The calibration gate").
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
@@ -13,7 +17,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QToolButton, QVBoxLay
 from rag_desktop.core.types import Explanation, Hit, RankedList
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_label
-from rag_desktop.ui.present import why_lines, why_sentence
+from rag_desktop.ui.present import gate_evidence_text, why_lines, why_sentence
 
 
 class WhyCard(QFrame):
@@ -56,6 +60,7 @@ class WhyCard(QFrame):
         self._weight: float | None = None
         self._display: dict[str, str] = {}
         self._ranked: RankedList | None = None
+        self._verdict: dict[str, Any] | None = None
         self._set_open(False)
         self.retranslate()
 
@@ -78,6 +83,12 @@ class WhyCard(QFrame):
         self._ranked = ranked
         self.retranslate()
 
+    def set_verdict(self, verdict: dict[str, Any] | None) -> None:
+        """The question's verdict (app.verdict.Verdict.to_json): its evidence is the card's text
+        while no candidate is chosen."""
+        self._verdict = verdict
+        self.retranslate()
+
     def lines(self) -> list[str]:
         if self._expl is None:
             return []
@@ -88,7 +99,7 @@ class WhyCard(QFrame):
         self.fold.setToolTip(tr("why.fold_tip"))
         if self._expl is None:
             self.title.setText(tr("why.title_none"))
-            self.sentence.setText(tr("why.none") if self._hit is not None else "")
+            self.sentence.setText(tr("why.none") if self._hit is not None else gate_evidence_text(self._verdict))
             self.body.setText("")
             self.fold.setVisible(False)
             return

@@ -1,10 +1,11 @@
-"""A labelled BEIR set of real Chinese statutes, held out from the gate's design (docs/evaluation.md, "The gate").
+"""A labelled BEIR set of real Chinese statutes for the calibration gate (docs/evaluation.md, "The gate").
 
-    PYTHONPATH=. python scripts/make_statute_set.py [--raw /work/data/statutes/raw] \
-        [--questions scripts/statute_questions.json] [--out /work/data/statutes/beir]
+    PYTHONPATH=. python scripts/make_statute_set.py --raw RAW_DIR [--questions scripts/statute_questions.json] \
+        [--out eval/statutes]
 
-The raw files are whole laws as Markdown from github.com/LawRefBook/Laws (the data stays out of the repo; the
-questions file names each law's source path and commit). One corpus document per article: ``_id`` like
+The raw files are whole laws as Markdown from github.com/LawRefBook/Laws (``eval/statutes/SOURCES.txt`` and
+the questions file name each law's source path and commit); the set built from them is kept in
+``eval/statutes/`` (laws are official documents, outside copyright under Art. 5 of the PRC Copyright Law). One corpus document per article: ``_id`` like
 ``laborcontract-a019``, ``title`` "<law name> 第十九条", ``text`` the article without its "第十九条" label;
 chapter and section headings are not documents. The questions are written by hand as a person would ask
 them, each answered by one article (score 2; a second article that also answers, score 1).
@@ -164,9 +165,9 @@ def write_beir(folder: Path, corpus: dict[str, tuple[str, str]], queries: dict[s
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--raw", type=Path, default=Path("/work/data/statutes/raw"))
+    ap.add_argument("--raw", type=Path, required=True, help="the laws as Markdown (eval/statutes/SOURCES.txt)")
     ap.add_argument("--questions", type=Path, default=ROOT / "scripts" / "statute_questions.json")
-    ap.add_argument("--out", type=Path, default=Path("/work/data/statutes/beir"))
+    ap.add_argument("--out", type=Path, default=ROOT / "eval" / "statutes")
     args = ap.parse_args()
     spec = json.loads(args.questions.read_text(encoding="utf-8"))
     corpus, queries, qrels, problems = build(args.raw, spec)

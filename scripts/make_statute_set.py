@@ -5,7 +5,8 @@
 
 The raw files are whole laws as Markdown from github.com/LawRefBook/Laws (``eval/statutes/SOURCES.txt`` and
 the questions file name each law's source path and commit); the set built from them is kept in
-``eval/statutes/`` (laws are official documents, outside copyright under Art. 5 of the PRC Copyright Law). One corpus document per article: ``_id`` like
+``eval/statutes/`` (laws are official documents, outside copyright under Art. 5 of the PRC Copyright Law).
+One corpus document per article: ``_id`` like
 ``laborcontract-a019``, ``title`` "<law name> 第十九条", ``text`` the article without its "第十九条" label;
 chapter and section headings are not documents. The questions are written by hand as a person would ask
 them, each answered by one article (score 2; a second article that also answers, score 1).

@@ -9,9 +9,10 @@ its corpus files go to ``<library>-corpus``), document level, the baseline windo
 app resolves it. For the target, the two stuffed documents and every document s_c puts above the
 target: baseline rank, rank by s_c (``--score``, a ``ScoreVariant``), |A|/|K_d|, s_c, and the B
 terms that weigh most in v_B (Eq. 4) as ``term share/cos`` — the term's share of B's weight and
-cos(E(q), E(t)). ``common`` and ``resid`` split the paper's s_c along the library's mean term
-direction μ̂_T: s_c = (q̂·μ̂_T)(v̂_B·μ̂_T) + q̂⊥·v̂_B⊥, the first part shared by every B, the second
-what can tell one B from another.
+cos(E(q), E(t)); with ``--score context`` also the text embedded as B in context. ``common`` and
+``resid`` split the paper's s_c along the library's mean term direction μ̂_T:
+s_c = (q̂·μ̂_T)(v̂_B·μ̂_T) + q̂⊥·v̂_B⊥, the first part shared by every B, the second what can tell
+one B from another.
 """
 
 from __future__ import annotations
@@ -19,18 +20,29 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import BeirData, load_beir, write_corpus_files
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.service import RagService
-from rag_desktop.core.causal import SCORE_VARIANTS, ScoreVariant, TermSet, causal_scores
+from rag_desktop.core.causal import (
+    SCORE_VARIANTS,
+    STATS_VARIANTS,
+    ContextRequest,
+    ScoreVariant,
+    TermSet,
+    causal_scores,
+)
 
 TOP_B = 5  # B terms shown per document
+CONTEXT_SHOWN = 160  # characters of a "context" B text shown
 
 
 def role(data: BeirData, qid: str, doc: str) -> str:
@@ -55,10 +67,24 @@ def probe_query(r: Retriever, ctx: QueryContext, data: BeirData, qid: str, ids: 
     tau, _ = r.tau()
     mu_t, _ = r.score_means()
     m_hat = mu_t / np.linalg.norm(mu_t)
-    stats = None if score == "paper" else r.library_stats(ctx.level)
+    stats = r.library_stats(ctx.level) if score in STATS_VARIANTS else None
+    contexts: dict[int, str] = {}
+    context = None
+    if score == "context":
+        encoder = r.context_encoder(ctx.baseline.hits, ctx.level)
+
+        def context(requests: Sequence[ContextRequest]) -> Sequence[npt.ArrayLike | None]:
+            for req in requests:
+                contexts[req.candidate] = r.b_context_text(ctx.baseline.hits[req.candidate], ctx.level, req)
+            return encoder(requests)
+
     paper = causal_scores(ctx.query_vec, ctx.query_terms, ctx.candidate_terms, tau=tau)
-    arr = paper if score == "paper" else causal_scores(
-        ctx.query_vec, ctx.query_terms, ctx.candidate_terms, tau=tau, score=score, stats=stats)
+    seconds: list[float] = []
+    for _ in range(2 if score == "context" else 1):  # "context": a new question, then the same again
+        t0 = time.perf_counter()
+        arr = paper if score == "paper" else causal_scores(
+            ctx.query_vec, ctx.query_terms, ctx.candidate_terms, tau=tau, score=score, stats=stats, context=context)
+        seconds.append(time.perf_counter() - t0)
     q = ctx.query_vec.astype(np.float64)
     q /= np.linalg.norm(q)
     alpha = float(q @ m_hat)
@@ -86,17 +112,24 @@ def probe_query(r: Retriever, ctx: QueryContext, data: BeirData, qid: str, ids: 
             "paper_s_c": None if paper.empty_b[j] else round(float(paper.s_c[j]), 4),
             "common": round(common, 4), "resid": round(resid, 4),
             "b": [(t, round(sh, 2), round(cq, 3)) for t, sh, cq in b_terms(c, absorbed, q)],
+            "context": contexts.get(j),
         })
     defined = arr.s_c[~arr.empty_b]
     return {"query": qid, "text": data.queries[qid], "k_q": list(ctx.query_terms.terms), "tau": tau,
             "s_c_min": float(defined.min()) if defined.size else None,
             "s_c_max": float(defined.max()) if defined.size else None,
-            "s_c_sd": float(defined.std()) if defined.size else None, "rows": rows}
+            "s_c_sd": float(defined.std()) if defined.size else None, "rows": rows,
+            "baseline_ms": round(1000 * (ctx.timings["embed_query"] + ctx.timings["search"]), 1),
+            "s_c_ms": [round(1000 * x, 1) for x in seconds], "context_chars": sum(map(len, contexts.values()))}
 
 
 def print_query(p: dict[str, Any]) -> None:
     print(f"\n== {p['query']} {p['text']}\n   K_q = {' '.join(p['k_q'])}   τ = {p['tau']:.3f}   "
           f"s_c over the window {p['s_c_min']:.3f}–{p['s_c_max']:.3f} (sd {p['s_c_sd']:.4f})")
+    if p["context_chars"]:
+        new, again = p["s_c_ms"]
+        print(f"   s_c of the window: {new:.0f} ms new ({p['context_chars']} characters of B context embedded), "
+              f"{again:.1f} ms asked again; the baseline query {p['baseline_ms']:.0f} ms")
     target = next((r for r in p["rows"] if r["role"] == "TARGET"), None)
     cut = target["s_c_rank"] if target else 0
     shown = [r for r in p["rows"] if r["role"] in ("TARGET", "STUFF") or r["s_c_rank"] < cut]
@@ -106,6 +139,8 @@ def print_query(p: dict[str, Any]) -> None:
         b = "  ".join(f"{t} {sh:.2f}/{cq:.3f}" for t, sh, cq in r["b"][:TOP_B])
         print(f"   {r['role']:6} {r['doc']:8} {r['baseline_rank']:4} {r['s_c_rank']:4} {r['s_sim']:.3f} "
               f"{r['a']:2}/{r['k_d']:2} {sc}  {r['common']:.4f} {r['resid']:+.4f}  {b}")
+        if r["context"] is not None and r["role"] in ("TARGET", "STUFF"):
+            print(f"{'':16}B in context: {r['context'][:CONTEXT_SHOWN].replace(chr(10), ' / ')}")
 
 
 def print_summary(probes: list[dict[str, Any]]) -> None:
@@ -153,6 +188,10 @@ def main() -> int:
         finally:
             svc.close()
     print_summary(out)
+    if out and out[0]["context_chars"]:
+        new_ms = [p["s_c_ms"][0] for p in out]
+        print(f"\n\"context\" s_c of a window, new question: median {np.median(new_ms):.0f} ms, worst "
+              f"{max(new_ms):.0f} ms; baseline query median {np.median([p['baseline_ms'] for p in out]):.0f} ms")
     if args.json:
         args.json.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 from rag_desktop.core.causal import (
     CausalConfig,
+    ContextRequest,
     TermSet,
+    b_context,
     calibrate_tau,
     causal_scores,
     minmax,
@@ -618,16 +620,44 @@ def test_real_e5_inputs_agree_with_reference() -> None:
 # --------------------------------------------------------------------------- s_c on the library's scale
 
 
+def ref_context_vector(removed, b_terms, dim):
+    """What the test's stand-in encoder returns for a context request, in plain Python: a sum of
+    fixed per-term vectors (B terms by weight, removed terms by −½), or None when B holds "t0"
+    (a candidate with no text)."""
+    if any(t == "t0" for t, _ in b_terms):
+        return None
+    vec = [0.0] * dim
+    for t, w in b_terms:
+        for i in range(dim):
+            vec[i] += w * _term_code(t, i)
+    for t in sorted(removed):
+        for i in range(dim):
+            vec[i] -= 0.5 * _term_code(t, i)
+    return vec
+
+
+def _term_code(t, i):
+    return math.sin(1.0 + 7.0 * VOCAB.index(t) + 3.0 * i)
+
+
 def ref_s_c_variant(q, kq, kd, tau, semantic, score, term_mean, doc_mean, idf):
     """The ScoreVariant formulas written out one at a time, in plain Python.
 
     paper: Eq. 4–5. centred: cos(q − μ_T, Σ w (E(t) − μ_T) / Σ w). idf: weights λ·idf(t).
     contrast: s_c − (1/|D|) Σ_{d'} cos(E(d'), v_B) with the unit E(d') whose mean is μ_D,
-    i.e. s_c − μ_D · v_B / |v_B|.
+    i.e. s_c − μ_D · v_B / |v_B|. context: cos(q, E(B's context)) where the encoder is asked
+    with A's terms and the query's keywords removed and B's (term, λ) in K_d order
+    (``ref_context_vector`` stands in for the encoder); no context counts as an empty B.
     """
-    _, B = ref_split(kq, kd, tau, semantic)
+    A, B = ref_split(kq, kd, tau, semantic)
     if not B:
         return None
+    if score == "context":
+        removed = {t for t, _, _, _ in A} | {u for u, _ in kq}
+        vec = ref_context_vector(removed, [(t, w) for t, w, _ in B], len(q))
+        if vec is None:
+            return None
+        return 0.0 if all(x == 0 for x in vec) else ref_cos(q, vec)
     dim = len(q)
     use_idf = score in ("idf", "centred_idf")
     centred = score in ("centred", "centred_idf")
@@ -663,7 +693,7 @@ def _stats_for(problem, seed):
 @given(
     problems(),
     st.sampled_from(["semantic", "exact"]),
-    st.sampled_from(["paper", "centred", "idf", "contrast", "centred_idf"]),
+    st.sampled_from(["paper", "centred", "idf", "contrast", "centred_idf", "context"]),
     st.integers(0, 1000),
 )
 def test_score_variants_agree_with_reference(problem, absorption, score, seed) -> None:
@@ -672,7 +702,19 @@ def test_score_variants_agree_with_reference(problem, absorption, score, seed) -
     stats, docs = _stats_for(problem, seed)
     # The centred query must not vanish (causal_scores refuses q = μ_T).
     assume(np.linalg.norm(np.asarray(q) - stats.term_mean) > 1e-6)
-    arrays = causal_scores(q, q_ts, cands, tau=tau, absorption=absorption, score=score, stats=stats)
+    asked: list[ContextRequest] = []
+
+    def encoder(requests):
+        asked.extend(requests)
+        return [None if (v := ref_context_vector(r.removed, r.b_terms, len(q))) is None else np.array(v)
+                for r in requests]
+
+    arrays = causal_scores(q, q_ts, cands, tau=tau, absorption=absorption, score=score, stats=stats,
+                           context=encoder)
+    # The encoder is asked once per candidate with a non-empty B, and only for "context".
+    kq_ref = as_ref(q_ts, False)
+    non_empty = [j for j, c in enumerate(cands) if ref_split(kq_ref, as_ref(c, True), tau, absorption == "semantic")[1]]
+    assert [r.candidate for r in asked] == (non_empty if score == "context" else [])
     kq = as_ref(q_ts, False)
     tm, dm = stats.term_mean.tolist(), stats.doc_mean.tolist()
     assert stats.idf is not None
@@ -700,10 +742,17 @@ def test_score_variant_split_is_the_same_and_needs_stats() -> None:
         causal_scores(q, q_ts, cands, tau=0.6, score="centred")
     with pytest.raises(ValueError, match="idf"):
         causal_scores(q, q_ts, cands, tau=0.6, score="idf", stats=LibraryStats(np.zeros(6), np.zeros(6)))
+    with pytest.raises(ValueError, match="ContextEncoder"):
+        causal_scores(q, q_ts, cands, tau=0.6, score="context", stats=LibraryStats(np.zeros(6), np.zeros(6)))
     stats = LibraryStats(np.full(6, 0.1), np.full(6, 0.05), idf=lambda t: 2.0)
     base = causal_scores(q, q_ts, cands, tau=0.6)
-    for score in ("centred", "idf", "contrast", "centred_idf"):
-        other = causal_scores(q, q_ts, cands, tau=0.6, score=score, stats=stats)  # type: ignore[arg-type]
+
+    def encoder(requests):
+        return [np.ones(6) for _ in requests]
+
+    for score in ("centred", "idf", "contrast", "centred_idf", "context"):
+        other = causal_scores(q, q_ts, cands, tau=0.6, score=score, stats=stats,  # type: ignore[arg-type]
+                              context=encoder)
         assert other.absorbed.tolist() == base.absorbed.tolist()
         assert other.empty_b.tolist() == base.empty_b.tolist()
         np.testing.assert_allclose(other.a_share, base.a_share)
@@ -733,3 +782,140 @@ def test_centring_separates_what_anisotropy_hides() -> None:
     raw = causal_scores(q, q_ts, [target, generic], tau=0.99)
     cen = causal_scores(q, q_ts, [target, generic], tau=0.99, score="centred", stats=stats)
     assert cen.s_c[0] - cen.s_c[1] > 2 * (raw.s_c[0] - raw.s_c[1])
+
+
+# --------------------------------------------------------------------------- B in context
+
+
+def ref_b_context(text, spans, removed, b_terms, max_chars):
+    """The ``context`` variant's text, written out: sentences cut after 。！？； (with closing
+    quotes/brackets), after .!? (with closers) when whitespace follows, and at line breaks; the
+    sentences holding a B term, A's words deleted, heaviest B weight first within ``max_chars``."""
+    from rag_desktop.core.chunking import CJK_SENTENCE_ENDS, CLOSERS, LATIN_SENTENCE_ENDS
+
+    sentences, start, i = [], 0, 0
+    while i < len(text):
+        end = None
+        if text[i] == "\n":
+            end = i + 1
+        elif text[i] in CJK_SENTENCE_ENDS or text[i] in LATIN_SENTENCE_ENDS:
+            j = i + 1
+            while j < len(text) and text[j] in CLOSERS:
+                j += 1
+            if text[i] in CJK_SENTENCE_ENDS or (j < len(text) and text[j].isspace()):
+                end = j
+        if end is None:
+            i += 1
+            continue
+        if text[start:end].strip():
+            sentences.append((start, end))
+        start = i = end
+    if text[start:].strip():
+        sentences.append((start, len(text)))
+    weights = dict(b_terms)
+    found = []
+    for idx, (s0, s1) in enumerate(sentences):
+        inside = [sp for sp in spans if s0 <= sp[0] and sp[1] <= s1]
+        held = set()
+        for _, _, word, key in inside:
+            for t in (key, word):
+                if t in weights:
+                    held.add(t)
+                    break
+        if not held:
+            continue
+        kept, last = "", s0
+        for a, b, word, key in inside:
+            if key in removed or word in removed:
+                kept += text[last:a]
+                last = b
+        kept += text[last:s1]
+        kept = " ".join(kept.split())
+        if kept:
+            found.append((sum(weights[t] for t in held), idx, kept))
+    found.sort(key=lambda f: (-f[0], f[1]))
+    chosen, total = [], 0
+    for _, idx, kept in found:
+        if any(kept == k for _, k in chosen):
+            continue
+        extra = len(kept) + (1 if chosen else 0)
+        if total + extra > max_chars:
+            if chosen:
+                continue
+            kept = kept[:max_chars]
+            extra = len(kept)
+        chosen.append((idx, kept))
+        total += extra
+    chosen.sort()
+    return "\n".join(k for _, k in chosen)
+
+
+def word_spans(text):
+    """A stand-in for JiebaTokenizer.word_spans: runs of letters/digits, key = the word minus a trailing "s"."""
+    import re
+
+    return [(m.start(), m.end(), m.group(), m.group().rstrip("s") or m.group()) for m in re.finditer(r"\w+", text)]
+
+
+WORDS = ["cards", "card", "rule", "vowel", "task", "seminar", "规则", "卡片"]
+PUNCT = [" ", " ", ". ", "! ", ".", "。", "；", "\n", "”。", ".) ", "?"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(PUNCT)), max_size=25),
+    st.sets(st.sampled_from(["card", "rule", "vowel", "task", "seminar", "规则", "卡片"])),
+    st.lists(st.tuples(st.sampled_from(["card", "rule", "vowel", "task", "卡片"]), st.floats(0.01, 5)),
+             max_size=4, unique_by=lambda x: x[0]),
+    st.integers(1, 80),
+)
+def test_b_context_agrees_with_reference(pieces, removed, b_terms, max_chars) -> None:
+    text = "".join(w + p for w, p in pieces)
+    spans = word_spans(text)
+    got = b_context(text, spans, frozenset(removed), b_terms, max_chars)
+    assert got == ref_b_context(text, spans, frozenset(removed), b_terms, max_chars)
+    assert len(got) <= max_chars
+
+
+def test_b_context_keeps_b_sentences_without_a() -> None:
+    text = ("如何评估数据出境的安全？我市召开数据出境安全评估工作会议。\n"
+            "拟向境外提供重要数据的组织，应先开展自查。材料报送后由网信部门受理。")
+    words = {"如何", "评估", "数据", "出境", "安全", "我市", "召开", "工作", "会议", "境外", "提供", "重要", "组织",
+             "开展", "自查", "材料", "报送", "网信", "部门", "受理"}
+    spans, pos = [], 0
+    while pos < len(text):  # a dictionary segmentation, as jieba would give it for these words
+        w = next((text[pos:pos + n] for n in (2, 1) if text[pos:pos + n] in words or n == 1), "")
+        if text[pos:pos + len(w)] in words:
+            spans.append((pos, pos + len(w), w, w))
+        pos += len(w)
+    removed = frozenset({"数据", "出境", "安全", "评估", "境外"})
+    # B: the meeting words (light) and the procedure words (heavy).
+    b = [("召开", 0.5), ("自查", 2.0), ("受理", 1.0)]
+    procedure = "拟向提供重要的组织，应先开展自查。\n材料报送后由网信部门受理。"
+    assert b_context(text, spans, removed, b) == "我市召开工作会议。\n" + procedure
+    # Within 40 characters the heaviest sentences win, in text order; the first is cut if it alone is too long.
+    assert b_context(text, spans, removed, b, max_chars=40) == procedure
+    assert b_context(text, spans, removed, b, max_chars=5) == "拟向提供重"
+    assert b_context(text, spans, removed, [("不在", 1.0)]) == ""
+    with pytest.raises(ValueError, match="max_chars"):
+        b_context(text, spans, removed, b, max_chars=0)
+
+
+def test_context_variant_demotes_what_its_encoder_finds_no_text_for() -> None:
+    q, q_ts, cands = _stuffing_example()
+
+    def encoder(requests):
+        # The stuffed document (candidate 0) has no text left; the others embed as E(q) and e3.
+        out = {0: None, 1: np.eye(6)[3], 2: q}
+        return [out[r.candidate] for r in requests]
+
+    arrays = causal_scores(q, q_ts, cands, tau=0.6, score="context", context=encoder)
+    assert arrays.empty_b.tolist() == [True, False, False]
+    assert arrays.s_c[2] == pytest.approx(1.0) and arrays.s_c[1] == pytest.approx(0.0)
+    out = rerank(q, q_ts, hits(3), cands, CausalConfig(tau=0.6, method="causal", score="context"), context=encoder)
+    assert [h.unit_id for h in out.ranked.hits] == [102, 101, 100]
+    assert out.ranked.method == "causal@context"
+    with pytest.raises(ValueError, match="answered 1 of"):
+        causal_scores(q, q_ts, cands, tau=0.6, score="context", context=lambda rs: [q])
+    with pytest.raises(ValueError, match="dim 6"):
+        causal_scores(q, q_ts, cands, tau=0.6, score="context", context=lambda rs: [np.ones(3) for _ in rs])

@@ -75,13 +75,46 @@ def test_score_variants_rank_with_the_library_means(lib: Path) -> None:
         np.testing.assert_allclose(doc_mean, (docs / np.linalg.norm(docs, axis=1, keepdims=True)).mean(0), atol=1e-6)
         cached = svc.library.catalog.get_json("score_means")
         assert cached is not None and cached["key"][0] == svc.library.catalog.get_meta("embedder")
-        for s in ("paper", "centred", "idf", "contrast", "centred_idf"):
+        for s in ("paper", "centred", "idf", "contrast", "centred_idf", "context"):
             ranked, _ = r.rerank(ctx, f"hybrid@{s}")
             assert ranked.method == ("hybrid" if s == "paper" else f"hybrid@{s}")
             assert sorted(h.unit_id for h in ranked.hits) == sorted(h.unit_id for h in ctx.baseline.hits)
         # The setting picks the variant of the plain names.
         svc.update_settings(svc.settings.replace("retrieval", score_variant="contrast"))
         assert svc.retriever().rerank(ctx, "hybrid")[0].method == "hybrid@contrast"
+    finally:
+        svc.close()
+
+
+def test_context_score_embeds_b_in_its_sentences_once(lib: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"context": v_B is the passage embedding of the candidate's sentences that hold B, the query's
+    and A's words deleted; one encoder call per new question, none when it is asked again."""
+    from rag_desktop.core.causal import ContextRequest
+
+    svc = RagService(lib, Settings())
+    try:
+        r = svc.retriever()
+        ctx = r.context("what do people choose in the selection task", "doc")
+        calls: list[list[str]] = []
+        real = r.embedder.embed_passages
+
+        def spy(texts: Sequence[str]) -> np.ndarray:
+            calls.append(list(texts))
+            return real(texts)
+
+        monkeypatch.setattr(r.embedder, "embed_passages", spy)
+        ranked, _ = r.rerank(ctx, "causal@context")
+        assert ranked.method == "causal@context"
+        assert sorted(h.unit_id for h in ranked.hits) == sorted(h.unit_id for h in ctx.baseline.hits)
+        assert len(calls) == 1 and 0 < len(calls[0]) <= len(ctx.baseline.hits)
+        assert all(len(t) <= 512 for t in calls[0])
+        assert r.rerank(ctx, "hybrid@context")[0].method == "hybrid@context"
+        assert len(calls) == 1  # the same contexts: no second call
+        cards = next(h for h in ctx.baseline.hits if h.path.endswith("cards.txt"))
+        req = ContextRequest(0, frozenset({"peopl", "select", "task"}), (("card", 1.0),))
+        assert r.b_context_text(cards, "doc", req) == (
+            "Most turn the A card and the 4 card; the logically correct choice is A and 7, chosen by fewer "
+            "than one person in ten.")
     finally:
         svc.close()
 

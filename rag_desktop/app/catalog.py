@@ -465,6 +465,21 @@ class Catalog:
         if current is not None:
             yield current, doc, counts
 
+    def chunks_holding(self, doc_id: int, terms: Iterable[str]) -> dict[int, set[str]]:
+        """Which of ``terms`` each chunk of ``doc_id`` holds (chunk id → terms; chunks holding none
+        are left out), from the stored term counts."""
+        want = sorted(set(terms))
+        out: dict[int, set[str]] = {}
+        for part in _batches(want, 500):
+            q = ",".join("?" * len(part))
+            for cid, term in self.db.execute(
+                "SELECT ct.chunk_id, ct.term FROM chunks c JOIN chunk_terms ct ON ct.chunk_id = c.chunk_id"
+                f" WHERE c.doc_id=? AND ct.term IN ({q})",
+                [doc_id, *part],
+            ):
+                out.setdefault(int(cid), set()).add(str(term))
+        return out
+
     def replace_keywords(self, unit_kind: str, rows: Sequence[tuple[int, Sequence[Keyword]]]) -> None:
         self.delete_keywords(unit_kind)
         self.add_keywords([(unit_kind, uid, kws) for uid, kws in rows])

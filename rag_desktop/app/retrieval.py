@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,14 +21,19 @@ from rag_desktop.core import keywords as kw
 from rag_desktop.core.bm25 import Bm25Index
 from rag_desktop.core.causal import (
     SCORE_VARIANTS,
+    STATS_VARIANTS,
     Absorption,
     CausalConfig,
     CausalDiagnostics,
+    ContextEncoder,
+    ContextRequest,
     EmptyBRule,
     LibraryStats,
     Method,
     ScoreVariant,
     TermSet,
+    WordSpan,
+    b_context,
     rerank,
 )
 from rag_desktop.core.errors import UserInputError
@@ -83,6 +89,14 @@ class QueryContext:
 K_D_CACHE_UNITS = 1024  # candidates' K_d kept in memory per Retriever (see Retriever.__init__)
 SCORE_MEANS_KEY = "score_means"  # catalog meta key of Retriever.score_means
 SCORE_MEAN_TERMS = 5000
+# The "context" score variant (Retriever.context_encoder): at document level the B context is read
+# from at most this many chunks, those holding most of B's weight (a bound on the text tokenised
+# per candidate: ~2 × 4,096 characters, ~30 ms of jieba, once per chunk per Retriever) ...
+CONTEXT_MAX_CHUNKS = 2
+# ... and the word positions of this many chunks and the vectors of this many B contexts are kept
+# (least recently used out; ~0.5 MB and ~3 MB at 384-d).
+CONTEXT_SPAN_CHUNKS = 256
+CONTEXT_VECTORS = 2048
 
 
 class Retriever:
@@ -100,6 +114,10 @@ class Retriever:
         # the cache stays under ~50 MB however long the session.
         self._k_d: OrderedDict[tuple[str, int], TermSet] = OrderedDict()
         self._means: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+        # The "context" score variant's caches (see context_encoder): chunk id → (ordinal, text,
+        # word spans); B-context text → its passage vector.
+        self._spans: OrderedDict[int, tuple[int, str, list[WordSpan]]] = OrderedDict()
+        self._b_vecs: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._bm25: dict[str, Bm25Index] = {}
         self._kfilter = kw.build_filter(settings.retrieval.keyword_variant, tokenizer)
         words = library.catalog.get_json("user_words") or []
@@ -110,6 +128,8 @@ class Retriever:
         self._idf.clear()
         self._k_d.clear()
         self._means = None
+        self._spans.clear()
+        self._b_vecs.clear()
         self._bm25.clear()
 
     def idf(self, unit: str) -> kw.IdfTable:
@@ -323,9 +343,74 @@ class Retriever:
             method=method,
             score=sv,
         )
-        stats = None if sv == "paper" else self.library_stats(ctx.level)
-        out = rerank(ctx.query_vec, ctx.query_terms, ctx.baseline.hits, ctx.candidate_terms, cfg, stats)
+        stats = self.library_stats(ctx.level) if sv in STATS_VARIANTS else None
+        context = self.context_encoder(ctx.baseline.hits, ctx.level) if sv == "context" else None
+        out = rerank(ctx.query_vec, ctx.query_terms, ctx.baseline.hits, ctx.candidate_terms, cfg, stats, context)
         return out.ranked, out.diagnostics
+
+    def context_encoder(self, hits: Sequence[Hit], level: Level) -> ContextEncoder:
+        """v_B of the ``"context"`` score variant for these candidates (core.causal.ContextRequest):
+        each candidate's B in its own sentences, A's words deleted (``b_context_text``), embedded
+        as a passage.
+
+        Cost: one encoder pass over at most ``causal.CONTEXT_MAX_CHARS`` characters per candidate
+        of a new question, all candidates in one call — about what a cross-encoder over the window
+        costs, and far more than Eq. 4 (docs/evaluation.md §1.1 gives the measured time). The
+        vectors are kept per text, so the same question again, or another that leaves the same
+        sentences, costs no encoder call.
+        """
+
+        def encode(requests: Sequence[ContextRequest]) -> list[npt.NDArray[np.float32] | None]:
+            texts = [self.b_context_text(hits[r.candidate], level, r) for r in requests]
+            todo = [t for t in dict.fromkeys(texts) if t and t not in self._b_vecs]
+            if todo:
+                self._b_vecs.update(zip(todo, self.embedder.embed_passages(todo), strict=True))
+            out: list[npt.NDArray[np.float32] | None] = []
+            for t in texts:
+                if t:
+                    self._b_vecs.move_to_end(t)
+                out.append(self._b_vecs[t] if t else None)
+            while len(self._b_vecs) > CONTEXT_VECTORS:
+                self._b_vecs.popitem(last=False)
+            return out
+
+        return encode
+
+    def b_context_text(self, hit: Hit, level: Level, request: ContextRequest) -> str:
+        """``core.causal.b_context`` over the candidate's text: its chunk, or at document level the
+        (at most ``CONTEXT_MAX_CHUNKS``) chunks of the document that hold most of B's weight."""
+        if level == "chunk":
+            chunk_ids = [hit.unit_id]
+        else:
+            weight = dict(request.b_terms)
+            held = self.library.catalog.chunks_holding(hit.doc_id, weight)
+            chunk_ids = sorted(held, key=lambda c: (-sum(weight[t] for t in held[c]), c))[:CONTEXT_MAX_CHUNKS]
+        parts = sorted(self._chunk_spans(chunk_ids))  # in the document's order
+        text = ""
+        spans: list[WordSpan] = []
+        for _, chunk_text, chunk_spans in parts:
+            off = len(text) + (1 if text else 0)
+            text = f"{text}\n{chunk_text}" if text else chunk_text
+            spans.extend((a + off, b + off, w, k) for a, b, w, k in chunk_spans)
+        return b_context(text, spans, request.removed, request.b_terms)
+
+    def _chunk_spans(self, chunk_ids: Sequence[int]) -> list[tuple[int, str, list[WordSpan]]]:
+        """(ordinal, text, word spans) of each chunk, through the LRU ``_spans``."""
+        missing = [c for c in chunk_ids if c not in self._spans]
+        if missing:
+            spans_of = getattr(self.tokenizer, "word_spans", None)
+            if spans_of is None:
+                raise UserInputError("the 'context' s_c needs a tokenizer that reports word positions (jieba's)")
+            for cid, chunk in self.library.catalog.chunks(missing).items():
+                self._spans[cid] = (chunk.ordinal, chunk.text, list(spans_of(chunk.text)))
+        out = []
+        for c in chunk_ids:
+            if c in self._spans:
+                self._spans.move_to_end(c)
+                out.append(self._spans[c])
+        while len(self._spans) > max(CONTEXT_SPAN_CHUNKS, len(chunk_ids)):
+            self._spans.popitem(last=False)
+        return out
 
     def score_means(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """(μ_T, μ_D): the mean term vector and the mean unit document vector of this library.

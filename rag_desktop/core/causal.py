@@ -24,6 +24,9 @@ Public entry points (what the app wires)
 ``causal_scores(query_vec, query_terms, candidate_terms, tau=..., absorption=...)``
     The vectorised Eq. 3–5 alone, as arrays (s_c, empty-B mask, A membership,
     absorbing query term and cosine per document term).
+``b_context(text, spans, removed, b_terms)``
+    The text the ``"context"`` score variant embeds for one candidate (see ``ScoreVariant``);
+    the caller embeds it and answers ``causal_scores``' ``ContextRequest``s.
 ``calibrate_tau(term_vectors, percentile, rng)`` / ``pair_cosines(...)``
     Encoder-aware τ: a percentile of the library's own random term-pair cosines.
 ``minmax(x)``
@@ -80,7 +83,9 @@ Choices where the paper is silent (all tested in tests/test_causal.py)
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -88,6 +93,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.core.chunking import CJK_SENTENCE_ENDS, CLOSERS, LATIN_SENTENCE_ENDS
 from rag_desktop.core.notes import NoteBook
 from rag_desktop.core.types import AbsorbedTerm, Explanation, Hit, Keyword, KeywordSplit, RankedList
 
@@ -104,10 +110,14 @@ Method = Literal["causal", "hybrid"]
 #   "contrast"    s_c(d) − s̄_c(d), s̄_c(d) = mean over the library's documents d' of
 #                 cos(E(d'), v_B(d)) = μ_D · v̂_B(d) (μ_D: mean unit document vector): how much
 #                 closer B is to this query than to a typical text of the library;
-#   "centred_idf" both of the first two.
+#   "centred_idf" both of the first two;
+#   "context"     v_B is not Eq. 4's centroid of isolated-word vectors but the encoder's embedding of
+#                 B in the document's own words (see ContextRequest and b_context).
 # The A/B split (Eq. 3, τ) is the same for every variant, so the chips do not move.
-ScoreVariant = Literal["paper", "centred", "idf", "contrast", "centred_idf"]
-SCORE_VARIANTS: tuple[ScoreVariant, ...] = ("paper", "centred", "idf", "contrast", "centred_idf")
+ScoreVariant = Literal["paper", "centred", "idf", "contrast", "centred_idf", "context"]
+SCORE_VARIANTS: tuple[ScoreVariant, ...] = ("paper", "centred", "idf", "contrast", "centred_idf", "context")
+# The variants read off LibraryStats (μ_T, μ_D, idf); "context" reads the candidates' text instead.
+STATS_VARIANTS: tuple[ScoreVariant, ...] = ("centred", "idf", "contrast", "centred_idf")
 
 # A warning is raised when B(d) is empty for more than this share of the window
 # (with e5 at τ = 0.6 every B was empty and the order silently became the baseline's).
@@ -194,6 +204,120 @@ class LibraryStats:
             object.__setattr__(self, name, v)
 
 
+# The longest text b_context returns, in characters: the cost bound of the "context" variant (one
+# encoder pass over at most this much per candidate and new question; about one e5 window of
+# Chinese, a quarter of one of English).
+CONTEXT_MAX_CHARS = 512
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    """What the ``"context"`` score variant needs embedded for one candidate.
+
+    The variant departs from Eq. 4 only: instead of v_B = Σ_B λ_t E(t) / Σ_B λ_t over the
+    isolated words, v_B = E(b_context(d)), the encoder's passage embedding of the sentences of d
+    that hold a term of B(d), with every word of ``removed`` deleted — B in its own context, A
+    taken out of it. Eq. 3 (the split) and Eq. 5 (s_c = cos(E(q), v_B)) are unchanged. Why: with
+    an encoder whose isolated-word vectors share one direction (multilingual-e5: every term pair
+    at cosine ~0.8–0.93, docs/evaluation.md §1.1) cos(E(q), E(t)) hardly depends on whether t is
+    on the question's topic, so Eq. 4's centroid carries noise; a passage embedding carries the
+    topic, and deleting A keeps the query's own words (which stuffing repeats) out of it.
+
+    ``candidate`` indexes ``candidate_terms``; ``removed`` = A(d) ∪ K_q (Eq. 3's members and the
+    query's own keywords, wherever they occur in the text); ``b_terms`` = B(d) as (term, λ_t),
+    K_d order. The caller answers with one vector per request (any scale; cosines are taken), or
+    None when the candidate has no text that holds a B term: its s_c is then undefined and the
+    candidate counts as an empty B (the empty-B rule).
+    """
+
+    candidate: int
+    removed: frozenset[str]
+    b_terms: tuple[tuple[str, float], ...]
+
+
+ContextEncoder = Callable[[Sequence[ContextRequest]], Sequence[npt.ArrayLike | None]]
+# (start, end, word, key) of one word of a text, as ``JiebaTokenizer.word_spans`` reports it:
+# ``key`` is the word as keyword sets store it (the stem, for English in the improved variant).
+WordSpan = tuple[int, int, str, str]
+
+_SENTENCE_END = re.compile(
+    rf"[{re.escape(CJK_SENTENCE_ENDS)}][{re.escape(CLOSERS)}]*"
+    rf"|[{re.escape(LATIN_SENTENCE_ENDS)}][{re.escape(CLOSERS)}]*(?=\s)|\n"
+)
+
+
+def sentence_bounds(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of ``text``: cut after 。！？； (and their closing quotes or
+    brackets), after .!? followed by whitespace, and at line breaks; blank pieces are left out."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        if text[start : m.end()].strip():
+            out.append((start, m.end()))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, len(text)))
+    return out
+
+
+def b_context(
+    text: str,
+    spans: Sequence[WordSpan],
+    removed: frozenset[str] | set[str],
+    b_terms: Sequence[tuple[str, float]],
+    max_chars: int = CONTEXT_MAX_CHARS,
+) -> str:
+    """The text whose embedding is v_B in the ``"context"`` variant (``ContextRequest``).
+
+    The sentences of ``text`` that hold a term of B, each with its words whose key (or word) is in
+    ``removed`` deleted and its whitespace collapsed; taken by the B weight they hold (the sum of
+    λ_t over the distinct B terms in the sentence; ties: text order) while the total stays within
+    ``max_chars`` (a first sentence longer than that is cut), repeated sentences once, then put
+    back in text order, one per line. "" when no sentence holds a B term.
+    """
+    if max_chars < 1:
+        raise ValueError(f"b_context: max_chars must be >= 1, got {max_chars}")
+    weight = dict(b_terms)
+    bounds = sentence_bounds(text)
+    starts = [b[0] for b in bounds]
+    words: list[list[WordSpan]] = [[] for _ in bounds]
+    for span in spans:
+        i = bisect.bisect_right(starts, span[0]) - 1
+        if i >= 0 and span[1] <= bounds[i][1]:
+            words[i].append(span)
+    found: list[tuple[float, int, str]] = []
+    for i, (s0, s1) in enumerate(bounds):
+        held = {k if k in weight else w for _, _, w, k in words[i] if k in weight or w in weight}
+        if not held:
+            continue
+        pieces: list[str] = []
+        last = s0
+        for a, b, w, k in sorted(words[i]):
+            if k in removed or w in removed:
+                pieces.append(text[last:a])
+                last = b
+        pieces.append(text[last:s1])
+        masked = " ".join("".join(pieces).split())
+        if masked:
+            found.append((sum(weight[t] for t in held), i, masked))
+    chosen: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    used = 0
+    for _, i, masked in sorted(found, key=lambda f: (-f[0], f[1])):
+        if masked in seen:
+            continue
+        cost = len(masked) + (1 if chosen else 0)  # the line break that joins it
+        if used + cost > max_chars:
+            if chosen:
+                continue
+            masked = masked[:max_chars]
+            cost = len(masked)
+        chosen.append((i, masked))
+        seen.add(masked)
+        used += cost
+    return "\n".join(m for _, m in sorted(chosen))
+
+
 @dataclass(frozen=True)
 class CausalConfig:
     tau: float = 0.6  # paper 000 §3.4 (BGE-M3 scale; prefer calibrate_tau)
@@ -260,7 +384,7 @@ class CausalArrays:
 
 def _check_inputs(
     q: F64, query_terms: TermSet, candidate_terms: Sequence[TermSet], absorption: Absorption,
-    score: ScoreVariant, stats: LibraryStats | None,
+    score: ScoreVariant, stats: LibraryStats | None, context: ContextEncoder | None = None,
 ) -> None:
     """Raise ValueError for inputs ``causal_scores`` cannot score (dimensions, variants, stats)."""
     if not np.all(np.isfinite(q)) or np.linalg.norm(q) == 0:
@@ -276,7 +400,9 @@ def _check_inputs(
     if score not in SCORE_VARIANTS:
         raise ValueError(f"causal_scores: score must be one of {SCORE_VARIANTS}, got {score!r}")
     use_idf = score in ("idf", "centred_idf")
-    if score != "paper":
+    if score == "context" and context is None:
+        raise ValueError("causal_scores: score 'context' needs a ContextEncoder (context=...)")
+    if score in STATS_VARIANTS:
         if stats is None:
             raise ValueError(f"causal_scores: score {score!r} needs the library's LibraryStats")
         if stats.term_mean.shape[0] != h or stats.doc_mean.shape[0] != h:
@@ -325,14 +451,17 @@ def causal_scores(
     absorption: Absorption = "semantic",
     score: ScoreVariant = "paper",
     stats: LibraryStats | None = None,
+    context: ContextEncoder | None = None,
 ) -> CausalArrays:
     """Vectorised A(d), B(d) (Eq. 3), v_B (Eq. 4) and s_c (Eq. 5) for every candidate.
 
-    ``score`` other than ``"paper"`` reads s_c on the library's scale (``ScoreVariant``) and
-    needs ``stats`` (``"idf"`` needs ``stats.idf``).
+    ``score`` ``"centred"``, ``"idf"``, ``"contrast"`` and ``"centred_idf"`` read s_c on the
+    library's scale (``ScoreVariant``) and need ``stats`` (``"idf"`` needs ``stats.idf``);
+    ``"context"`` needs ``context``, called once with a ``ContextRequest`` per candidate whose B
+    is not empty.
     """
     q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
-    _check_inputs(q, query_terms, candidate_terms, absorption, score, stats)
+    _check_inputs(q, query_terms, candidate_terms, absorption, score, stats, context)
     h = q.shape[0]
     centred = score in ("centred", "centred_idf")
     use_idf = score in ("idf", "centred_idf")
@@ -367,6 +496,20 @@ def causal_scores(
     a_share = np.full(n, np.nan)
     a_share[has_terms] = (total[has_terms] - den[has_terms]) / total[has_terms]
     empty_b = ~(den > 0)
+
+    if score == "context":
+        assert context is not None
+        s_c, empty_b = _context_s_c(q, query_terms, candidate_terms, absorbed, empty_b, context)
+        return CausalArrays(
+            s_c=s_c,
+            empty_b=empty_b,
+            a_share=a_share,
+            segment=segment,
+            absorbed=absorbed,
+            exact=exact,
+            best_query=best_query,
+            best_cos=best_cos,
+        )
 
     # Eq. 4: v_B = Σ_{t∈B} λ_t E(t) / Σ_{t∈B} λ_t — per candidate, same reason as above.
     # "idf": the weights are λ_t · idf(t) (idf ≥ 1 in the library's smoothed table, so B stays B).
@@ -416,6 +559,44 @@ def causal_scores(
         best_query=best_query,
         best_cos=best_cos,
     )
+
+
+def _context_s_c(
+    q: F64, query_terms: TermSet, candidate_terms: Sequence[TermSet], absorbed: npt.NDArray[np.bool_],
+    empty_b: npt.NDArray[np.bool_], context: ContextEncoder,
+) -> tuple[F64, npt.NDArray[np.bool_]]:
+    """Eq. 5 with v_B = the caller's embedding of B in context (``ContextRequest``): s_c and the
+    empty-B mask, which also holds the candidates the caller found no context for."""
+    n = len(candidate_terms)
+    q_terms = frozenset(query_terms.terms)
+    requests: list[ContextRequest] = []
+    off = 0
+    for j, c in enumerate(candidate_terms):
+        ab = absorbed[off : off + len(c.keywords)].tolist()
+        off += len(c.keywords)
+        if empty_b[j]:
+            continue
+        a_terms = frozenset(t for t, a in zip(c.terms, ab, strict=True) if a)
+        b_terms = tuple((k.term, k.weight) for k, a in zip(c.keywords, ab, strict=True) if not a)
+        requests.append(ContextRequest(j, a_terms | q_terms, b_terms))
+    vectors = list(context(requests)) if requests else []
+    if len(vectors) != len(requests):
+        raise ValueError(f"causal_scores: the ContextEncoder answered {len(vectors)} of {len(requests)} requests")
+    s_c = np.full(n, np.nan)
+    empty = empty_b.copy()
+    q_norm = float(np.sqrt(q @ q))
+    for req, vec in zip(requests, vectors, strict=True):
+        if vec is None:
+            empty[req.candidate] = True
+            continue
+        v = np.asarray(vec, dtype=np.float64).reshape(-1)
+        if v.shape != q.shape or not np.all(np.isfinite(v)):
+            raise ValueError(
+                f"causal_scores: the context vector of candidate {req.candidate} must be finite with dim {q.shape[0]}"
+            )
+        v_norm = float(np.sqrt(v @ v))
+        s_c[req.candidate] = 0.0 if v_norm == 0 else float(v @ q) / (v_norm * q_norm)
+    return s_c, empty
 
 
 def minmax(x: npt.ArrayLike) -> F64:
@@ -486,8 +667,10 @@ def rerank(
     candidate_terms: Sequence[TermSet | None],
     config: CausalConfig | None = None,
     stats: LibraryStats | None = None,
+    context: ContextEncoder | None = None,
 ) -> CausalRerank:
-    """Re-rank the baseline window by s_c or the hybrid; see the module docstring."""
+    """Re-rank the baseline window by s_c or the hybrid; see the module docstring. ``stats``:
+    for the score variants that read the library's scale; ``context``: for ``"context"``."""
     cfg = config or CausalConfig()
     window = min(cfg.k, len(hits))
     if len(candidate_terms) < window:
@@ -502,7 +685,8 @@ def rerank(
         cands.append(c)
 
     arrays = causal_scores(
-        query_vec, query_terms, cands, tau=cfg.tau, absorption=cfg.absorption, score=cfg.score, stats=stats
+        query_vec, query_terms, cands, tau=cfg.tau, absorption=cfg.absorption, score=cfg.score, stats=stats,
+        context=context,
     )
     s_sim = np.array([h.s_sim for h in hits[:window]], dtype=np.float64)
     if not np.all(np.isfinite(s_sim)):

@@ -182,7 +182,8 @@ class RetrievalSettings:
     keyword_variant: KeywordVariant = "improved"
     empty_b_rule: EmptyBRule = "demote"
     # How s_c is read off B (core.causal.ScoreVariant): "paper" = Eq. 4–5 exactly; "centred",
-    # "idf", "contrast", "centred_idf" put it on the encoder's own scale (docs/evaluation.md §1).
+    # "idf", "contrast", "centred_idf" put it on the encoder's own scale; "context" embeds B's
+    # sentences without A's words, an encoder pass per candidate (docs/evaluation.md §1.1).
     score_variant: ScoreVariant = "paper"
     # "gated": the answers follow the library's calibration gate (app.library_gate: run at the end
     # of an ingest, no model; docs/architecture.md, "The calibration gate"); the hybrid, labelled

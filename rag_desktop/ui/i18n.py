@@ -1129,6 +1129,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "choice.idf": ("IDF-weighted B centroid", "B 质心按 IDF 加权"),
     "choice.contrast": ("contrast with the library's mean s_c", "与文库平均 s_c 对比"),
     "choice.centred_idf": ("centred and IDF-weighted", "中心化并按 IDF 加权"),
+    "choice.context": ("B's sentences without A's words", "B 所在的句子（去掉 A 的词）"),
     # ------------------------------------------------------------------ calibration wizard
     "cal.title": ("Calibration wizard", "校准向导"),
     "cal.step1": ("Step 1 of 3 · Probe questions", "第 1 步，共 3 步 · 探测问题"),

@@ -17,15 +17,14 @@ from hypothesis import strategies as st
 
 from rag_desktop.core.causal import (
     CausalConfig,
-    ContextRequest,
     TermSet,
-    b_context,
     calibrate_tau,
     causal_scores,
     minmax,
     pair_cosines,
     rerank,
 )
+from rag_desktop.core.causal_context import ContextRequest, b_context
 from rag_desktop.core.types import Hit, Keyword
 
 # --------------------------------------------------------------------------- reference

@@ -25,17 +25,14 @@ from rag_desktop.core.causal import (
     Absorption,
     CausalConfig,
     CausalDiagnostics,
-    ContextEncoder,
-    ContextRequest,
     EmptyBRule,
     LibraryStats,
     Method,
     ScoreVariant,
     TermSet,
-    WordSpan,
-    b_context,
     rerank,
 )
+from rag_desktop.core.causal_context import ContextEncoder, ContextRequest, WordSpan, b_context
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Tokenizer
@@ -349,11 +346,11 @@ class Retriever:
         return out.ranked, out.diagnostics
 
     def context_encoder(self, hits: Sequence[Hit], level: Level) -> ContextEncoder:
-        """v_B of the ``"context"`` score variant for these candidates (core.causal.ContextRequest):
+        """v_B of the ``"context"`` score variant for these candidates (core.causal_context.ContextRequest):
         each candidate's B in its own sentences, A's words deleted (``b_context_text``), embedded
         as a passage.
 
-        Cost: one encoder pass over at most ``causal.CONTEXT_MAX_CHARS`` characters per candidate
+        Cost: one encoder pass over at most ``causal_context.CONTEXT_MAX_CHARS`` characters per candidate
         of a new question, all candidates in one call — about what a cross-encoder over the window
         costs, and far more than Eq. 4 (docs/evaluation.md §1.1 gives the measured time). The
         vectors are kept per text, so the same question again, or another that leaves the same
@@ -377,7 +374,7 @@ class Retriever:
         return encode
 
     def b_context_text(self, hit: Hit, level: Level, request: ContextRequest) -> str:
-        """``core.causal.b_context`` over the candidate's text: its chunk, or at document level the
+        """``core.causal_context.b_context`` over the candidate's text: its chunk, or at document level the
         (at most ``CONTEXT_MAX_CHUNKS``) chunks of the document that hold most of B's weight."""
         if level == "chunk":
             chunk_ids = [hit.unit_id]

@@ -24,7 +24,7 @@ Public entry points (what the app wires)
 ``causal_scores(query_vec, query_terms, candidate_terms, tau=..., absorption=...)``
     The vectorised Eq. 3–5 alone, as arrays (s_c, empty-B mask, A membership,
     absorbing query term and cosine per document term).
-``b_context(text, spans, removed, b_terms)``
+``b_context(text, spans, removed, b_terms)`` (core.causal_context: the ``"context"`` variant's text)
     The text the ``"context"`` score variant embeds for one candidate (see ``ScoreVariant``);
     the caller embeds it and answers ``causal_scores``' ``ContextRequest``s.
 ``calibrate_tau(term_vectors, percentile, rng)`` / ``pair_cosines(...)``
@@ -83,17 +83,15 @@ Choices where the paper is silent (all tested in tests/test_causal.py)
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.core.chunking import CJK_SENTENCE_ENDS, CLOSERS, LATIN_SENTENCE_ENDS
+from rag_desktop.core.causal_context import ContextEncoder, ContextRequest
 from rag_desktop.core.notes import NoteBook
 from rag_desktop.core.types import AbsorbedTerm, Explanation, Hit, Keyword, KeywordSplit, RankedList
 
@@ -202,120 +200,6 @@ class LibraryStats:
             if not np.all(np.isfinite(v)):
                 raise ValueError(f"LibraryStats.{name} contains NaN or infinity")
             object.__setattr__(self, name, v)
-
-
-# The longest text b_context returns, in characters: the cost bound of the "context" variant (one
-# encoder pass over at most this much per candidate and new question; about one e5 window of
-# Chinese, a quarter of one of English).
-CONTEXT_MAX_CHARS = 512
-
-
-@dataclass(frozen=True)
-class ContextRequest:
-    """What the ``"context"`` score variant needs embedded for one candidate.
-
-    The variant departs from Eq. 4 only: instead of v_B = Σ_B λ_t E(t) / Σ_B λ_t over the
-    isolated words, v_B = E(b_context(d)), the encoder's passage embedding of the sentences of d
-    that hold a term of B(d), with every word of ``removed`` deleted — B in its own context, A
-    taken out of it. Eq. 3 (the split) and Eq. 5 (s_c = cos(E(q), v_B)) are unchanged. Why: with
-    an encoder whose isolated-word vectors share one direction (multilingual-e5: every term pair
-    at cosine ~0.8–0.93, docs/evaluation.md §1.1) cos(E(q), E(t)) hardly depends on whether t is
-    on the question's topic, so Eq. 4's centroid carries noise; a passage embedding carries the
-    topic, and deleting A keeps the query's own words (which stuffing repeats) out of it.
-
-    ``candidate`` indexes ``candidate_terms``; ``removed`` = A(d) ∪ K_q (Eq. 3's members and the
-    query's own keywords, wherever they occur in the text); ``b_terms`` = B(d) as (term, λ_t),
-    K_d order. The caller answers with one vector per request (any scale; cosines are taken), or
-    None when the candidate has no text that holds a B term: its s_c is then undefined and the
-    candidate counts as an empty B (the empty-B rule).
-    """
-
-    candidate: int
-    removed: frozenset[str]
-    b_terms: tuple[tuple[str, float], ...]
-
-
-ContextEncoder = Callable[[Sequence[ContextRequest]], Sequence[npt.ArrayLike | None]]
-# (start, end, word, key) of one word of a text, as ``JiebaTokenizer.word_spans`` reports it:
-# ``key`` is the word as keyword sets store it (the stem, for English in the improved variant).
-WordSpan = tuple[int, int, str, str]
-
-_SENTENCE_END = re.compile(
-    rf"[{re.escape(CJK_SENTENCE_ENDS)}][{re.escape(CLOSERS)}]*"
-    rf"|[{re.escape(LATIN_SENTENCE_ENDS)}][{re.escape(CLOSERS)}]*(?=\s)|\n"
-)
-
-
-def sentence_bounds(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of ``text``: cut after 。！？； (and their closing quotes or
-    brackets), after .!? followed by whitespace, and at line breaks; blank pieces are left out."""
-    out: list[tuple[int, int]] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        if text[start : m.end()].strip():
-            out.append((start, m.end()))
-        start = m.end()
-    if text[start:].strip():
-        out.append((start, len(text)))
-    return out
-
-
-def b_context(
-    text: str,
-    spans: Sequence[WordSpan],
-    removed: frozenset[str] | set[str],
-    b_terms: Sequence[tuple[str, float]],
-    max_chars: int = CONTEXT_MAX_CHARS,
-) -> str:
-    """The text whose embedding is v_B in the ``"context"`` variant (``ContextRequest``).
-
-    The sentences of ``text`` that hold a term of B, each with its words whose key (or word) is in
-    ``removed`` deleted and its whitespace collapsed; taken by the B weight they hold (the sum of
-    λ_t over the distinct B terms in the sentence; ties: text order) while the total stays within
-    ``max_chars`` (a first sentence longer than that is cut), repeated sentences once, then put
-    back in text order, one per line. "" when no sentence holds a B term.
-    """
-    if max_chars < 1:
-        raise ValueError(f"b_context: max_chars must be >= 1, got {max_chars}")
-    weight = dict(b_terms)
-    bounds = sentence_bounds(text)
-    starts = [b[0] for b in bounds]
-    words: list[list[WordSpan]] = [[] for _ in bounds]
-    for span in spans:
-        i = bisect.bisect_right(starts, span[0]) - 1
-        if i >= 0 and span[1] <= bounds[i][1]:
-            words[i].append(span)
-    found: list[tuple[float, int, str]] = []
-    for i, (s0, s1) in enumerate(bounds):
-        held = {k if k in weight else w for _, _, w, k in words[i] if k in weight or w in weight}
-        if not held:
-            continue
-        pieces: list[str] = []
-        last = s0
-        for a, b, w, k in sorted(words[i]):
-            if k in removed or w in removed:
-                pieces.append(text[last:a])
-                last = b
-        pieces.append(text[last:s1])
-        masked = " ".join("".join(pieces).split())
-        if masked:
-            found.append((sum(weight[t] for t in held), i, masked))
-    chosen: list[tuple[int, str]] = []
-    seen: set[str] = set()
-    used = 0
-    for _, i, masked in sorted(found, key=lambda f: (-f[0], f[1])):
-        if masked in seen:
-            continue
-        cost = len(masked) + (1 if chosen else 0)  # the line break that joins it
-        if used + cost > max_chars:
-            if chosen:
-                continue
-            masked = masked[:max_chars]
-            cost = len(masked)
-        chosen.append((i, masked))
-        seen.add(masked)
-        used += cost
-    return "\n".join(m for _, m in sorted(chosen))
 
 
 @dataclass(frozen=True)
@@ -462,15 +346,11 @@ def causal_scores(
     """
     q = np.asarray(query_vec, dtype=np.float64).reshape(-1)
     _check_inputs(q, query_terms, candidate_terms, absorption, score, stats, context)
-    h = q.shape[0]
-    centred = score in ("centred", "centred_idf")
-    use_idf = score in ("idf", "centred_idf")
 
     n = len(candidate_terms)
     sizes = [len(c.keywords) for c in candidate_terms]
     T = int(sum(sizes))
     segment = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    q_norm = float(np.sqrt(q @ q))
     if T == 0:
         return CausalArrays(
             s_c=np.full(n, np.nan),
@@ -500,36 +380,50 @@ def causal_scores(
     if score == "context":
         assert context is not None
         s_c, empty_b = _context_s_c(q, query_terms, candidate_terms, absorbed, empty_b, context)
-        return CausalArrays(
-            s_c=s_c,
-            empty_b=empty_b,
-            a_share=a_share,
-            segment=segment,
-            absorbed=absorbed,
-            exact=exact,
-            best_query=best_query,
-            best_cos=best_cos,
-        )
+    else:
+        s_c = _vector_s_c(q, present, sizes, segment, w_b, den, empty_b, score, stats)
+    return CausalArrays(
+        s_c=s_c,
+        empty_b=empty_b,
+        a_share=a_share,
+        segment=segment,
+        absorbed=absorbed,
+        exact=exact,
+        best_query=best_query,
+        best_cos=best_cos,
+    )
 
+
+def _vector_s_c(
+    q: F64, present: Sequence[TermSet], sizes: Sequence[int], segment: npt.NDArray[np.int64], w_b: F64,
+    den: npt.NDArray[Any],
+    empty_b: npt.NDArray[np.bool_], score: ScoreVariant, stats: LibraryStats | None,
+) -> F64:
+    """Eq. 4 (v_B from the isolated term vectors) and Eq. 5 for every variant but ``"context"``."""
+    n, h, T = len(sizes), q.shape[0], int(sum(sizes))
+    q_norm = float(np.sqrt(q @ q))
     # Eq. 4: v_B = Σ_{t∈B} λ_t E(t) / Σ_{t∈B} λ_t — per candidate, same reason as above.
     # "idf": the weights are λ_t · idf(t) (idf ≥ 1 in the library's smoothed table, so B stays B).
-    w_v, den_v = w_b, den
-    if use_idf:
+    w_v, den_v = w_b, np.asarray(den, dtype=np.float64)
+    if score in ("idf", "centred_idf"):
         assert stats is not None and stats.idf is not None
         idf_fn = stats.idf
         idf = np.fromiter((idf_fn(t) for c in present for t in c.terms), dtype=np.float64, count=T)
         if not (np.isfinite(idf).all() and (idf > 0).all()):
             raise ValueError("causal_scores: LibraryStats.idf must be finite and > 0 for every term")
         w_v = w_b * idf
-        den_v = np.bincount(segment, weights=w_v, minlength=n)
+        den_v = np.bincount(segment, weights=w_v, minlength=n).astype(np.float64)
     v_b = np.zeros((n, h))
+    vectors = iter(c.vectors for c in present)
     off = 0
     for j, size in enumerate(sizes):
-        if size and not empty_b[j]:
-            v_b[j] = w_v[off : off + size] @ candidate_terms[j].vectors
+        if size:
+            vec = next(vectors)
+            if not empty_b[j]:
+                v_b[j] = w_v[off : off + size] @ vec
         off += size
     v_b /= np.where(empty_b, 1.0, den_v)[:, None]
-    if centred:
+    if score in ("centred", "centred_idf"):
         # Eq. 4 is a weighted mean, so Σ λ (E(t) − μ_T) / Σ λ = v_B − μ_T; E(q) is centred on μ_T too.
         assert stats is not None
         v_b = np.where(empty_b[:, None], 0.0, v_b - stats.term_mean[None, :])
@@ -548,17 +442,7 @@ def causal_scores(
         # s_c(d) − mean_{d'} cos(E(d'), v_B(d)) = s_c(d) − μ_D · v̂_B(d) (unit E(d'), see ScoreVariant).
         assert stats is not None
         s_c[ok] -= np.where(v_norm[ok] == 0, 0.0, (v_b[ok] @ stats.doc_mean) / safe)
-
-    return CausalArrays(
-        s_c=s_c,
-        empty_b=empty_b,
-        a_share=a_share,
-        segment=segment,
-        absorbed=absorbed,
-        exact=exact,
-        best_query=best_query,
-        best_cos=best_cos,
-    )
+    return s_c
 
 
 def _context_s_c(

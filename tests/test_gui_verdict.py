@@ -106,7 +106,7 @@ def test_the_evidence_in_words_in_both_languages() -> None:
         assert text.startswith("How this was decided, with no model: 0 of the library's 32 documents (0 %) draw a "
                                "third or more of their key-term weight from one other document")
         assert "re-ranking feeds the answers from 10 %" in text
-        assert "95 % of bootstrap resamples" in text and "2026-03-01" in text and "0.02 s" in text
+        assert "95 % of bootstrap resamples" in text and "2026-03-01" in text and "0.020 s" in text
         assert "8 of the library's 40 documents (20 %)" in gate_evidence_text(echoes)
         labelled = gate_evidence_text(Verdict("causal", "gate", _gate("causal", 12, 0.9, dc=0.2, dh=0.05,
                                                                      labels="typed"), "causal").to_json())

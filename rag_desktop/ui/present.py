@@ -359,7 +359,7 @@ def gate_evidence_text(verdict: Mapping[str, Any] | None) -> str:
         return tr("gate.evidence.library", k=round(share * n), n=n, share=round(100 * share),
                   thr=round(100 * float(thr)) if isinstance(thr, int | float) else "—",
                   rel=round(100 * float(rel)) if isinstance(rel, int | float) else "—", when=when,
-                  s=fmt(verdict.get("seconds"), 2))
+                  s=fmt(verdict.get("seconds"), 3))
     return tr(f"gate.evidence.{verdict.get('calibrated_by')}", n=verdict.get("n_probes") or 0,
               metric=verdict.get("metric") or "MRR@10", mb=fmt(verdict.get("mean_baseline")),
               mc=fmt(verdict.get("mean_causal")), mh=fmt(verdict.get("mean_hybrid")),

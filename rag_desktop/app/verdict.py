@@ -131,11 +131,10 @@ class Verdict:
             if self.effect in ("echoes", "no_echoes"):
                 k = round((self.echo_share or 0.0) * n)
                 if self.effect == "echoes":
-                    return (f"{k} of {n} documents here echo another's particular key terms, the case re-ranking "
-                            f"is for ({rel:.0%} reliable): {self.shown} shown and used for the answers")
-                return (f"{k} of {n} documents here echo another's particular key terms, fewer than re-ranking "
-                        f"needs ({rel:.0%} reliable): answers read the baseline order; {self.shown} shown for "
-                        f"inspection")
+                    return (f"{self.shown} shown and used for the answers: {k} of {n} documents echo another's "
+                            f"key terms ({rel:.0%} reliable)")
+                return (f"Answers read the baseline order, {self.shown} shown: {k} of {n} documents echo "
+                        f"another's key terms ({rel:.0%} reliable)")
             probes = f"{n} labelled questions" if self.calibrated_by == "person" else f"{n} probes from its documents"
             if self.effect == "no_gain":
                 return (f"Re-ranking did not help on this library ({probes}, {rel:.0%} reliable): "

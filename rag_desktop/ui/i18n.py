@@ -264,14 +264,13 @@ TABLE: dict[str, tuple[str, str]] = {
                         "the baseline order; {shown} shown for inspection",
                         "重排序没有改善本文库的检索效果（{probes}，可靠度 {rel}%）："
                         "回答使用基线顺序；此列显示{shown}供查看"),
-    "verdict.echoes": ("{k} of {n} documents here echo another's particular key terms, the case re-ranking is "
-                       "for ({rel} % reliable): {shown} shown and used for the answers",
-                       "本文档库 {n} 篇文档中有 {k} 篇重复另一篇文档的特有关键词，正是重排序要应对的情形"
-                       "（可靠度 {rel}%）：显示{shown}，回答也用它"),
-    "verdict.no_echoes": ("{k} of {n} documents here echo another's particular key terms, fewer than re-ranking "
-                          "needs ({rel} % reliable): answers read the baseline order; {shown} shown for inspection",
-                          "本文档库 {n} 篇文档中只有 {k} 篇重复另一篇文档的特有关键词，不足以用重排序"
-                          "（可靠度 {rel}%）：回答使用基线顺序；此列显示{shown}供查看"),
+    "verdict.echoes": ("{shown} shown and used for the answers: {k} of {n} documents echo another's key terms "
+                       "({rel} % reliable)",
+                       "显示{shown}，回答也用它：{n} 篇文档中有 {k} 篇重复另一篇的关键词（可靠度 {rel}%）"),
+    "verdict.no_echoes": ("Answers read the baseline order, {shown} shown: {k} of {n} documents echo another's key "
+                          "terms ({rel} % reliable)",
+                          "回答使用基线顺序，此列显示{shown}：{n} 篇文档中只有 {k} 篇重复另一篇的关键词"
+                          "（可靠度 {rel}%）"),
     "verdict.probes.library": ("{n} probes from its own documents", "{n} 个取自文档本身的探针问题"),
     "verdict.probes.person": ("{n} questions you labelled", "{n} 个由你标注的问题"),
     "verdict.few": (" — too few probes to call it reliable", "——探针问题太少，可靠度没有意义"),

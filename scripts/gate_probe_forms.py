@@ -84,9 +84,7 @@ def forms(svc: RagService) -> dict[str, list[tuple[str, int]]]:
         words = [r.tokenizer.surface_form(k.term) for k in r.query_keywords(text, "doc")[:n]]
         return ("" if detect_lang(text) == "zh" else " ").join(words)
 
-    ids = [d.doc_id for d in cat.documents()]
-    top = r.settings.retrieval.doc_keywords
-    partners = self_gate.echo_partners({i: ks[:top] for i, ks in cat.keywords("d", ids).items()})
+    partners = self_gate.echo_partners(self_gate.keyword_sets(r))
     echoes = {e: d for e, (d, c) in partners.items() if c >= self_gate.ECHO_COVER}
     return {
         "sentence": cut,

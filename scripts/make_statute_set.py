@@ -21,9 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_gate_sets import write_beir
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_COPIED_RUN = 4
@@ -144,24 +148,8 @@ def build(raw: Path, spec: dict[str, Any]) -> tuple[dict[str, tuple[str, str]], 
         for d in rel:
             for run in copied_runs(text, corpus[d][1], concepts):
                 problems.append(f"{qid}: copies {run!r} ({len(run)} characters) from {d}: {text}")
-        queries[qid], qrels[qid] = text, rel
+        queries[qid], qrels[qid] = text, dict(sorted(rel.items(), key=lambda x: -x[1]))  # the answer first
     return corpus, queries, qrels, problems
-
-
-def write_beir(folder: Path, corpus: dict[str, tuple[str, str]], queries: dict[str, str],
-               qrels: dict[str, dict[str, int]]) -> None:
-    (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as f:
-        for _id, (title, text) in corpus.items():
-            f.write(json.dumps({"_id": _id, "title": title, "text": text}, ensure_ascii=False) + "\n")
-    with (folder / "queries.jsonl").open("w", encoding="utf-8") as f:
-        for _id, text in queries.items():
-            f.write(json.dumps({"_id": _id, "text": text}, ensure_ascii=False) + "\n")
-    with (folder / "qrels" / "test.tsv").open("w", encoding="utf-8") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        for q, rel in qrels.items():
-            for d, s in sorted(rel.items(), key=lambda x: -x[1]):
-                f.write(f"{q}\t{d}\t{s}\n")
 
 
 def main() -> int:
@@ -184,7 +172,7 @@ def main() -> int:
         for p in problems:
             print("  " + p)
         return 1
-    write_beir(args.out, corpus, queries, qrels)
+    write_beir(args.out, corpus, queries, qrels, {})
     print("wrote", args.out)
     return 0
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rag_desktop.app.catalog import Catalog
-from rag_desktop.app.self_gate import SELF_LABELS, GateRecord, self_calibrate
+from rag_desktop.app.self_gate import SELF_LABELS, GateRecord, echo_count, self_calibrate
 from rag_desktop.core.gate import DECISIONS
 from rag_desktop.core.settings import RetrievalSettings
 from rag_desktop.core.types import Progress
@@ -82,13 +82,9 @@ def holds(record: Mapping[str, Any] | None, fp: str, *, changed: bool = False) -
     return fp_then is None and by_person(record) and not changed
 
 
-def run_gate(retriever: Callable[[], Retriever], catalog: Catalog, retrieval: RetrievalSettings,
-             fp: str) -> GateRecord | None:
+def run_gate(retriever: Callable[[], Retriever], catalog: Catalog, fp: str) -> GateRecord | None:
     """The library's own gate, stored under :data:`GATE_KEY`; None when the library is empty or the
-    gate failed (logged, nothing stored). Never raises: an ingest or a question must not fail for it.
-    ``retrieval`` is accepted for the callers that pass the library's settings; the echo share does
-    not depend on them (app.self_gate)."""
-    del retrieval
+    gate failed (logged, nothing stored). Never raises: an ingest or a question must not fail for it."""
     try:
         record = self_calibrate(retriever(), fp)
     except Exception:  # any failure of the gate: the caller goes on without a record
@@ -124,7 +120,7 @@ class LibraryGate:
         if holds(stored(self.catalog), fp, changed=changed):
             return
         yield Progress("gate", 0, 1, "checking whether re-ranking helps this library…")
-        rec = run_gate(self.retriever, self.catalog, self.retrieval(), fp)
+        rec = run_gate(self.retriever, self.catalog, fp)
         self._tried = None
         yield Progress("gate", 1, 1, describe(None if rec is None else rec.to_json()))
 
@@ -140,7 +136,7 @@ class LibraryGate:
             return self._tried[1]  # tried already: its record, or None for an empty library
         if self.retrieval().default_method != "gated":
             return None
-        new = run_gate(self.retriever, self.catalog, self.retrieval(), fp)
+        new = run_gate(self.retriever, self.catalog, fp)
         self._tried = (fp, None if new is None else new.to_json())
         return self._tried[1]
 
@@ -150,10 +146,9 @@ def describe(record: Mapping[str, Any] | None) -> str:
     if not record:
         return "no decision stored"
     rel = f"{float(record.get('reliability') or 0.0):.0%} reliable"
-    share = record.get("echo_share")
-    if isinstance(share, int | float):
-        return (f"{record.get('decision')} ({round(share * int(record.get('n_probes') or 0))} of "
-                f"{record.get('n_probes')} documents echo another's key terms, {rel})")
+    k = echo_count(record)
+    if k is not None:
+        return f"{record.get('decision')} ({k} of {record.get('n_probes')} documents echo another's key terms, {rel})"
     return f"{record.get('decision')} ({record.get('n_probes')} probes, {rel})"
 
 

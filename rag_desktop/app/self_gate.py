@@ -149,30 +149,43 @@ def decide(n_docs: int, partners: Mapping[int, tuple[int, float]], *, fingerprin
     """The decision and its bootstrap reliability over ``n_docs`` documents; None for an empty library."""
     if n_docs <= 0:
         return None
-    is_echo = np.zeros(n_docs, dtype=bool)
     echoes = sorted(((e, d, c) for e, (d, c) in partners.items() if c >= ECHO_COVER), key=lambda x: (-x[2], x[0]))
-    is_echo[:len(echoes)] = True  # which positions hold echoes does not matter to a resample of counts
-    share = float(is_echo.mean())
+    share = len(echoes) / n_docs
     decision: Decision = "hybrid" if share >= ECHO_SHARE else "neither"
+    # A resample of the n documents with replacement holds Binomial(n, share) echoes: drawn as counts, so
+    # the draws cost n_draws numbers, not an n_draws × n matrix of indices (48 MB at 3,000 documents).
     rng = np.random.default_rng(seed)
-    shares = is_echo[rng.integers(0, n_docs, size=(n_draws, n_docs))].mean(axis=1)
+    shares = rng.binomial(n_docs, share, size=n_draws) / n_docs
     reliability = float(np.mean((shares >= ECHO_SHARE) == (decision == "hybrid")))
     return GateRecord(decision, ECHO_METRIC, n_docs, 0.0, 0.0, 0.0, 0.0, 0.0, reliability, SELF_LABELS,
                       fingerprint, round(seconds, 3), _now(), round(share, 4), ECHO_SHARE,
                       tuple((e, d, round(c, 3)) for e, d, c in echoes[:N_EXAMPLES]))
 
 
+def keyword_sets(retriever: Retriever) -> dict[int, list[Keyword]]:
+    """Every document's K_d as the re-ranker reads it: the stored set, its top ``retrieval.doc_keywords``."""
+    cat = retriever.library.catalog
+    top = retriever.settings.retrieval.doc_keywords
+    return {i: ks[:top] for i, ks in cat.keywords("d", [d.doc_id for d in cat.documents()]).items()}
+
+
+def echo_count(record: Mapping[str, Any]) -> int | None:
+    """How many documents a stored record of the library's own gate found echoing (its share of its
+    documents), or None for a record without an echo share (a person's labelled calibration)."""
+    share, n = record.get("echo_share"), record.get("n_probes")
+    if not isinstance(share, int | float) or isinstance(share, bool) or not isinstance(n, int):
+        return None
+    return round(share * n)
+
+
 def self_calibrate(retriever: Retriever, fingerprint: str, seed: int = 0) -> GateRecord | None:
     """Decide for the library ``retriever`` reads, at document level from its stored keyword sets (no
     generator, no embedding; module docstring); None when the library is empty."""
     t0 = time.perf_counter()
-    cat = retriever.library.catalog
-    ids = [d.doc_id for d in cat.documents()]
-    top = retriever.settings.retrieval.doc_keywords
-    kws = {i: ks[:top] for i, ks in cat.keywords("d", ids).items()}
-    return decide(len(ids), echo_partners(kws), fingerprint=fingerprint, seconds=time.perf_counter() - t0,
+    kws = keyword_sets(retriever)
+    return decide(len(kws), echo_partners(kws), fingerprint=fingerprint, seconds=time.perf_counter() - t0,
                   seed=seed)
 
 
-__all__ = ["ECHO_COVER", "ECHO_METRIC", "ECHO_SHARE", "SELF_LABELS", "GateRecord", "decide", "echo_partners",
-           "self_calibrate"]
+__all__ = ["ECHO_COVER", "ECHO_METRIC", "ECHO_SHARE", "SELF_LABELS", "GateRecord", "decide", "echo_count",
+           "echo_partners", "keyword_sets", "self_calibrate"]

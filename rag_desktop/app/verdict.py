@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from rag_desktop.app.library_gate import by_person
+from rag_desktop.app.self_gate import echo_count
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.gate import EPS as GATE_EPS
 
@@ -103,10 +104,9 @@ class Verdict:
         return "person" if by_person(self.gate) else "library"
 
     @property
-    def echo_share(self) -> float | None:
-        """The library's own gate's evidence (app.self_gate): the share of documents that echo another's key terms."""
-        v = (self.gate or {}).get("echo_share")
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    def echo_count(self) -> int | None:
+        """The library's own gate's evidence: how many documents echo another's key terms (app.self_gate)."""
+        return echo_count(self.gate or {})
 
     @property
     def effect(self) -> str:
@@ -116,7 +116,7 @@ class Verdict:
         one changed nothing (Δ = 0: "would hurt" would overstate it); "" for the other reasons."""
         if self.reason != "gate":
             return ""
-        if self.echo_share is not None and self.calibrated_by == "library":
+        if self.echo_count is not None and self.calibrated_by == "library":
             return "no_echoes" if self.answer == "baseline" else "echoes"
         if self.answer != "baseline":
             return "helps"
@@ -129,7 +129,7 @@ class Verdict:
         if self.reason == "gate":
             n, rel = int(g.get("n_probes", 0)), float(g.get("reliability", 0.0))
             if self.effect in ("echoes", "no_echoes"):
-                k = round((self.echo_share or 0.0) * n)
+                k = self.echo_count
                 if self.effect == "echoes":
                     return (f"{self.shown} shown and used for the answers: {k} of {n} documents echo another's "
                             f"key terms ({rel:.0%} reliable)")
@@ -163,6 +163,7 @@ class Verdict:
             "gate_decision": g.get("decision"),
             "calibrated_by": self.calibrated_by,
             **{k: g.get(k) for k in EVIDENCE},
+            "echo_count": self.echo_count,
             "effect": self.effect,
             "text": self.label(),
         }

@@ -381,7 +381,7 @@ def causal_scores(
         assert context is not None
         s_c, empty_b = _context_s_c(q, query_terms, candidate_terms, absorbed, empty_b, context)
     else:
-        s_c = _vector_s_c(q, present, sizes, segment, w_b, den, empty_b, score, stats)
+        s_c = _vector_s_c(q, candidate_terms, sizes, segment, w_b, den, empty_b, score, stats)
     return CausalArrays(
         s_c=s_c,
         empty_b=empty_b,
@@ -395,7 +395,7 @@ def causal_scores(
 
 
 def _vector_s_c(
-    q: F64, present: Sequence[TermSet], sizes: Sequence[int], segment: npt.NDArray[np.int64], w_b: F64,
+    q: F64, candidate_terms: Sequence[TermSet], sizes: Sequence[int], segment: npt.NDArray[np.int64], w_b: F64,
     den: npt.NDArray[Any],
     empty_b: npt.NDArray[np.bool_], score: ScoreVariant, stats: LibraryStats | None,
 ) -> F64:
@@ -408,19 +408,16 @@ def _vector_s_c(
     if score in ("idf", "centred_idf"):
         assert stats is not None and stats.idf is not None
         idf_fn = stats.idf
-        idf = np.fromiter((idf_fn(t) for c in present for t in c.terms), dtype=np.float64, count=T)
+        idf = np.fromiter((idf_fn(t) for c in candidate_terms for t in c.terms), dtype=np.float64, count=T)
         if not (np.isfinite(idf).all() and (idf > 0).all()):
             raise ValueError("causal_scores: LibraryStats.idf must be finite and > 0 for every term")
         w_v = w_b * idf
         den_v = np.bincount(segment, weights=w_v, minlength=n).astype(np.float64)
     v_b = np.zeros((n, h))
-    vectors = iter(c.vectors for c in present)
     off = 0
     for j, size in enumerate(sizes):
-        if size:
-            vec = next(vectors)
-            if not empty_b[j]:
-                v_b[j] = w_v[off : off + size] @ vec
+        if size and not empty_b[j]:
+            v_b[j] = w_v[off : off + size] @ candidate_terms[j].vectors
         off += size
     v_b /= np.where(empty_b, 1.0, den_v)[:, None]
     if score in ("centred", "centred_idf"):

@@ -92,9 +92,8 @@ def verdict_text(verdict: dict[str, Any] | None) -> str:
         n = int(verdict.get("n_probes") or 0)
         rel = round(100 * float(verdict.get("reliability") or 0.0))
         effect = str(verdict.get("effect") or ("hurts" if verdict.get("answer") == "baseline" else "helps"))
-        share = verdict.get("echo_share")
-        if effect in ("echoes", "no_echoes") and isinstance(share, int | float):
-            return tr(f"verdict.{effect}", k=round(share * n), n=n, rel=rel, shown=name)
+        if effect in ("echoes", "no_echoes") and verdict.get("echo_count") is not None:
+            return tr(f"verdict.{effect}", k=verdict["echo_count"], n=n, rel=rel, shown=name)
         probes = tr("verdict.probes.person" if verdict.get("calibrated_by") == "person" else "verdict.probes.library",
                     n=n)
         text = tr(f"verdict.{effect}", probes=probes, rel=rel, shown=name)

@@ -354,9 +354,9 @@ def gate_evidence_text(verdict: Mapping[str, Any] | None) -> str:
         return tr("gate.evidence.none") if verdict.get("reason") == "not_calibrated" else ""
     when = str(verdict.get("calibrated_at") or "")[:10] or tr("gate.when_unknown")
     rel = verdict.get("reliability")
-    share, thr, n = verdict.get("echo_share"), verdict.get("echo_threshold"), int(verdict.get("n_probes") or 0)
-    if verdict.get("calibrated_by") == "library" and isinstance(share, int | float):
-        return tr("gate.evidence.library", k=round(share * n), n=n, share=round(100 * share),
+    share, thr, k = verdict.get("echo_share"), verdict.get("echo_threshold"), verdict.get("echo_count")
+    if verdict.get("calibrated_by") == "library" and isinstance(share, int | float) and k is not None:
+        return tr("gate.evidence.library", k=k, n=verdict.get("n_probes"), share=round(100 * share),
                   thr=round(100 * float(thr)) if isinstance(thr, int | float) else "—",
                   rel=round(100 * float(rel)) if isinstance(rel, int | float) else "—", when=when,
                   s=fmt(verdict.get("seconds"), 3))

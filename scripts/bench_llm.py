@@ -683,6 +683,9 @@ def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namesp
         if mode == "after_full":
             gen.batch_shares_context = False
         try:
+            # With cfrag.keep_standard CF-RAG starts from the standard answer; the window takes it from
+            # the column that wrote it, here it is written again inside the timed run: the ratio is whole.
+            svc._answers.clear()
             t0 = time.perf_counter()
             res = cfrag_result(svc.cfrag(q))
             s = time.perf_counter() - t0
@@ -691,7 +694,9 @@ def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namesp
                 undo()
             if mode == "after_full":
                 del gen.batch_shares_context
+        check = res.trace.decision.standard
         return {"s": s, "answer": res.answer.text, "decision": res.trace.decision.kind,
+                "standard_outcome": check.outcome if check else "",
                 "truncated": res.trace.decision.truncated, "steps": cf_step_table(res.trace),
                 "evidence_budget": res.trace.evidence_budget, "warnings": list(res.trace.warnings)}
 
@@ -739,7 +744,7 @@ def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namesp
         row["table"] = merged
     ratios = {m: statistics.median(r[m]["s"] / r["standard"]["s"] for r in out) for m in modes[1:]}
     print("    median ratio over standard RAG: " + ", ".join(f"{m} {v:.2f}x" for m, v in ratios.items())
-          + " (goal <= 2.5x)\n")
+          + " (goal <= 2.0x)\n")
     return {"questions": questions, "runs": out, "ratios": ratios, "generator": args.cfrag_generator}
 
 

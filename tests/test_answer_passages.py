@@ -142,7 +142,8 @@ def test_cfrag_hypotheses_read_each_evidence_through_its_answering_paragraph(svc
     def hypothesis_prompts(read_passages: int) -> tuple[list[str], Answer]:
         gen = _Recording()
         svc.runtime._generator = gen
-        svc.update_settings(svc.settings.replace("cfrag", read_passages=read_passages))
+        # the paths themselves, not the standard answer CF-RAG would start from
+        svc.update_settings(svc.settings.replace("cfrag", read_passages=read_passages, keep_standard=False))
         res = cfrag_result(svc.cfrag(Q_AROMA))
         return [p for p in gen.prompts if p.startswith("Evidence:") and "Candidate answers" not in p], res.answer
 
@@ -160,6 +161,29 @@ def test_cfrag_hypotheses_read_each_evidence_through_its_answering_paragraph(svc
     assert tea.page == 2 and "two months" in tea.text  # the citation opens the answering paragraph
     tea0 = next(h for h in answer0.sources if h.path.endswith(".pdf"))
     assert tea0.page == 1 and "seventy to eighty degrees" in tea0.text
+
+
+def test_cfrag_starts_from_the_answer_the_window_already_wrote(svc: RagService) -> None:
+    """cfrag.keep_standard: the standard answer CF-RAG starts from is the one the first answer
+    column wrote (the same ranking, question and settings), not written a second time."""
+    from rag_desktop.core.cfrag import cfrag_result
+
+    gen = _Recording()
+    svc.runtime._generator = gen
+    try:
+        comp = svc.compare(Q_AROMA, translate=False)
+        first = "baseline" if comp.answer_ranking == "baseline" else "causal"
+        written = list(svc.answer(Q_AROMA, comp.answer_list(first)))[-1]
+        assert isinstance(written, Answer) and written.text
+        before = len(gen.prompts)
+        res = cfrag_result(svc.cfrag(Q_AROMA))
+        check = res.trace.decision.standard
+        assert check is not None and check.answer == written.text
+        assert not any(p.startswith("Sources:") for p in gen.prompts[before:])  # no second standard answer
+        if check.confident:
+            assert res.answer.text == written.text and gen.prompts[before:] == []
+    finally:
+        svc.runtime._generator = ScriptedGenerator()
 
 
 def test_cfrag_uses_the_stored_chunk_vectors_instead_of_embedding_the_evidence_again(svc: RagService) -> None:

@@ -250,7 +250,7 @@ QUERY = "Who is the lead actor in The Dark Knight?"
 # σ as given (sigma_rule "fixed"): the scripted corpus was tuned for σ = 0.5; the median rule
 # (the product default) is exercised by test_median_sigma_rule_is_recorded_in_the_trace.
 # synthesis_prompt "ranked": most tests here exercise the synthesis prompt of the candidates itself
-SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4, sigma_rule="fixed",
+SETTINGS = CFRagSettings(n_clusters=2, retrieve_k=7, evidence_per_hypothesis=4, sigma_rule="fixed", use_division=True,
                          synthesis_prompt="ranked")
 
 
@@ -436,7 +436,7 @@ def test_trace_is_json_serialisable_and_complete() -> None:
                 "hypotheses", "decision", "timings", "spectral", "settings"):
         assert key in data
     assert [s["step"] for s in data["timings"]] == [
-        "retrieve", "counterfactuals", "dialectical_retrieval", "scoring", "filter", "clustering",
+        "standard", "retrieve", "counterfactuals", "dialectical_retrieval", "scoring", "filter", "clustering",
         "sampling", "hypotheses", "arbitration", "decision"]
     assert all(s["seconds"] >= 0 for s in data["timings"])
     assert data["evidence"][0]["hit"]["text"]
@@ -656,9 +656,9 @@ def test_progress_events_and_cancel() -> None:
     events: list[Progress] = []
     run(on_event=events.append)
     assert [e.stage for e in events] == [f"cfrag.{s}" for s in (
-        "retrieve", "counterfactuals", "dialectical_retrieval", "scoring", "filter", "clustering",
+        "standard", "retrieve", "counterfactuals", "dialectical_retrieval", "scoring", "filter", "clustering",
         "sampling", "hypotheses", "arbitration", "decision")]
-    assert [e.current for e in events] == list(range(1, 11)) and events[0].total == 10
+    assert [e.current for e in events] == list(range(1, 12)) and events[0].total == 11
 
     token = CancelToken()
 

@@ -26,7 +26,7 @@ from rag_desktop.core.cfrag.counterfactuals import judge_answers
 from rag_desktop.core.cfrag.notes import say
 from rag_desktop.core.cfrag.plain import STAGES, TEMPLATES, PlainLine, passage_name, plain_text, plain_trace
 from rag_desktop.core.cfrag.trace import evidence_rows
-from rag_desktop.core.cfrag.types import CFTrace
+from rag_desktop.core.cfrag.types import CFTrace, StandardCheck
 from rag_desktop.ui import i18n
 from rag_desktop.ui.cf_notes import plain_sentences
 from rag_desktop.ui.i18n import TABLE
@@ -83,7 +83,7 @@ def check(t: CFTrace) -> dict[str, list[str]]:
     lines = plain_trace(t)
     stages = [line.stage for line in lines]
     assert stages == sorted(stages, key=STAGES.index)  # the paper's order
-    assert all(stages.count(s) <= 1 for s in STAGES if s != "decision") and 1 <= stages.count("decision") <= 2
+    assert all(stages.count(s) <= 1 for s in STAGES if s != "decision") and 1 <= stages.count("decision") <= 3
     out = {lang: plain_sentences(t, lang) for lang in ("en", "zh")}
     assert [line.text for line in lines] == out["en"] == plain_text(t)
     d = t.decision
@@ -427,11 +427,40 @@ def test_every_template_is_reached_by_some_recorded_numbers() -> None:
                  dataclasses.replace(RUNS["select"], decision=dataclasses.replace(RUNS["select"].decision,
                                                                                   chosen=top[-1].index)),
                  dataclasses.replace(t, decision=dataclasses.replace(d, truncated=True))]
+    variants += standard_variants(t)
     reached = set()
     for v in variants:
         check(v)
         reached |= {line.name for line in plain_trace(v)}
     assert reached == set(TEMPLATES), sorted(set(TEMPLATES) - reached)
+
+
+def standard_variants(t: CFTrace) -> list[CFTrace]:
+    """``t`` as started from a standard answer, one variant per outcome of its check."""
+    d = t.decision
+    confident = StandardCheck("Christian Bale [1].", 1.0, False, 0.5, "confident")
+    kept = dataclasses.replace(d, kind="standard", chosen=-1, read_ids=(), final_answer=confident.answer)
+    out = [dataclasses.replace(t, decision=dataclasses.replace(kept, standard=confident))]
+    for not_found, presence, outcome in ((True, 0.8, "replaced"), (False, 0.2, "agrees"),
+                                         (False, 0.0, "unsupported")):
+        c = StandardCheck("The sources do not say." if not_found else "Heath Ledger", presence, not_found, 0.5,
+                          outcome, candidate=d.final_answer, candidate_presence=0.9 if outcome == "replaced" else 0.1)
+        out.append(dataclasses.replace(t, decision=dataclasses.replace(d if outcome == "replaced" else kept,
+                                                                       standard=c)))
+    return out
+
+
+def test_a_standard_answer_that_stands_is_said_in_one_sentence_from_its_numbers() -> None:
+    t = standard_variants(RUNS["select"])[0]
+    [line] = plain_trace(t)
+    assert line.name == "std_confident" and "100 %" in line.text and "50 %" in line.text
+    check(t)
+
+
+def test_a_replaced_standard_answer_says_why_first_and_the_outcome_last() -> None:
+    lines = plain_trace(standard_variants(RUNS["select"])[1])
+    assert lines[0].name == "std_not_found" and lines[-1].name == "std_replaced"
+    assert [ln.stage for ln in lines] == sorted((ln.stage for ln in lines), key=STAGES.index)
 
 
 def test_answer_cfrag_json_carries_the_plain_sentences(

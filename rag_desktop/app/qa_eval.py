@@ -192,13 +192,25 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
             # question (paired), so an interrupted run still compares them on the same questions.
             order = ([(m, q) for q in questions for m in methods] if set(methods) <= {"standard", "passages"}
                      else [(m, q) for m in methods for q in questions])
+            # CF-RAG starts from the standard answer beside it (cfrag.keep_standard): the row of
+            # ``passages`` (else ``standard``) for the same question, whose seconds count in its time.
+            anchor_method = next((m for m in ("passages", "standard") if m in methods), None)
+            written: dict[str, tuple[Answer, float]] = {}
             for method, q in order:
                 wanted = _settings_for(method, base)
                 if wanted != svc.settings:  # a new Retriever (and its caches) only when settings change
                     svc.update_settings(wanted)
+                qid = str(q["_id"])
+                anchor = written.get(qid) if method.startswith("cfrag") and svc.settings.cfrag.keep_standard else None
                 t0 = time.perf_counter()
-                pred, extra = _predict(svc, method, str(q["question"]))
+                pred, extra = _predict(svc, method, str(q["question"]), anchor[0] if anchor else None)
                 dt = time.perf_counter() - t0
+                answer_obj = extra.pop("answer", None)
+                if method == anchor_method and isinstance(answer_obj, Answer):
+                    written[qid] = (answer_obj, dt)
+                if anchor is not None:
+                    extra["standard_s"] = round(anchor[1], 2)
+                    dt += anchor[1]
                 if replay and "cf_steps" in extra:
                     # calls answered from the full method's run: this row's latency is not all its own
                     extra["replayed_calls"] = sum(st["replayed"] for st in extra["cf_steps"])
@@ -291,8 +303,10 @@ def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, 
     _replace_text(path, json.dumps(out, ensure_ascii=False, indent=2))
 
 
-def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str, Any]]:
-    """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report."""
+def _predict(svc: RagService, method: str, question: str, standard: Answer | None = None,
+             ) -> tuple[str, dict[str, Any]]:
+    """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report
+    (``standard``: the standard answer CF-RAG starts from; standard RAG's Answer is ``extra["answer"]``)."""
     if method in ("standard", "passages"):
         # The baseline as the app ranks it: across languages (retrieval.cross_language) the question's
         # translation also retrieves, and the two rankings are fused as the columns are (core.fusion).
@@ -321,9 +335,9 @@ def _predict(svc: RagService, method: str, question: str) -> tuple[str, dict[str
                                  "dropped_citations": len(answer.dropped_citations),
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
-                                 "translate_s": round(cross.seconds, 3)}
+                                 "translate_s": round(cross.seconds, 3), "answer": answer}
         return answer.text, extra
-    res = cfrag_result(svc.cfrag(question))
+    res = cfrag_result(svc.cfrag(question, standard=standard))
     return res.answer.text, cf_digest(res.trace)
 
 
@@ -343,6 +357,8 @@ def cf_digest(t: CFTrace) -> dict[str, Any]:
         "phi_coh": [round(h.phi_coh, 4) for h in t.hypotheses],
         "phi_causal": [round(h.phi_causal, 4) for h in t.hypotheses],
         "decision": t.decision.kind,
+        "standard_outcome": t.decision.standard.outcome if t.decision.standard else "",
+        "standard_presence": round(t.decision.standard.presence, 3) if t.decision.standard else None,
         "agreement": t.decision.agreement,
         # where the question's time went ("know where the time goes"), per group of
         # generator calls in call order: what bench_llm's cfrag_steps reports, on eval-qa's questions

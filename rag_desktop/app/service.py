@@ -129,6 +129,9 @@ class RagService:
         self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
+        # The answers written so far, by what determines them: CF-RAG starts from the standard
+        # answer a column already wrote for the question (core.cfrag.anchor) instead of writing it again.
+        self._answers: dict[tuple[object, ...], Answer] = {}
         self.library_gate = LibraryGate(self.library.catalog, self.retriever, lambda: self.settings.retrieval)
 
     def close(self) -> None:
@@ -467,9 +470,25 @@ class RagService:
         warnings = ("copied_example",) if echoes_example(text, example, [h.text for h in used]) else ()
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
-        yield Answer(text, citations, tuple(used), ranked.method,
-                     locators=tuple(locators[: len(used)]) if locators is not None else (),
-                     original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
+        done = Answer(text, citations, tuple(used), ranked.method,
+                      locators=tuple(locators[: len(used)]) if locators is not None else (),
+                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
+        self._answers[self._answer_key(query, ranked, n_sources, use_passages)] = done
+        yield done
+
+    def _answer_key(self, query: str, ranked: RankedList, n_sources: int, use_passages: bool) -> tuple[object, ...]:
+        return (query.strip(), prompting.answer_key(ranked.hits, n_sources), use_passages, self.settings.generation)
+
+    def standard_answer(self, query: str, cancel: CancelToken | None = None) -> Answer | None:
+        """The answer the window writes first for ``query`` (the ranking that feeds the answers),
+        taken from the answers already written when a column wrote it; None when it abstains."""
+        comp = self.compare(query, translate=False)
+        ranked = comp.answer_list("baseline" if comp.answer_ranking == "baseline" else "causal")
+        g = self.settings.generation
+        done = self._answers.get(self._answer_key(query, ranked, prompting.ANSWER_SOURCES, g.passages))
+        if done is None:
+            done = next((ev for ev in self.answer(query, ranked, cancel=cancel) if isinstance(ev, Answer)), None)
+        return done if done is not None and done.text.strip() else None
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -558,14 +577,20 @@ class RagService:
         yield from self.cfrag(query, cancel)
 
     def cfrag(
-        self, query: str, cancel: CancelToken | None = None, level: str | None = None
+        self, query: str, cancel: CancelToken | None = None, level: str | None = None,
+        standard: Answer | None = None,
     ) -> Iterator[Progress | CFResult]:
         """CF-RAG over this library: a Progress per step (stage ``cfrag.<step>``), then the CFResult.
 
         Like :meth:`ingest` and :meth:`answer`, a generator; the UI's worker forwards the
         Progress events and takes the CFResult as the result, the CLI runs it to its result
-        with :func:`rag_desktop.core.cfrag.cfrag_result`.
+        with :func:`rag_desktop.core.cfrag.cfrag_result`. ``standard`` is the standard answer CF-RAG
+        starts from (``cfrag.keep_standard``; None: :meth:`standard_answer`).
         """
+        c = self.cfrag_settings()
+        if c.keep_standard and standard is None:
+            yield Progress("cfrag.standard", 0, 1, "writing the standard answer CF-RAG starts from")
+            standard = self.standard_answer(query, cancel)
         r = self.retriever()
         lvl = level or "chunk"  # CF-RAG reasons over passages, not whole files
 
@@ -582,8 +607,6 @@ class RagService:
             qv2 = r.embedder.embed_queries([cross.translated])[0]
             other = r.baseline(qv2, lvl, k, -1.0)  # type: ignore[arg-type]
             return fuse([RankedList("baseline", tuple(hits)), RankedList("baseline", tuple(other))], k).ranked.hits
-
-        c = self.cfrag_settings()
 
         def read(q: str, hits: Sequence[Hit]) -> Sequence[Hit]:
             return self.passage_finder().focus(q, hits, c.read_passages)
@@ -604,4 +627,5 @@ class RagService:
             cancel=cancel,
             read=read if c.read_passages > 0 else None,
             stored=stored,
+            standard=standard,
         )

@@ -182,6 +182,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "stage.model_ready": ("Model ready", "模型就绪"),
     "stage.probes": ("Writing probe questions", "生成探测问题"),
     "stage.rank_probes": ("Ranking probe questions", "对探测问题排序"),
+    "stage.cfrag.standard": ("checking the standard answer", "检查标准回答"),
     "stage.cfrag.retrieve": ("retrieving", "检索"),
     "stage.cfrag.counterfactuals": ("writing counterfactual questions", "生成反事实问题"),
     "stage.cfrag.dialectical_retrieval": ("dialectical retrieval", "辩证检索"),
@@ -654,6 +655,29 @@ TABLE: dict[str, tuple[str, str]] = {
                            "模型把保留的段落全部重新读了一遍，并据此作答。"),
     "cfplain.dec_synth": ("The model was shown the top drafts with their passages and wrote one answer.",
                           "模型参考排名靠前的候选回答及其段落，写出了一个回答。"),
+    "cfplain.std_confident": ("The standard answer is held by a passage it read ({share} of what it adds to your "
+                              "question is there, {need} needed), so CF-RAG keeps it and writes no answer of its own.",
+                              "标准回答被它读过的一段资料支持（它在问题之外补充的内容有 {share} "
+                              "出现在该段中，需要 {need}），因此 CF-RAG 保留它，不再另写回答。"),
+    "cfplain.std_not_found": ("The standard answer says your documents do not hold the answer, so CF-RAG searched "
+                              "again with contrasting questions.",
+                              "标准回答说文档中没有答案，因此 CF-RAG 用对照问题重新检索。"),
+    "cfplain.std_weak": ("Only {share} of what the standard answer adds to your question is in a passage it read "
+                         "({need} needed), so CF-RAG searched again with contrasting questions.",
+                         "标准回答在问题之外补充的内容只有 {share} 出现在它读过的资料中（需要 {need}），"
+                         "因此 CF-RAG 用对照问题重新检索。"),
+    "cfplain.std_agrees": ("CF-RAG's own answer, “{cand}”, says the same as the standard answer, so the standard "
+                           "answer and its citations are kept.",
+                           "CF-RAG 自己的回答“{cand}”与标准回答一致，因此保留标准回答及其引用。"),
+    "cfplain.std_replaced": ("CF-RAG's own answer is held by its passages ({share} of what it adds, {need} needed) "
+                             "and differs from the standard answer, so it replaces it.",
+                             "CF-RAG 自己的回答被它的资料支持（补充内容的 {share}，需要 {need}），且与标准回答不同，"
+                             "因此用它替换标准回答。"),
+    "cfplain.std_unsupported": ("CF-RAG's own answer, “{cand}”, is not held by its passages either ({share}, "
+                                "{need} needed), so the standard answer is kept: your documents may not answer "
+                                "this question.",
+                                "CF-RAG 自己的回答“{cand}”也没有被它的资料支持（{share}，需要 {need}），"
+                                "因此保留标准回答：文档可能无法回答这个问题。"),
     "cfplain.dec_cut": ("The reply the answer comes from used all of its length, so the answer may be cut short.",
                         "最终回答所依据的回复用完了全部长度，回答可能被截断。"),
     "why.fallback_used": ("B was empty, so the similarity score was used instead (fallback).",
@@ -910,6 +934,7 @@ TABLE: dict[str, tuple[str, str]] = {
                                           "综合失败，使用了最佳假设"),
     "trace.decision.single": ("one hypothesis over all evidence", "基于全部证据的单一假设"),
     "trace.decision.no_evidence": ("no evidence was found", "没有找到证据"),
+    "trace.decision.standard": ("the standard answer stands", "保留标准回答"),
     # ------------------------------------------------------------------ chart
     "chart.baseline": ("Baseline", "基线"),
     "chart.causal": ("Causal rerank", "因果重排序"),
@@ -1061,6 +1086,12 @@ TABLE: dict[str, tuple[str, str]] = {
                                           "假设一致度不低于该值时选择，否则综合"),
     "set.cfrag.quality_min": ("Minimum evidence quality", "最低证据质量"),
     "set.cfrag.quality_min.tip": ("Passages below this quality are dropped", "质量低于该值的段落将被丢弃"),
+    "set.cfrag.keep_standard": ("Start from the standard answer", "以标准回答为起点"),
+    "set.cfrag.keep_standard.tip": ("Keep the standard answer when a passage it read holds it; CF-RAG answers "
+                                    "again only otherwise, and replaces it only with an answer its own "
+                                    "passages hold",
+                                    "标准回答被其读过的资料支持时直接保留；否则 CF-RAG 重新回答，"
+                                    "且只有当新回答被其资料支持时才替换标准回答"),
     "set.cfrag.retrieve_k": ("Passages per query", "每个查询检索段落数"),
     "set.cfrag.retrieve_k.tip": ("Retrieved for q and for each counterfactual",
                                  "对原问题和每个反事实问题分别检索的数量"),

@@ -98,7 +98,7 @@ _FORM_CHARS = frozenset("哪里个座所什么几多少何吗呢在于是的由�
 _CONTENT_TOKEN = re.compile(rf"[a-z0-9]+|[{HAN_CLASS}]")  # words, and each Han character (core.text)
 
 
-def _content_tokens(text: str) -> set[str]:
+def content_tokens(text: str) -> set[str]:
     toks = _CONTENT_TOKEN.findall(text.lower())
     return {t for t in toks if t not in _FORM_WORDS and t not in _FORM_CHARS}
 
@@ -113,7 +113,7 @@ def adds_content(query: str, candidate: str) -> bool:
     restatement. (Word-level for Latin script, character-level for CJK, so a synonym such
     as 学校/大学 still counts as new: the rule catches rewordings, not every synonym.)
     """
-    return bool(_content_tokens(candidate) - _content_tokens(query))
+    return bool(content_tokens(candidate) - content_tokens(query))
 
 
 def evaluate_counterfactuals(

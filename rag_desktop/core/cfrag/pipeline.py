@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag_desktop.core.cfrag.anchor import answers_agree, claim_presence, says_not_found
 from rag_desktop.core.cfrag.arbitration import (
     agreement,
     answer_presence,
@@ -50,6 +51,8 @@ from rag_desktop.core.cfrag.types import (
     DecisionTrace,
     GenerationUsage,
     HypothesisTrace,
+    StandardCheck,
+    StandardOutcome,
     StepTiming,
 )
 from rag_desktop.core.errors import UserInputError
@@ -58,7 +61,7 @@ from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.replies import parse_hypothesis, trim_to_sentence
 from rag_desktop.core.settings import CFRagSettings, check_setting, validate_section
 from rag_desktop.core.text import normalize_answer
-from rag_desktop.core.types import CancelToken, Hit, Progress
+from rag_desktop.core.types import Answer, CancelToken, Hit, Progress
 
 EventSink = Callable[[Progress], None]
 
@@ -83,6 +86,49 @@ def _embed_new(run: CFRun, st: CFState, hits: Sequence[Hit]) -> Mapping[tuple[st
 
 
 # =========================================================================== the steps
+
+
+def _standard(run: CFRun, st: CFState) -> CFState:
+    """Candidate 0, the standard answer (core.cfrag.anchor): when confident it stands and the
+    run ends here; otherwise its check waits for the decision."""
+    std = run.standard
+    if std is None or not run.settings.keep_standard:
+        return st
+    presence = claim_presence(std.text, run.query, [h.text for h in std.sources])
+    check = StandardCheck(std.text, presence, says_not_found(std.text), run.tuning.presence_min, "confident")
+    if not check.confident:
+        return dataclasses.replace(st, standard_check=check)
+    return dataclasses.replace(st, decision=_standard_decision(check), sources=tuple(std.sources))
+
+
+def _standard_decision(check: StandardCheck, base: DecisionTrace | None = None) -> DecisionTrace:
+    """The decision that keeps the standard answer (``base``: the paths' decision it overrules)."""
+    return DecisionTrace(
+        agreement=base.agreement if base else 1.0,
+        agreement_measure=base.agreement_measure if base else "mean pairwise token F1 of normalised answers",
+        threshold=base.threshold if base else 0.0, kind="standard", chosen=-1, synthesized_from=(),
+        read_ids=(), synthesis_raw=base.synthesis_raw if base else "", final_answer=check.answer,
+        final_rationale="", synthesis_style=base.synthesis_style if base else "", standard=check)
+
+
+def _against_standard(run: CFRun, st: CFState) -> CFState:
+    """The paths' answer against the standard answer that was not confident: it replaces the
+    standard answer only when its own passages hold it and it says something else."""
+    check, d = st.standard_check, st.decision
+    if check is None or d is None or run.standard is None:
+        return st
+    cand = d.final_answer if d.kind != "no_evidence" else ""
+    presence = claim_presence(cand, run.query, [h.text for h in st.sources]) if cand else 0.0
+    if cand and answers_agree(cand, check.answer, run.query):
+        outcome: StandardOutcome = "agrees"
+    elif cand and presence >= check.presence_min and not says_not_found(cand):
+        outcome = "replaced"
+    else:
+        outcome = "unsupported"
+    check = dataclasses.replace(check, outcome=outcome, candidate=cand, candidate_presence=presence)
+    if outcome == "replaced":
+        return dataclasses.replace(st, decision=dataclasses.replace(d, standard=check))
+    return dataclasses.replace(st, decision=_standard_decision(check, d), sources=tuple(run.standard.sources))
 
 
 def _retrieve(run: CFRun, st: CFState) -> CFState:
@@ -331,8 +377,8 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         read_ids=tuple(read_ids), synthesis_raw=synth_raw, final_answer=final_ans, final_rationale=final_rat,
         truncated=budget_hit, synthesis_style=style,
     )
-    return dataclasses.replace(st, decision=decision, sources=tuple(sources), warnings=tuple(warnings),
-                               usage=st.usage + tuple(usage))
+    return _against_standard(run, dataclasses.replace(st, decision=decision, sources=tuple(sources),
+                                                      warnings=tuple(warnings), usage=st.usage + tuple(usage)))
 
 
 @dataclass(frozen=True)
@@ -343,6 +389,7 @@ class Step:
 
 
 PIPELINE: tuple[Step, ...] = (
+    Step("standard", lambda st: "checking the standard answer against its passages", _standard),
     Step("retrieve", lambda st: "retrieving for the question", _retrieve),
     Step("counterfactuals", lambda st: "writing counterfactual questions", _counterfactuals),
     Step("dialectical_retrieval", lambda st: "retrieving for the counterfactual questions", _dialectical_retrieval),
@@ -380,6 +427,7 @@ def iter_cfrag(
     tuning: CFTuning = DEFAULT_TUNING,
     read: Reader | None = None,
     stored: StoredVectors | None = None,
+    standard: Answer | None = None,
 ) -> Iterator[Progress | CFResult]:
     """Answer ``query`` with CF-RAG: a :class:`Progress` before each step, then the CFResult.
 
@@ -392,7 +440,9 @@ def iter_cfrag(
     the implementation constants. ``read(query, hits)`` gives the evidence as the hypotheses and
     the synthesis read it, and as the answer cites it (see :func:`_read`; None: as retrieved).
     ``stored(hits)`` gives the library's stored E(e) of hits (None where it has none), which
-    must come from ``embedder``; the rest are embedded here.
+    must come from ``embedder``; the rest are embedded here. ``standard`` is the standard RAG
+    answer beside CF-RAG (its text and the sources it read): with ``settings.keep_standard`` it is
+    candidate 0 (:mod:`.anchor`), and the steps after the first run only where it is not confident.
 
     Ablations (paper 002, Table "消融实验"):
 
@@ -406,7 +456,8 @@ def iter_cfrag(
     _check_settings(settings, seed)
     for model in (embedder, scorer, generator):
         model.load()
-    run = CFRun(query, retrieve, embedder, scorer, generator, settings, seed, cancel, tuning, read, stored)
+    run = CFRun(query, retrieve, embedder, scorer, generator, settings, seed, cancel, tuning, read, stored,
+                standard)
     st = CFState()
     for n, step in enumerate(PIPELINE, start=1):
         if cancel is not None:
@@ -415,6 +466,8 @@ def iter_cfrag(
         t0 = time.perf_counter()
         st = step.run(run, st)
         st = dataclasses.replace(st, timings=(*st.timings, StepTiming(step.name, time.perf_counter() - t0)))
+        if st.decision is not None:  # the standard answer stands: no path need run
+            break
     yield build_result(run, st)
 
 

@@ -26,8 +26,9 @@ from rag_desktop.core.cfrag.notes import read as read_note
 from rag_desktop.core.cfrag.trace import evidence_rows, margin_summary
 from rag_desktop.core.cfrag.types import CFTrace, EvidenceRow, HypothesisTrace
 
-Stage = Literal["counterfactuals", "retrieval", "contrast", "division", "arbitration", "decision"]
-STAGES: tuple[Stage, ...] = ("counterfactuals", "retrieval", "contrast", "division", "arbitration", "decision")
+Stage = Literal["standard", "counterfactuals", "retrieval", "contrast", "division", "arbitration", "decision"]
+STAGES: tuple[Stage, ...] = ("standard", "counterfactuals", "retrieval", "contrast", "division", "arbitration",
+                             "decision")
 
 _ASKED = "We asked the model for questions close to yours that need a different answer"
 _KEPT = _ASKED + " and kept {kept} of the {n} it wrote, such as “{example}”; "
@@ -115,6 +116,19 @@ TEMPLATES: dict[str, str] = {
     "dec_reread": "The model read all the kept passages again in one pass and answered from them.",
     "dec_synth": "The model was shown the top drafts with their passages and wrote one answer.",
     "dec_cut": "The reply the answer comes from used all of its length, so the answer may be cut short.",
+    # the standard answer CF-RAG starts from (core.cfrag.anchor): why the paths ran or not, and the outcome
+    "std_confident": "The standard answer is held by a passage it read ({share} of what it adds to your question "
+                     "is there, {need} needed), so CF-RAG keeps it and writes no answer of its own.",
+    "std_not_found": "The standard answer says your documents do not hold the answer, so CF-RAG searched again "
+                     "with contrasting questions.",
+    "std_weak": "Only {share} of what the standard answer adds to your question is in a passage it read ({need} "
+                "needed), so CF-RAG searched again with contrasting questions.",
+    "std_agrees": "CF-RAG's own answer, “{cand}”, says the same as the standard answer, so the standard answer "
+                  "and its citations are kept.",
+    "std_replaced": "CF-RAG's own answer is held by its passages ({share} of what it adds, {need} needed) and "
+                    "differs from the standard answer, so it replaces it.",
+    "std_unsupported": "CF-RAG's own answer, “{cand}”, is not held by its passages either ({share}, {need} "
+                       "needed), so the standard answer is kept: your documents may not answer this question.",
 }
 
 PREFIX = "cfplain"  # the i18n keys: cfplain.<name>
@@ -328,11 +342,38 @@ def _decision(t: CFTrace) -> list[PlainLine]:
     return out
 
 
+def _standard_lines(t: CFTrace) -> tuple[PlainLine, PlainLine | None]:
+    """Why CF-RAG's paths ran or not (the standard answer's check), and what became of it."""
+    c = t.decision.standard
+    assert c is not None
+    need = _pct(c.presence_min)
+    if c.confident:
+        return PlainLine("decision", "std_confident", {"share": _pct(c.presence), "need": need}), None
+    why = (PlainLine("standard", "std_not_found") if c.not_found
+           else PlainLine("standard", "std_weak", {"share": _pct(c.presence), "need": need}))
+    cand = {"cand": c.candidate[:80], "share": _pct(max(0.0, c.candidate_presence)), "need": need}
+    return why, PlainLine("decision", f"std_{c.outcome}", cand)
+
+
+def _pct(x: float) -> str:
+    return f"{round(100 * x)} %"
+
+
 def plain_trace(trace: CFTrace) -> tuple[PlainLine, ...]:
     """The run in plain words: a sentence for each stage that ran, in the order of paper 002's
-    stages (counterfactuals, retrieval, the contrast test, division, arbitration, decision)."""
-    lines = [_counterfactuals(trace), _retrieval(trace), _contrast(trace), _division(trace),
-             _arbitration(trace), *_decision(trace)]
+    stages (counterfactuals, retrieval, the contrast test, division, arbitration, decision); when
+    the run started from the standard answer, why the stages ran first and its outcome last."""
+    head: PlainLine | None = None
+    tail: list[PlainLine | None] = []
+    if trace.decision.standard is not None:
+        head, outcome = _standard_lines(trace)
+        if outcome is None:
+            return (head,)
+        tail = [outcome] if trace.decision.kind == "standard" else [*_decision(trace), outcome]
+    else:
+        tail = list(_decision(trace))
+    lines = [head, _counterfactuals(trace), _retrieval(trace), _contrast(trace), _division(trace),
+             _arbitration(trace), *tail]
     return tuple(line for line in lines if line is not None)
 
 

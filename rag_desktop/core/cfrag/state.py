@@ -21,11 +21,12 @@ from rag_desktop.core.cfrag.types import (
     EvidenceStatus,
     GenerationUsage,
     HypothesisTrace,
+    StandardCheck,
     StepTiming,
 )
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.settings import CFRagSettings
-from rag_desktop.core.types import CancelToken, Hit
+from rag_desktop.core.types import Answer, CancelToken, Hit
 
 Retriever = Callable[[str, int], Sequence[Hit]]
 # What the model reads of each evidence hit: (question, hits) → one hit per hit, same order
@@ -52,6 +53,7 @@ class CFRun:
     tuning: CFTuning
     read: Reader | None = None  # None: the hypotheses read the evidence hits as retrieved
     stored: StoredVectors | None = None  # None: every evidence vector is embedded here
+    standard: Answer | None = None  # the standard RAG answer CF-RAG starts from (core.cfrag.anchor)
 
 
 _NO_SPECTRAL = SpectralResult(np.zeros(0, dtype=np.int64), 0, (), 0.0)
@@ -106,6 +108,7 @@ class CFState:
     order: tuple[int, ...] = ()  # hypothesis indices, highest Ψ first
     # decision
     decision: DecisionTrace | None = None
+    standard_check: StandardCheck | None = None  # set when the standard answer was not confident
     sources: tuple[Hit, ...] = ()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from rag_desktop.core.cfrag.arbitration import citations_for
@@ -106,6 +108,9 @@ def build_result(run: CFRun, st: CFState) -> CFResult:
         generation=st.usage, evidence_budget=st.evidence_budget,
     )
     d = st.decision
-    answer = Answer(text=d.final_answer, citations=citations_for(d.citing_text, st.sources),
-                    sources=st.sources, method=METHOD_NAME)
+    if d.kind == "standard" and run.standard is not None:  # the standard answer stands, as shown beside
+        answer = dataclasses.replace(run.standard, method=METHOD_NAME)
+    else:
+        answer = Answer(text=d.final_answer, citations=citations_for(d.citing_text, st.sources),
+                        sources=st.sources, method=METHOD_NAME)
     return CFResult(answer=answer, trace=trace)

@@ -50,6 +50,9 @@ class CFTuning:
     kmeans_max_iter: int = 100
     synthesis_top: int = 3
     context_margin_tokens: int = 64
+    # An answer is held by its passages when one passage holds at least this share of what it adds
+    # to the question (core.cfrag.anchor.claim_presence): "most of it", not tuned on any set.
+    presence_min: float = 0.5
 
     def __post_init__(self) -> None:
         if self.synthesis_top < 1:

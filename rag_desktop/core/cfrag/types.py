@@ -23,7 +23,34 @@ from rag_desktop.core.types import Answer, Hit
 
 AnswerJudgement = Literal["differ", "same", "undetermined"]
 EvidenceStatus = Literal["kept", "duplicate", "low_quality", "below_cut"]
-DecisionKind = Literal["select", "synthesize", "synthesis_fallback", "single", "no_evidence"]
+# "standard": the standard RAG answer beside CF-RAG stands (core.cfrag.anchor; StandardCheck says why)
+DecisionKind = Literal["select", "synthesize", "synthesis_fallback", "single", "no_evidence", "standard"]
+StandardOutcome = Literal["confident", "agrees", "replaced", "unsupported"]
+
+
+@dataclass(frozen=True)
+class StandardCheck:
+    """The standard answer CF-RAG started from (core.cfrag.anchor) and what became of it.
+
+    ``presence``: the share of what it adds to the question that one passage it read holds;
+    ``not_found``: it says the sources do not hold the answer. ``outcome``: "confident" — it
+    stands and CF-RAG's paths did not run; otherwise the paths ran and their answer "agrees"
+    with it (it stands), "replaced" it (CF-RAG's answer is held by its passages), or was itself
+    not held by its passages ("unsupported": the standard answer stands, flagged).
+    ``candidate_presence``: the same measure for the paths' answer (-1 when they did not run).
+    """
+
+    answer: str
+    presence: float
+    not_found: bool
+    presence_min: float
+    outcome: StandardOutcome
+    candidate: str = ""
+    candidate_presence: float = -1.0
+
+    @property
+    def confident(self) -> bool:
+        return not self.not_found and self.presence >= self.presence_min
 
 
 @dataclass(frozen=True)
@@ -146,6 +173,7 @@ class DecisionTrace:
     final_rationale: str
     truncated: bool = False  # the reply the answer comes from hit its token budget (see CFTrace.warnings)
     synthesis_style: str = ""  # cfrag.synthesis_prompt when a synthesis call ran, else ""
+    standard: StandardCheck | None = None  # the standard answer CF-RAG started from (cfrag.keep_standard)
 
     @property
     def citing_text(self) -> str:

@@ -1,0 +1,67 @@
+"""The standard answer beside CF-RAG, and whether CF-RAG must answer again (docs/architecture.md, "CF-RAG").
+
+A person sees the standard RAG answer and CF-RAG's side by side. Paper 002 compares the two on
+benchmarks; in the app CF-RAG is *asked after* the standard answer, so it starts from it: the
+standard answer is candidate 0, and CF-RAG's own paths (step 1 to §4's decision) run only where
+that candidate is not confident. Measured on the fixture (docs/evaluation.md §2), the full method
+lost to the standard answer on clean passages (containment 0.556–0.667 against 0.750) and won under
+injected distractors (0.639 against 0.333), at 3–10× its time: the rule below keeps the first and
+the second, and pays the paths only where the standard answer looks like the second case.
+
+Confidence is φ_coh's presence term (paper 002 §4, "whether the answer appears explicitly in the
+documents"), measured on what the answer *adds* to the question — so that a sentence-long
+standard answer and a few-word hypothesis are measured alike (the raw term favours short answers:
+a phrase is a substring of its passage far more often than a sentence is), and a reply that only
+repeats the question's words is not support. An answer that says the sources do not hold the
+answer is not confident whatever its words: it answers nothing CF-RAG could lose.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rag_desktop.core.cfrag.counterfactuals import content_tokens
+from rag_desktop.core.text import arabic_numerals
+
+# "The sources do not say …", "no information about …", "资料中没有提到 …": the answer prompt asks
+# the model to say so plainly when the sources lack the answer (prompts/answer_*.txt).
+_NOT_FOUND = re.compile(
+    r"\b(?:do|does|did)\s+not\s+(?:say|state|mention|specify|contain|provide|include|give|indicate)\b"
+    r"|\b(?:doesn't|don't|didn't)\s+(?:say|state|mention|specify|contain|provide|include|give)\b"
+    r"|\bnot\s+(?:mentioned|stated|specified|provided|given|found|available|contained)\b"
+    r"|\bno\s+(?:information|mention|answer|details?|data)\b"
+    r"|\b(?:cannot|can't|unable\s+to)\s+(?:be\s+)?(?:determine|determined|answer|find|found|tell)\b"
+    r"|(?:没有|未|并未|并没有|不)(?:提到|提及|说明|给出|包含|涉及|记载|规定|明确)"
+    r"|(?:没有|无)(?:相关|答案|此|该)(?:信息|内容|答案|说明)?"
+    r"|无法(?:确定|回答|得知|判断|找到)",
+    re.IGNORECASE,
+)
+
+
+def says_not_found(answer: str) -> bool:
+    """True when the answer says the sources do not hold the answer (en and zh phrasings)."""
+    return bool(_NOT_FOUND.search(answer))
+
+
+def _tokens(text: str) -> set[str]:
+    return content_tokens(arabic_numerals(re.sub(r"\[\d+\]", " ", text)))
+
+
+def claim_presence(answer: str, query: str, texts: Sequence[str]) -> float:
+    """Share of what ``answer`` adds to ``query`` that one passage of ``texts`` holds, in [0, 1].
+
+    claim(a) = content tokens of a (words and numbers; each Han character) not in q, citation
+    markers removed; presence = max_e |claim(a) ∩ tok(e)| / |claim(a)|. An answer that adds no
+    token to the question scores 0: it states nothing the passages could hold.
+    """
+    claim = _tokens(answer) - _tokens(query)
+    if not claim:
+        return 0.0
+    return max((len(claim & _tokens(t)) / len(claim) for t in texts), default=0.0)
+
+
+def answers_agree(candidate: str, standard: str, query: str) -> bool:
+    """True when the candidate's added content is mostly (≥ ½) in the standard answer: the two
+    say the same thing, and the standard answer, which cites, is kept."""
+    return claim_presence(candidate, query, [standard]) >= 0.5

@@ -24,6 +24,13 @@ that record Ψ) how many a majority rule would have answered right::
 
     .venv/bin/python scripts/cf_eval_tables.py --oracle tests/data/qa_fixture s0.json adv0.json
 
+With ``--paired``, CF-RAG against the standard answer it starts from (``passages``, else ``standard``) on
+the same questions: each one's containment with a 95 % interval, and the paired difference with its
+interval (2,000 seeded bootstrap resamples of the questions), the questions each wins, how the standard
+answer's check came out, and the mean latency of each (CF-RAG's includes writing the standard answer)::
+
+    .venv/bin/python scripts/cf_eval_tables.py --paired clean.json poisoned.json
+
 With ``--majority DATA``, that majority rule against the ``reread`` synthesis (runs with both
 ``cfrag`` and ``cfrag_no_div``), and the synthesis seconds it would save::
 
@@ -236,6 +243,42 @@ def majority(data_dir: str, paths: list[str]) -> int:
     return 0
 
 
+def _interval(values: list[float], draws: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """The mean of ``values`` and its 2.5–97.5 % bootstrap interval (seeded resamples)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(v), size=(draws, len(v)))
+    means = v[idx].mean(axis=1)
+    return float(v.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def paired(paths: list[str]) -> int:
+    """CF-RAG against the standard answer it starts from, per report and language, with intervals."""
+    _head("report", "lang", "n", "standard containment", "CF-RAG containment", "CF-RAG − standard",
+          "CF-RAG wins / loses", "standard answer's check", "latency standard / CF-RAG")
+    for path, data in zip(paths, _reports(paths), strict=True):
+        per = data["per_question"]
+        base = "passages" if per.get("passages") else "standard"
+        std = {r["id"]: r for r in per.get(base, [])}
+        cf = [r for r in per.get("cfrag", []) if r["id"] in std]
+        for lang, sel in _by_lang(cf):
+            a = [float(std[r["id"]]["containment"]) for r in sel]
+            b = [float(r["containment"]) for r in sel]
+            ia, ib = _interval(a), _interval(b)
+            d = _interval([y - x for x, y in zip(a, b, strict=True)])
+            wins = sum(1 for x, y in zip(a, b, strict=True) if y > x)
+            loses = sum(1 for x, y in zip(a, b, strict=True) if y < x)
+            out = collections.Counter(str(r.get("standard_outcome") or r.get("decision")) for r in sel)
+            lat_a = _mean([std[r["id"]] for r in sel], "latency_s")
+            lat_b = _mean(sel, "latency_s")
+            print(f"| {Path(path).stem} | {lang} | {len(sel)} | {ia[0]:.3f} [{ia[1]:.3f}–{ia[2]:.3f}] | "
+                  f"{ib[0]:.3f} [{ib[1]:.3f}–{ib[2]:.3f}] | {d[0]:+.3f} [{d[1]:+.3f}–{d[2]:+.3f}] | {wins} / {loses} | "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(out.items()))
+                  + f" | {lat_a:.1f} / {lat_b:.1f} s ({lat_b / lat_a:.2f}×) |")
+    return 0
+
+
 def main(paths: list[str]) -> int:
     if not paths or paths[0] in ("-h", "--help"):
         print(__doc__)
@@ -248,6 +291,8 @@ def main(paths: list[str]) -> int:
         return majority(paths[1], paths[2:])
     if paths[0] == "--steps":
         return steps(paths[1:])
+    if paths[0] == "--paired":
+        return paired(paths[1:])
     per: dict[str, list[dict[str, Any]]] = {}
     for data in _reports(paths):
         note = "" if data.get("complete", True) else " (partial)"

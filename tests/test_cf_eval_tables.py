@@ -66,3 +66,20 @@ def test_majority_table_compares_against_the_reread_answer(tmp_path: Path, capsy
     last = capsys.readouterr().out.strip().splitlines()[-1]
     # setting, seed, n, synthesised, majority among them, reread right, rule right, seconds saved
     assert last == "| distractors 4 | 2 | 3 | 2 | 1 | 3 | 2 | 30 s |"
+
+
+def test_paired_table_counts_wins_and_the_difference_on_the_same_questions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = load_script()
+    std = [{"id": f"q{i}", "lang": "en", "containment": c, "latency_s": 10.0} for i, c in enumerate((1, 1, 0, 0))]
+    cf = [{"id": f"q{i}", "lang": "en", "containment": c, "latency_s": 15.0, "standard_outcome": o}
+          for i, (c, o) in enumerate(((1, "confident"), (0, "replaced"), (1, "replaced"), (0, "unsupported")))]
+    path = tmp_path / "clean.json"
+    path.write_text(json.dumps({"per_question": {"passages": std, "cfrag": cf}}), encoding="utf-8")
+    assert m.main(["--paired", str(path)]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| clean |")]
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[:3] == ["clean", "all", "4"]
+    assert cells[3].startswith("0.500 [") and cells[4].startswith("0.500 [") and cells[5].startswith("+0.000 [")
+    assert cells[6] == "1 / 1" and cells[7] == "confident 1, replaced 2, unsupported 1"
+    assert cells[8] == "10.0 / 15.0 s (1.50×)"

@@ -1,4 +1,5 @@
-"""CF-RAG end to end (paper 002): ten steps over one frozen state.
+"""CF-RAG end to end (paper 002): eleven steps over one frozen state (the first checks the standard
+answer it starts from, :mod:`.anchor`; when that answer stands, the run ends there).
 
 Each step is a function ``(run, state) -> state`` that returns a copy of the state with
 its own results filled in (``dataclasses.replace``); :func:`iter_cfrag` runs them in

@@ -62,10 +62,17 @@ def test_eval_qa_prints_its_table_and_one_progress_line_per_answer(
 
 
 @pytest.mark.slow
-def test_eval_qa_ablations_replay_the_full_methods_identical_calls(tmp_path: Path) -> None:
+def test_eval_qa_ablations_replay_the_full_methods_identical_calls(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Paired ablations, with a real llama.cpp model: lam = 0 changes no prompt of
-    step 1, so the ablation replays all of it from the full run; --no-replay decodes it again."""
+    step 1, so the ablation replays all of it from the full run; --no-replay decodes it again.
+    The paths always run here (cfrag.keep_standard off): a standard answer that stands would end
+    every run before step 1, and the ablations are of the paths."""
+    from rag_desktop.app import qa_eval
     from rag_desktop.app.model_files import smollm2_path
+
+    settings = qa_eval.load_settings().replace("cfrag", keep_standard=False)
+    monkeypatch.setattr(qa_eval, "load_settings", lambda: settings)
 
     try:
         smol = smollm2_path()

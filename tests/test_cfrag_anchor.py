@@ -91,13 +91,13 @@ def standard(text: str, *sources: str) -> Answer:
 class FixedHypotheses(ScriptedGenerator):
     """Every hypothesis answers ``answer``, citing passage [1]; the rest as scripted."""
 
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, rationale: str = "Passage [1] says so.") -> None:
         super().__init__()
-        self.answer = answer
+        self.answer, self.rationale = answer, rationale
 
     def _reply(self, messages: Sequence[ChatMessage]) -> tuple[str, str]:
         if messages[0].content.startswith(SYSTEM_HYPOTHESIS):
-            return "hypothesis", json.dumps({"answer": self.answer, "rationale": "Passage [1] says so."})
+            return "hypothesis", json.dumps({"answer": self.answer, "rationale": self.rationale})
         return super()._reply(messages)
 
 
@@ -150,3 +150,12 @@ def test_keep_standard_off_runs_the_paper_method_whatever_the_standard_answer() 
     res, gen = cf(std, keep_standard=False)
     assert res.trace.decision.standard is None and res.trace.decision.kind != "standard"
     assert "hypothesis" in gen.kinds()
+
+
+def test_an_answer_that_replaces_the_standard_one_cites_the_passage_that_holds_it() -> None:
+    std = standard("The sources do not say who the lead actor is.", WATER)
+    res, _ = cf(std, FixedHypotheses("Christian Bale", rationale="He leads the cast."))
+    d = res.trace.decision
+    assert d.standard is not None and d.standard.outcome == "replaced"
+    [c] = res.answer.citations
+    assert "Christian Bale" in res.answer.sources[c.n - 1].text

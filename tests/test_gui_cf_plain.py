@@ -99,3 +99,33 @@ def test_the_trace_tab_opens_with_the_sentences_and_folds_its_tables(qtbot: Any,
     assert tv.hy_table.height() > tv.hy_table.horizontalHeader().height()  # rows fitted once shown
     tv.clear("trace.waiting")
     assert not tv.plain.isVisibleTo(win) and tv.empty.isVisibleTo(win)
+
+
+def test_a_standard_answer_that_stands_fills_the_cfrag_column_with_its_passages(qtbot: Any, win: MainWindow) -> None:
+    """cfrag.keep_standard: when the standard answer stood, no path ran and the trace has no evidence;
+    the column shows the passages the standard answer read (not "nothing found") and its one sentence."""
+    import dataclasses
+
+    from rag_desktop.core.cfrag.types import CFResult, StandardCheck
+    from rag_desktop.core.types import Answer
+
+    type_and_ask(qtbot, win, QUESTION)
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    st = win.state
+    assert st is not None and st.cfrag is not None
+    res = st.cfrag
+    read = tuple(e.hit for e in res.trace.evidence[:2])
+    check = StandardCheck("Matching bias [1].", 1.0, False, 0.5, "confident")
+    d = dataclasses.replace(res.trace.decision, kind="standard", chosen=-1, read_ids=(), standard=check,
+                            final_answer=check.answer)
+    trace = dataclasses.replace(res.trace, evidence=(), hypotheses=(), counterfactuals=(),
+                                rejected_counterfactuals=(), decision=d)
+    st.cfrag = CFResult(Answer(check.answer, (), read, "cfrag"), trace)
+    win.results.show_cfrag(st)
+    col = win.results.columns["cfrag"]
+    assert [r.hit.unit_id for r in col.model.rows] == [h.unit_id for h in read]
+    assert all(r.note == "read by the standard answer, which stands" for r in col.model.rows)
+    assert not col.is_collapsed() and win.results.cf_card.isVisibleTo(win)
+    said = win.results.cf_card.plain.sentences.text()
+    assert said.startswith("• The standard answer is held by a passage it read (100 %") and "\n" not in said

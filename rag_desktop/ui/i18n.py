@@ -213,6 +213,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "col.snippet": ("Snippet", "摘录"),
     "col.snippet_tip": ("The matching text; A terms and B terms are coloured", "匹配的文本；A 类词与 B 类词以颜色标出"),
     "col.placeholder": ("Ask a question to fill this column.", "提问后此列将显示结果。"),
+    "col.cf_standard_read": ("read by the standard answer, which stands", "标准回答读过的资料（保留标准回答）"),
     "col.empty": ("Nothing found. Add documents, or lower θ in Settings.", "没有结果。请添加文档，或在设置中调低 θ。"),
     "col.running": ("Ranking…", "正在排序…"),
     "col.failed": ("This column could not be filled; see the message above.", "此列未能生成，请查看上方的提示。"),

@@ -221,7 +221,7 @@ class ResultsPanel(QTabWidget):
         self.cf_card.set_trace(st.cfrag.trace)
         self.fill_cfrag(st)
         self.cf_card.setVisible(not self.columns["cfrag"].is_collapsed())  # a folded strip has no room
-        self.answers["cfrag"].set_answer(st.cfrag.answer, [e.hit for e in st.cfrag.trace.evidence])
+        self.answers["cfrag"].set_answer(st.cfrag.answer, self._cf_sources(st))
         self.trace_view.set_trace(st.cfrag.trace)
         self._size_stack("cfrag", answers_on=True)
 
@@ -299,9 +299,24 @@ class ResultsPanel(QTabWidget):
             note = tr(key, **args) if key else ""
             rows.append(make_row(h, rank_change(base, h), [
                 ("s(q,e)", r.evidence.s_q), ("max s(q',e)", r.evidence.max_s_cf), ("Δ", r.margin)], note=note))
+        if not rows and t.decision.kind == "standard":
+            # The standard answer stood before any path ran (core.cfrag.anchor): its passages are the
+            # evidence, in the order its [n] count them.
+            # (no score: a passage's s_sim is its window's score, not the similarity the columns show)
+            rows = [make_row(dataclasses.replace(h, rank=i), rank_change(base, h), [], note=tr("col.cf_standard_read"))
+                    for i, h in enumerate(st.cfrag.answer.sources, start=1)]
         # No subtitle: the decision, the counts and Δ's noise are behind the card's "Details" fold
         # (present.cf_detail_lines), under the run said in plain words.
         self.columns["cfrag"].set_rows(rows)
+
+    @staticmethod
+    def _cf_sources(st: QueryState) -> list[Hit]:
+        """What CF-RAG's answer cites from: its evidence, or the standard answer's passages where it stood."""
+        assert st.cfrag is not None
+        t = st.cfrag.trace
+        if t.decision.kind == "standard":
+            return list(st.cfrag.answer.sources)
+        return [e.hit for e in t.evidence]
 
     # ------------------------------------------------------------------ selection
     def causal_for_doc(self, doc_id: int) -> tuple[Hit | None, Explanation | None]:

@@ -56,6 +56,7 @@ from rag_desktop.core.cfrag.types import (
     StandardOutcome,
     StepTiming,
 )
+from rag_desktop.core.citations import cited_numbers
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.generation import GenRequest
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
@@ -128,7 +129,12 @@ def _against_standard(run: CFRun, st: CFState) -> CFState:
         outcome = "unsupported"
     check = dataclasses.replace(check, outcome=outcome, candidate=cand, candidate_presence=presence)
     if outcome == "replaced":
-        return dataclasses.replace(st, decision=dataclasses.replace(d, standard=check))
+        rationale = d.final_rationale
+        if not cited_numbers(d.citing_text):
+            # Where CF-RAG overrides the standard answer it cites: the passage that holds it.
+            best = max(range(len(st.sources)), key=lambda i: claim_presence(cand, run.query, [st.sources[i].text]))
+            rationale = f"{rationale} [{best + 1}]".strip()
+        return dataclasses.replace(st, decision=dataclasses.replace(d, standard=check, final_rationale=rationale))
     return dataclasses.replace(st, decision=_standard_decision(check, d), sources=tuple(run.standard.sources))
 
 

@@ -479,16 +479,6 @@ class RagService:
     def _answer_key(self, query: str, ranked: RankedList, n_sources: int, use_passages: bool) -> tuple[object, ...]:
         return (query.strip(), prompting.answer_key(ranked.hits, n_sources), use_passages, self.settings.generation)
 
-    def standard_answer(self, query: str, cancel: CancelToken | None = None) -> Answer | None:
-        """The answer the window writes first for ``query`` (the ranking that feeds the answers),
-        taken from the answers already written when a column wrote it; None when it abstains."""
-        comp = self.compare(query, translate=False)
-        ranked = comp.answer_list("baseline" if comp.answer_ranking == "baseline" else "causal")
-        g = self.settings.generation
-        done = self._answers.get(self._answer_key(query, ranked, prompting.ANSWER_SOURCES, g.passages))
-        if done is None:
-            done = next((ev for ev in self.answer(query, ranked, cancel=cancel) if isinstance(ev, Answer)), None)
-        return done if done is not None and done.text.strip() else None
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -585,12 +575,12 @@ class RagService:
         Like :meth:`ingest` and :meth:`answer`, a generator; the UI's worker forwards the
         Progress events and takes the CFResult as the result, the CLI runs it to its result
         with :func:`rag_desktop.core.cfrag.cfrag_result`. ``standard`` is the standard answer CF-RAG
-        starts from (``cfrag.keep_standard``; None: :meth:`standard_answer`).
+        starts from (``cfrag.keep_standard``; None: :func:`standard_answer`).
         """
         c = self.cfrag_settings()
         if c.keep_standard and standard is None:
             yield Progress("cfrag.standard", 0, 1, "writing the standard answer CF-RAG starts from")
-            standard = self.standard_answer(query, cancel)
+            standard = standard_answer(self, query, cancel)
         r = self.retriever()
         lvl = level or "chunk"  # CF-RAG reasons over passages, not whole files
 
@@ -629,3 +619,15 @@ class RagService:
             stored=stored,
             standard=standard,
         )
+
+
+def standard_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:
+    """The answer the window writes first for ``query`` (the ranking that feeds the answers), taken
+    from the service's answers already written when a column wrote it; None when it abstains."""
+    comp = svc.compare(query, translate=False)
+    ranked = comp.answer_list("baseline" if comp.answer_ranking == "baseline" else "causal")
+    g = svc.settings.generation
+    done = svc._answers.get(svc._answer_key(query, ranked, prompting.ANSWER_SOURCES, g.passages))
+    if done is None:
+        done = next((ev for ev in svc.answer(query, ranked, cancel=cancel) if isinstance(ev, Answer)), None)
+    return done if done is not None and done.text.strip() else None

@@ -244,7 +244,10 @@ def test_export_the_decision_report(demo: dict[str, Any], tmp_path: Path) -> Non
     assert data["question"] == EN_Q
     assert win.state is not None
     assert len(data["comparison"]["baseline"]["hits"]) == len(win.state.comparison.baseline.hits)
-    assert data["cfrag"]["trace"]["decision"]["kind"] in ("select", "synthesize", "synthesis_fallback", "single")
+    kind = data["cfrag"]["trace"]["decision"]["kind"]
+    assert kind in ("select", "synthesize", "synthesis_fallback", "single", "standard")
+    if kind == "standard":  # the standard answer stood (cfrag.keep_standard): the report says so
+        assert data["cfrag"]["trace"]["decision"]["standard"]["outcome"] in ("confident", "agrees", "unsupported")
     page = html_path.read_text(encoding="utf-8")
     assert "<script" not in page and "Causal rerank" in page
 

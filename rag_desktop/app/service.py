@@ -129,8 +129,7 @@ class RagService:
         self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
-        # The answers written so far, by what determines them: CF-RAG starts from the standard
-        # answer a column already wrote for the question (core.cfrag.anchor) instead of writing it again.
+        # The recent answers by what determines them: CF-RAG starts from one a column wrote (cfrag.anchor).
         self._answers: dict[tuple[object, ...], Answer] = {}
         self.library_gate = LibraryGate(self.library.catalog, self.retriever, lambda: self.settings.retrieval)
 
@@ -474,11 +473,12 @@ class RagService:
                       locators=tuple(locators[: len(used)]) if locators is not None else (),
                       original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
         self._answers[self._answer_key(query, ranked, n_sources, use_passages)] = done
+        if len(self._answers) > 16:  # one added per answer, so one out: the session's recent answers only
+            del self._answers[next(iter(self._answers))]
         yield done
 
     def _answer_key(self, query: str, ranked: RankedList, n_sources: int, use_passages: bool) -> tuple[object, ...]:
         return (query.strip(), prompting.answer_key(ranked.hits, n_sources), use_passages, self.settings.generation)
-
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.types import Answer, Progress, RankedList
@@ -17,9 +18,6 @@ from rag_desktop.core.types import Answer, Progress, RankedList
 if TYPE_CHECKING:  # annotations only: the flow never builds a Comparison, the service does
     from rag_desktop.app.service import Comparison
 
-# A word of a passage as the keyword tokenizer sees it: (start, end, word, its stem), as
-# LibraryService.word_spans gives them.
-WordSpan = tuple[int, int, str, str]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.library_gate import LibraryGate
 from rag_desktop.app.model_speed import Speed, SpeedMeter, record_speed
 from rag_desktop.app.passages import PassageFinder
-from rag_desktop.app.question_log import log_question
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.source_needs import source_needs
@@ -237,7 +236,6 @@ class RagService:
         if not query:
             raise UserInputError("the question is empty")
         verdict = self.verdict(ranking)
-        log_question(self.library.catalog, query)
         r = self.retriever()
         t0 = time.perf_counter()
         ctxs, cross = self.query_contexts(query, level, k, translate=translate)

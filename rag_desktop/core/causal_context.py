@@ -47,8 +47,10 @@ class ContextRequest:
 
 
 ContextEncoder = Callable[[Sequence[ContextRequest]], Sequence[npt.ArrayLike | None]]
-# (start, end, word, key) of one word of a text, as ``JiebaTokenizer.word_spans`` reports it:
-# ``key`` is the word as keyword sets store it (the stem, for English in the improved variant).
+# (start, end, word, key) of one word of a text, as ``JiebaTokenizer.word_spans`` reports it (jieba for
+# Chinese runs, a word regex elsewhere): ``key`` is the word as keyword sets store it (the stem, for
+# English in the improved variant). The one definition: the service hands these to the window
+# (RagService.word_spans), which never imports the tokenizer.
 WordSpan = tuple[int, int, str, str]
 
 _SENTENCE_END = re.compile(

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox, QSplitter, 
 
 from rag_desktop.app.service_api import LibraryService
 from rag_desktop.app.session import Session
+from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Citation, Hit
 from rag_desktop.ui import i18n
@@ -29,7 +30,6 @@ from rag_desktop.ui.error_bar import ErrorBar
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.library_controller import LibraryController
 from rag_desktop.ui.model_actions import prepare_in_background, show_models_page
-from rag_desktop.ui.present import WordSpan
 from rag_desktop.ui.qt_translations import apply_qt_language
 from rag_desktop.ui.query_bar import QueryBar
 from rag_desktop.ui.query_state import QueryState

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rag_desktop.core import citations
+from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.cfrag import evidence_rows, margin_summary
 from rag_desktop.core.cfrag.plain import hypothesis_name
 from rag_desktop.core.cfrag.types import CFTrace, DecisionTrace, EvidenceTrace
@@ -29,10 +30,6 @@ COLOR_REGION = "#F0E442"  # the chunk's own text region in the viewer
 COLOR_SELECTED = "#D55E00"
 
 SpanKind = Literal["A", "B", "region"]
-# (start, end, word, key): one word of a text as the keyword tokenizer segments it (jieba
-# for Chinese runs, a word regex elsewhere); ``key`` is its stored term (the Snowball stem).
-# Made on the service side (RagService.word_spans): the UI never imports the tokenizer.
-WordSpan = tuple[int, int, str, str]
 
 
 # --------------------------------------------------------------------------- rank changes

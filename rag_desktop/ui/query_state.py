@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rag_desktop.app.flow_events import WordSpan
+from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.types import Answer
 

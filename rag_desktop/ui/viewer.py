@@ -30,10 +30,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.highlight import Highlight, hex_to_rgb, region_segments
 from rag_desktop.core.types import Hit, OcrLine
 from rag_desktop.ui.i18n import tr
-from rag_desktop.ui.present import COLOR_A, COLOR_B, COLOR_REGION, SpanKind, WordSpan, highlight_spans
+from rag_desktop.ui.present import COLOR_A, COLOR_B, COLOR_REGION, SpanKind, highlight_spans
 from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
 
 ZOOMS = (1.0, 1.25, 1.5, 2.0, 2.5)

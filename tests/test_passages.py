@@ -82,6 +82,22 @@ def test_selection_takes_turns_in_rank_order_and_compares_scores_only_inside_a_c
     assert heading_only not in P.select([*cands, heading_only], 10)
 
 
+
+def test_a_chunk_with_no_question_term_is_left_out_only_when_another_has_one_and_it_may_go() -> None:
+    cands = [_cand(1, 0, 0.0), _cand(1, 100, 0.4), _cand(2, 0, 0.0), _cand(2, 50, 0.0), _cand(3, 0, 0.0),
+             _cand(4, 0, 1.2)]
+    # chunk 2 holds no term and may go; chunk 3 holds none but may not (another language); chunk 1
+    # has a term in one window
+    assert P.termless_chunks(cands, droppable={1, 2, 4}) == {2}
+    assert P.termless_chunks([_cand(1, 0, 0.0), _cand(2, 0, 0.0)], droppable={1, 2}) == set()  # no term anywhere
+    assert P.termless_chunks(cands, droppable=set()) == set()
+    # the reference: a chunk goes iff it may, all its scores are 0, and some score anywhere is > 0
+    for droppable in ({1}, {2, 3}, {1, 2, 3, 4}):
+        any_term = any(c.score > 0 for c in cands)
+        assert P.termless_chunks(cands, droppable) == {
+            r for r in droppable if any_term and all(c.score == 0 for c in cands if c.chunk_rank == r)}
+
+
 def test_prompt_header_names_title_heading_and_printed_page() -> None:
     hit = Hit(7, 3, "chunk", "差旅费管理办法", "/x.docx", 1, "第八条 住宿费……", 0.8, 1, "zh")
     assert source_where(hit, Locator("第八条", ""), "zh") == "《差旅费管理办法》 第八条（第 1 页）"

@@ -55,18 +55,30 @@ def test_answer_streams_and_maps_citations_to_pages(svc: RagService) -> None:
 
 def test_a_scripted_citation_its_passage_does_not_hold_is_removed_and_reported(svc: RagService) -> None:
     """With the check on (the default), a marker whose source does not hold its sentence is taken out,
-    named in Answer.dropped_citations, and the sentence may be matched to the source that holds it."""
-    q = "Why do people fail the Wason selection task?"
+    named in Answer.dropped_citations, and the sentence may be matched to the source that holds it.
+    (The question names the noodles too: a source sharing no word with the question is not read at all.)"""
+    q = "Why do people fail the Wason selection task, and how long do noodles cook?"
     ranked = svc.compare(q).causal
     answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
     sources = [h.text for h in answer.sources]
+    assert len(sources) == 2
     from rag_desktop.core.attribution import check_citations
 
     want = check_citations(ANSWER_TEXT.strip(), sources, q)
-    assert answer.dropped_citations == want.dropped and answer.dropped_citations  # the scripted [1] is unsupported
+    assert answer.dropped_citations == want.dropped and answer.dropped_citations  # the noodles source holds no sentence
     assert all(f"[{n}]" not in answer.text for n, _ in answer.dropped_citations)  # its marker is gone
     assert "[9]" in answer.text  # a number naming no source is not judged: the UI flags it as invalid
 
+
+
+def test_a_source_that_shares_no_word_with_the_question_is_not_read(svc: RagService) -> None:
+    """The noodles chunk is the causal column's second hit for a Wason question but holds none of its
+    terms (core.passages.termless_chunks): the prompt leaves it out, the Wason passage stays."""
+    q = "Why do people fail the Wason selection task?"
+    ranked = svc.compare(q).causal
+    assert [h.path.rsplit("/", 1)[-1] for h in ranked.hits[:2]] == ["wason_en.txt", "noodles_en.txt"]
+    answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
+    assert answer.sources and all("Wason" in h.text for h in answer.sources)
 
 def test_foreign_chunks_are_translated_once_and_cached(svc: RagService) -> None:
     before_settings = svc.settings

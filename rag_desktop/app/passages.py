@@ -30,7 +30,9 @@ from rag_desktop.core.types import Chunk, Hit, Locator, Page
 
 log = logging.getLogger(__name__)
 
-CHUNKS_PER_DOC = 2  # a document-level hit is read through its two best-matching chunks
+# Document-level hits are read through the best chunks of all of them together, as many chunks as
+# there are hits (a chunk-level column's answer reads that many), and at least this many.
+MIN_DOC_CHUNKS = 2
 _KEY_CHARS = 24  # leading non-space characters that find a paragraph in a page's text
 _PDF_CACHE = 32  # documents whose page texts and labels are kept
 
@@ -40,7 +42,7 @@ def _squash(text: str) -> str:
 
 
 def best_chunks(by_similarity: Sequence[int], keyword: Mapping[int, float]) -> list[int]:
-    """A document's chunks in the order its answer passages are looked for: the reciprocal rank
+    """The chunks of a column's top documents in the order their answer passages are looked for: the reciprocal rank
     fusion (core.fusion, k = 60) of their order by similarity to the question and their BM25 order
     (only chunks holding a question term rank there). The page that names what the question names
     — a command, an option, a package — is found even where a small encoder puts a neighbouring
@@ -92,28 +94,41 @@ class PassageFinder:
 
     # ------------------------------------------------------------------ chunks
     def _chunks_for(self, query: str, hits: Sequence[Hit], qv: np.ndarray) -> list[tuple[int, Chunk]]:
+        """The chunks behind ``hits``, each with its own rank, in reading order.
+
+        A chunk-level hit is its own chunk. Document-level hits are read through the chunks of all
+        of them together: their chunks are ordered by :func:`best_chunks` (similarity fused with
+        BM25) across the documents, and the first ``max(len(doc hits), MIN_DOC_CHUNKS)`` are read —
+        so the documents the column ranks decide *what* is read, and the document that holds the
+        answer gives as many chunks as it has good ones, as in a chunk-level column. (Two chunks
+        from each document spread eight passages over ten chunks: one window each, often not the
+        one that answers; docs/evaluation.md, "Finding the page".) The chunks are read in the
+        column's order of their documents, a document's best first.
+        """
         cat = self.library.catalog
-        kw_scores = self._keyword_scores(query) if any(h.level == "doc" for h in hits) else {}
+        doc_hits = [h for h in hits if h.level == "doc"]
+        rank_of = {h.doc_id: r for r, h in enumerate(hits, start=1) if h.level == "doc"}
+        # (the hit's rank, the chunk's place among that hit's chunks, chunk id)
+        order = [(r, 0, h.unit_id) for r, h in enumerate(hits, start=1) if h.level == "chunk"]
+        if doc_hits:
+            vecs = cat.chunk_vectors_of([h.doc_id for h in doc_hits])
+            rows = [(cid, v, h.doc_id) for h in doc_hits for cid, v in vecs.get(h.doc_id, [])]
+            if rows:
+                sims = np.stack([v for _, v, _ in rows]) @ qv
+                by_sim = [rows[int(i)][0] for i in np.argsort(-sims, kind="stable")]
+                doc_of = {cid: d for cid, _, d in rows}
+                best = best_chunks(by_sim, self._keyword_scores(query))[: max(len(doc_hits), MIN_DOC_CHUNKS)]
+                order += [(rank_of[doc_of[c]], i, c) for i, c in enumerate(best)]
+        order.sort()
+        chunks = cat.chunks(cid for _, _, cid in order)
         out: list[tuple[int, Chunk]] = []
         seen: set[int] = set()
-        chunk_ids: list[tuple[int, int]] = []
-        doc_hits = [h for h in hits if h.level == "doc"]
-        vecs = cat.chunk_vectors_of([h.doc_id for h in doc_hits]) if doc_hits else {}
-        for rank, h in enumerate(hits, start=1):
-            if h.level == "chunk":
-                chunk_ids.append((rank, h.unit_id))
-                continue
-            rows = vecs.get(h.doc_id, [])
-            if not rows:
-                continue
-            sims = np.stack([v for _, v in rows]) @ qv
-            ids = [rows[int(i)][0] for i in np.argsort(-sims, kind="stable")]
-            chunk_ids += [(rank, cid) for cid in best_chunks(ids, kw_scores)[:CHUNKS_PER_DOC]]
-        chunks = cat.chunks(cid for _, cid in chunk_ids)
-        for rank, cid in chunk_ids:
+        for _, _, cid in order:
             if cid in chunks and cid not in seen:
                 seen.add(cid)
-                out.append((rank, chunks[cid]))
+                # each chunk its own rank (P.select takes turns by chunk and reads a chunk's windows
+                # by their offsets in it), numbered in the column's order
+                out.append((len(out) + 1, chunks[cid]))
         return out
 
     def _keyword_scores(self, query: str) -> Mapping[int, float]:
@@ -216,7 +231,10 @@ class PassageFinder:
             return PassageSet((), (), 0, time.perf_counter() - t0)
         docs = {h.doc_id: h for h in hits}
         chunk_of = {id(c): ch for c, ch in scored}
-        chosen = P.select([c for c, _ in scored], self.max_passages)
+        lang = detect_lang(query)
+        cands = [c for c, _ in scored]
+        gone = P.termless_chunks(cands, {c.chunk_rank for c, ch in scored if ch.lang == lang})
+        chosen = [c for c in P.select(cands, self.max_passages) if c.chunk_rank not in gone]
         out_hits: list[Hit] = []
         locs: list[Locator] = []
         for i, c in enumerate(chosen, start=1):

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from rag_desktop.core.prompting import split_sentences
@@ -262,6 +262,28 @@ def select(candidates: Sequence[Candidate], max_passages: int, min_share: float 
             if queues[rank] and len(chosen) < max_passages:
                 chosen.append(queues[rank].pop(0))
     return sorted(chosen, key=lambda c: (c.chunk_rank, c.window.start))
+
+
+def termless_chunks(candidates: Sequence[Candidate], droppable: Collection[int]) -> set[int]:
+    """The chunks (by rank) in ``droppable`` none of whose windows holds a question term, when some
+    chunk's window does: the answer leaves their passages out.
+
+    :func:`select`'s rule for windows inside a chunk (no question term: left out when the chunk has
+    one), applied across the chunks a column hands the answer: dense similarity puts a chunk in the
+    top ranks that shares no word with the question (a report's project list under a question on a
+    card task), and the model reads it before its first token for nothing. The caller says which
+    chunks may go: those in the question's language (a chunk in another language shares no word with
+    it, which says nothing about whether it answers). When no chunk holds a term, none goes. The
+    other chunks' passages are those :func:`select` chose with these present: their slots are not
+    refilled (more windows of one document, with other figures, misled the embedded model on a demo
+    question), so the prompt is only shorter.
+    """
+    best: dict[int, float] = {}
+    for c in candidates:
+        best[c.chunk_rank] = max(best.get(c.chunk_rank, 0.0), c.score)
+    if not any(v > 0 for v in best.values()):
+        return set()
+    return {r for r, v in best.items() if v <= 0 and r in droppable}
 
 
 BM25_K1 = 1.2

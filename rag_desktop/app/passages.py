@@ -1,8 +1,9 @@
 """Answer passages for one ranked column: windows, pages, headings, scores.
 
 The pure parts (windows, headings, selection) are in :mod:`rag_desktop.core.passages`; this
-module reads what they need from the library: the chunks behind the column's top hits (for a
-document-level hit, its chunks that best match the question, by their stored vectors), the
+module reads what they need from the library: the chunks behind the column's top hits (for
+document-level hits, the chunks of all of them that best match the question, by their stored vectors and
+BM25), the
 page each paragraph is on (a chunk spanning pages is located in the PDF's own page texts),
 the PDF's printed page labels, and the question's BM25 in each window (the library's
 tokenizer, stopwords and chunk-level IDF).

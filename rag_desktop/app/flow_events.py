@@ -19,7 +19,6 @@ if TYPE_CHECKING:  # annotations only: the flow never builds a Comparison, the s
     from rag_desktop.app.service import Comparison
 
 
-
 @dataclass(frozen=True)
 class ColumnsReady:
     """The rankings, drawn before any generator call; ``translated`` when this is the second pass

@@ -304,7 +304,7 @@ class ResultsPanel(QTabWidget):
             # evidence, in the order its [n] count them.
             # (no score: a passage's s_sim is its window's score, not the similarity the columns show)
             rows = [make_row(dataclasses.replace(h, rank=i), rank_change(base, h), [], note=tr("col.cf_standard_read"))
-                    for i, h in enumerate(st.cfrag.answer.sources, start=1)]
+                    for i, h in enumerate(self._cf_sources(st), start=1)]
         # No subtitle: the decision, the counts and Δ's noise are behind the card's "Details" fold
         # (present.cf_detail_lines), under the run said in plain words.
         self.columns["cfrag"].set_rows(rows)

@@ -683,9 +683,8 @@ def _cfrag_steps_run(lib: Path, gguf: Path, settings: Any, args: argparse.Namesp
         if mode == "after_full":
             gen.batch_shares_context = False
         try:
-            # With cfrag.keep_standard CF-RAG starts from the standard answer; the window takes it from
-            # the column that wrote it, here it is written again inside the timed run: the ratio is whole.
-            svc._answers.clear()
+            # With cfrag.keep_standard CF-RAG starts from the standard answer; the window hands it the
+            # one its first column wrote, here svc.cfrag writes it inside the timed run: the ratio is whole.
             t0 = time.perf_counter()
             res = cfrag_result(svc.cfrag(q))
             s = time.perf_counter() - t0

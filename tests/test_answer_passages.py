@@ -164,24 +164,33 @@ def test_cfrag_hypotheses_read_each_evidence_through_its_answering_paragraph(svc
 
 
 def test_cfrag_starts_from_the_answer_the_window_already_wrote(svc: RagService) -> None:
-    """cfrag.keep_standard: the standard answer CF-RAG starts from is the one the first answer
-    column wrote (the same ranking, question and settings), not written a second time."""
+    """cfrag.keep_standard: the window's flow hands CF-RAG the answer its first column wrote (the
+    comparison's first_column), and CF-RAG checks that one instead of writing it a second time."""
+    from rag_desktop.app import flow_events as fe
+    from rag_desktop.app.question_flow import QuestionFlow
     from rag_desktop.core.cfrag import cfrag_result
 
     gen = _Recording()
     svc.runtime._generator = gen
     try:
-        comp = svc.compare(Q_AROMA, translate=False)
-        first = "baseline" if comp.answer_ranking == "baseline" else "causal"
-        written = list(svc.answer(Q_AROMA, comp.answer_list(first)))[-1]
-        assert isinstance(written, Answer) and written.text
+        flow = QuestionFlow(svc, Q_AROMA, highlights=False, prepare=False)
+        seen = list(flow.events(cfrag=False))
+        ready = next(e for e in seen if isinstance(e, fe.ColumnsReady))
+        written = next(e.answer for e in seen if isinstance(e, fe.AnswerDone)
+                       and e.column == ready.comparison.first_column)
+        assert written.text and flow.standard() is written
         before = len(gen.prompts)
-        res = cfrag_result(svc.cfrag(Q_AROMA))
+        res = next(e.result for e in flow.cfrag() if isinstance(e, fe.CFDone))
         check = res.trace.decision.standard
         assert check is not None and check.answer == written.text
         assert not any(p.startswith("Sources:") for p in gen.prompts[before:])  # no second standard answer
         if check.confident:
             assert res.answer.text == written.text and gen.prompts[before:] == []
+        # Not handed one (the CLI's `compare` with CF-RAG), CF-RAG writes the standard answer itself.
+        before = len(gen.prompts)
+        alone = cfrag_result(svc.cfrag(Q_AROMA))
+        assert alone.trace.decision.standard is not None
+        assert any(p.startswith("Sources:") for p in gen.prompts[before:])
     finally:
         svc.runtime._generator = ScriptedGenerator()
 

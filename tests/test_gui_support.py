@@ -314,6 +314,7 @@ class FakeService:
         # the causal column in the baseline's order, as when the gate says re-ranking would hurt
         self.causal_as_baseline = False
         self.answer_calls: list[str] = []  # the method of each answer() call, in order
+        self.cfrag_standards: list[Answer | None] = []  # the standard answer each CF-RAG run was handed
         self.closed = False
         self.opened: list[FakeService] = []
         self.conversation = Conversation()
@@ -414,7 +415,9 @@ class FakeService:
         gen: Any = self.runtime.generator()  # the scripted collaborator: stream is all source_needs uses
         yield from source_needs(gen, self.settings.generation, query, answer, cancel)
 
-    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None, standard: Answer | None = None,
+                         ) -> Iterator[Progress | CFResult | Answer]:
+        self.cfrag_standards.append(standard)
         for i, step in enumerate(("retrieve", "counterfactuals", "hypotheses", "decision"), start=1):
             if cancel is not None:
                 cancel.raise_if_set()

@@ -219,13 +219,13 @@ def test_switching_cfrag_off_stops_it_and_says_so(qtbot: Any, env: Any) -> None:
     started = threading.Event()
     plain = svc.cfrag_or_abstain
 
-    def slow_cfrag(query: str, cancel: Any = None) -> Iterator[Any]:
+    def slow_cfrag(query: str, cancel: Any = None, standard: Any = None) -> Iterator[Any]:
         started.set()
         while not release.is_set():  # CF-RAG's minutes, until the switch cancels it
             if cancel is not None:
                 cancel.raise_if_set()
             release.wait(0.02)
-        yield from plain(query, cancel)
+        yield from plain(query, cancel, standard)
 
     svc.cfrag_or_abstain = slow_cfrag
     win.query_bar.auto_answer.setChecked(True)

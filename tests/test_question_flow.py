@@ -77,6 +77,18 @@ def test_a_question_goes_from_text_to_columns_answers_and_cfrag(tmp_path: Path) 
     assert steps[-4:] == ["cfrag.retrieve", "cfrag.counterfactuals", "cfrag.hypotheses", "cfrag.decision"]
     assert isinstance(seen[-1], fe.CFDone) and seen[-1].result.answer.method == "cfrag"
     assert not any(isinstance(e, fe.Failed) for e in seen)
+    # CF-RAG starts from the first column's answer, handed over, not written again (cfrag.keep_standard)
+    assert svc.cfrag_standards == [done[0].answer]
+
+
+def test_cfrag_alone_writes_its_own_standard_answer(tmp_path: Path) -> None:
+    """No answer written by the flow (answers off, then CF-RAG asked for): nothing is handed over."""
+    svc = FakeService(tmp_path / "lib", Settings())
+    flow = QuestionFlow(svc, QUESTION)
+    list(flow.events(answers=False))
+    assert flow.standard() is None
+    list(flow.cfrag())
+    assert svc.cfrag_standards == [None]
 
 
 def test_columns_reading_the_same_passages_share_one_answer(tmp_path: Path) -> None:
@@ -126,7 +138,8 @@ def test_a_failed_ranking_is_a_failed_event(tmp_path: Path) -> None:
 
 
 class AbstainingService(FakeService):
-    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None, standard: Answer | None = None,
+                         ) -> Iterator[Progress | CFResult | Answer]:
         yield Answer("", method="cfrag", abstention=Abstention(True, "off_topic", Support(4, 0, 0.2, 0.19)))
 
 

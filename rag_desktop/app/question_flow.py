@@ -89,6 +89,11 @@ class QuestionFlow:
         self.prepare = prepare
         # Set on the worker thread by the first failing generation, read by the next one.
         self.generation_failed = threading.Event()
+        # The comparison the answers were written from and the answers written, by column: CF-RAG
+        # starts from the first column's (cfrag.keep_standard) instead of writing it again. Written
+        # and read on the one worker thread, steps in order.
+        self.comparison: Comparison | None = None
+        self.written: dict[str, Answer] = {}
 
     # ------------------------------------------------------------------ rankings
     def retrieve(self, *, translate: bool, cancel: CancelToken | None = None) -> ColumnsReady:
@@ -98,6 +103,7 @@ class QuestionFlow:
         comp = svc.compare(self.question, level=self.level, k=self.k, ranking=self.ranking, translate=translate)
         if cancel is not None:
             cancel.raise_if_set()
+        self.comparison = comp
         if not self.highlights:
             return ColumnsReady(comp, translated=translate)
         surfaces = {t: s for t, s in svc.surfaces(sorted(comparison_terms(comp))).items() if s}
@@ -122,7 +128,7 @@ class QuestionFlow:
         lists = [(m, c.answer_list(m)) for m in columns]
         # The ranking the gate feeds the answers with is answered first: a person's first answer
         # token does not wait for the other column's whole answer.
-        first = "baseline" if c.answer_ranking == "baseline" else "causal"
+        first = c.first_column
         groups: dict[tuple[object, ...], list[tuple[str, RankedList]]] = {}
         for m, ranked in sorted(lists, key=lambda mr: mr[0] != first):
             groups.setdefault(prompting.answer_key(ranked.hits), []).append((m, ranked))
@@ -145,19 +151,29 @@ class QuestionFlow:
             elif isinstance(ev, Answer):
                 for i, (m, ranked) in enumerate(zip(group.members, group.lists, strict=True)):
                     shown = ev if i == 0 else dataclasses.replace(ev, method=ranked.method)
+                    self.written[m] = shown
                     yield AnswerDone(m, shown, ranked, group.lead if i else "")
 
     # ------------------------------------------------------------------ CF-RAG
     def cfrag(self, cancel: CancelToken | None = None) -> Iterator[CFProgress | CFDone | Abstained]:
-        """CF-RAG's steps and result, or the abstention when the library holds no answer."""
+        """CF-RAG's steps and result, or the abstention when the library holds no answer; it starts
+        from the first column's answer when this flow wrote it (:meth:`standard`)."""
         svc = self.service
-        for ev in self._guarded(lambda: svc.cfrag_or_abstain(self.question, cancel), cancel):
+        standard = self.standard()
+        for ev in self._guarded(lambda: svc.cfrag_or_abstain(self.question, cancel, standard), cancel):
             if isinstance(ev, Progress):
                 yield CFProgress(ev)
             elif isinstance(ev, CFResult):
                 yield CFDone(ev)
             elif isinstance(ev, Answer):
                 yield Abstained(ev)
+
+    def standard(self) -> Answer | None:
+        """The answer CF-RAG starts from: the one this flow wrote for the comparison's first column
+        (Comparison.first_column), None when it was not written, was stopped or abstained."""
+        c = self.comparison
+        done = self.written.get(c.first_column) if c is not None else None
+        return done if done is not None and done.text.strip() else None
 
     def needs(self, column: str, answer: Answer, cancel: CancelToken | None = None
               ) -> Iterator[NeedsProgress | NeedsDone]:

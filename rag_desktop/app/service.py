@@ -103,6 +103,12 @@ class Comparison:
     # order over the same pool (RagService.answer_list); a column absent here reads its own order.
     answer_lists: dict[str, RankedList] = field(default_factory=dict)
 
+    @property
+    def first_column(self) -> str:
+        """The column whose answer is written first and that CF-RAG starts from: the one
+        ``answer_ranking`` feeds ("causal" for the causal and the hybrid rankings)."""
+        return "baseline" if self.answer_ranking == "baseline" else "causal"
+
     def answer_list(self, column: str) -> RankedList:
         """The list ``column``'s answer reads (its own order when no keyword leg ran)."""
         own = {"baseline": self.baseline, "causal": self.causal}.get(column) or self.cross_encoder
@@ -128,8 +134,6 @@ class RagService:
         self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
-        # The recent answers by what determines them: CF-RAG starts from one a column wrote (cfrag.anchor).
-        self._answers: dict[tuple[object, ...], Answer] = {}
         self.library_gate = LibraryGate(self.library.catalog, self.retriever, lambda: self.settings.retrieval)
 
     def close(self) -> None:
@@ -470,13 +474,7 @@ class RagService:
         done = Answer(text, citations, tuple(used), ranked.method,
                       locators=tuple(locators[: len(used)]) if locators is not None else (),
                       original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
-        self._answers[self._answer_key(query, ranked, n_sources, use_passages)] = done
-        if len(self._answers) > 16:  # one added per answer, so one out: the session's recent answers only
-            del self._answers[next(iter(self._answers))]
         yield done
-
-    def _answer_key(self, query: str, ranked: RankedList, n_sources: int, use_passages: bool) -> tuple[object, ...]:
-        return (query.strip(), prompting.answer_key(ranked.hits, n_sources), use_passages, self.settings.generation)
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -553,16 +551,18 @@ class RagService:
             c = dataclasses.replace(c, theta_sim=b + c.theta_sim * (1 - b), theta_dedup=b + c.theta_dedup * (1 - b))
         return c
 
-    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None, standard: Answer | None = None,
+                         ) -> Iterator[Progress | CFResult | Answer]:
         """CF-RAG as the window and ``answer --method cfrag`` run it: first the abstention every answer
-        path makes (core.abstain, ``generation.abstain``), then :meth:`cfrag`. Ends with the CFResult,
-        or with an abstained Answer and no model call for CF-RAG."""
+        path makes (core.abstain, ``generation.abstain``), then :meth:`cfrag` from ``standard`` (the
+        answer the first column wrote, None: written here). Ends with the CFResult, or with an
+        abstained Answer and no model call for CF-RAG."""
         if self.settings.generation.abstain:
             abstention = self.abstention(query, None, cancel)
             if abstention.abstained:
                 yield Answer("", method="cfrag", abstention=abstention)
                 return
-        yield from self.cfrag(query, cancel)
+        yield from self.cfrag(query, cancel, standard=standard)
 
     def cfrag(
         self, query: str, cancel: CancelToken | None = None, level: str | None = None,
@@ -620,12 +620,9 @@ class RagService:
 
 
 def standard_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:
-    """The answer the window writes first for ``query`` (the ranking that feeds the answers), taken
-    from the service's answers already written when a column wrote it; None when it abstains."""
+    """The answer the window writes first for ``query`` (Comparison.first_column's), written for a
+    CF-RAG run that was not handed it (the CLI, the benchmarks); None when it abstains."""
     comp = svc.compare(query, translate=False)
-    ranked = comp.answer_list("baseline" if comp.answer_ranking == "baseline" else "causal")
-    g = svc.settings.generation
-    done = svc._answers.get(svc._answer_key(query, ranked, prompting.ANSWER_SOURCES, g.passages))
-    if done is None:
-        done = next((ev for ev in svc.answer(query, ranked, cancel=cancel) if isinstance(ev, Answer)), None)
+    done = next((ev for ev in svc.answer(query, comp.answer_list(comp.first_column), cancel=cancel)
+                 if isinstance(ev, Answer)), None)
     return done if done is not None and done.text.strip() else None

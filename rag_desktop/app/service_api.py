@@ -96,8 +96,10 @@ class LibraryService(Protocol):
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[GenEvent | Answer | Progress]: ...
 
-    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None) -> Iterator[Progress | CFResult | Answer]:
-        """CF-RAG's events, ending with its CFResult, or with an abstained Answer (core.abstain)."""
+    def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None, standard: Answer | None = None,
+                         ) -> Iterator[Progress | CFResult | Answer]:
+        """CF-RAG's events from ``standard`` (the first column's answer; None: CF-RAG writes it), ending
+        with its CFResult, or with an abstained Answer (core.abstain)."""
 
     def source_needs(self, query: str, answer: Answer,
                      cancel: CancelToken | None = None) -> Iterator[Progress | tuple[SourceNeed, ...]]:

@@ -102,5 +102,5 @@ def ingest_progress_line(ev: Progress) -> None:
 
 
 # What the CLI prints when the answer abstained (core.abstain): the library holds no answer.
-ABSTAINED_LINE = ("Not in your documents: most of the question's words do not occur in this library and no "
+ABSTAINED_LINE = ("Not in your documents: none of the question's words occur in this library and no "
                   "passage stands out from the rest. (generation.abstain = false answers anyway.)")

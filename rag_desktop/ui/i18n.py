@@ -772,10 +772,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "needs.without_tip": ("without [{n}]: {without}", "去掉 [{n}]：{without}"),
     "needs.failed": ("could not check the sources: {msg}", "无法检查资料：{msg}"),
     "answer.abstained": ("not in your documents: the model was not asked", "文档中没有答案：未询问模型"),
-    "answer.abstained_text": ("Not in your documents. Most of the question's words do not occur in this library, and "
+    "answer.abstained_text": ("Not in your documents. None of the question's words occur in this library, and "
                               "no passage stands out from the rest, so no answer was written. Rephrase it in the "
                               "documents' words, or add the documents that hold the answer.",
-                              "文档中没有答案。问题中的大部分词语不在这个文库里，也没有哪段文字明显比其余的更相关，所以没有"
+                              "文档中没有答案。问题中的词语都不在这个文库里，也没有哪段文字明显比其余的更相关，所以没有"
                               "生成回答。可以换用文档里的说法再问，或者添加包含答案的文档。"),
     "answer.abstained_tip": ("{known} of the question's {terms} search terms occur in this library ({coverage}); "
                              "the best passage stands {lift} above the question's mean similarity to the library. "
@@ -1125,8 +1125,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.generation.max_passages": ("Passages per answer", "每个回答的段落数"),
     "set.generation.max_passages.tip": ("At most this many passages are given to the model", "最多提供给模型的段落数"),
     "set.generation.abstain": ("Say “not in your documents”", "文档中没有答案时不作答"),
-    "set.generation.abstain.tip": ("When most of the question's words are not the library's and no passage stands "
-                                   "out, say so instead of asking the model", "问题的大部分词语不在文库中、且没有"
+    "set.generation.abstain.tip": ("When none of the question's words are the library's and no passage stands "
+                                   "out, say so instead of asking the model", "问题的词语都不在文库中、且没有"
                                    "明显相关的段落时，直接说明，不询问模型"),
     "set.generation.check_citations": ("Check the model's citations", "检查模型的引用"),
     "set.generation.check_citations.tip": ("A [n] whose passage does not hold the sentence it ends is removed, "

@@ -104,6 +104,33 @@ def test_answer_reads_passages_with_locators_and_cites_them(svc: RagService) -> 
 Q_AROMA = "How long does opened green tea keep its aroma?"
 
 
+class _Replying(ScriptedGenerator):
+    """The scripted collaborator, answering with ``reply``."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__()
+        self.reply = reply
+
+    def _reply(self, messages):  # type: ignore[no-untyped-def]
+        kind, text = super()._reply(messages)
+        return (kind, self.reply) if kind == "answer" else (kind, text)
+
+
+def test_an_answer_no_passage_holds_is_marked_unsupported(svc: RagService) -> None:
+    """The answer path's own check (core.cfrag.anchor.unsupported) on the passages it read."""
+    ranked = svc.compare(Q_AROMA, translate=False).baseline
+    try:
+        svc.runtime._generator = _Replying("Opened green tea loses its aroma within about two months [1].")
+        held = list(svc.answer(Q_AROMA, ranked))[-1]
+        svc.runtime._generator = _Replying("Green tea keeps its aroma for ten years in a cellar in Rome [1].")
+        invented = list(svc.answer(Q_AROMA, ranked))[-1]
+    finally:
+        svc.runtime._generator = ScriptedGenerator()
+    assert isinstance(held, Answer) and isinstance(invented, Answer)
+    assert "unsupported" not in held.warnings and held.text
+    assert "unsupported" in invented.warnings and not invented.abstained  # said, not hidden
+
+
 def test_focus_reads_each_chunk_through_its_best_paragraph(svc: RagService) -> None:
     ranked = svc.compare(Q_AROMA, level="chunk").baseline
     tea = next(h for h in ranked.hits if h.path.endswith(".pdf"))

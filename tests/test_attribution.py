@@ -130,6 +130,22 @@ def test_the_pane_says_when_the_answer_copied_the_example(qtbot) -> None:  # typ
         assert pane.status.text().startswith("⚠ not an answer: the model repeated the prompt's worked example")
 
 
+def test_the_pane_warns_when_no_passage_holds_the_answer_in_both_languages(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from rag_desktop.core.types import Answer
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+    from rag_desktop.ui.i18n import tr
+
+    for lang in ("en", "zh"):
+        with i18n.using(lang):
+            pane = AnswerPane("baseline", "col.baseline")
+            qtbot.addWidget(pane)
+            pane.set_answer(Answer("The parliament house opened in 1957.", (), (), "baseline",
+                                   warnings=("unsupported",)))
+            assert pane.status.text().startswith(tr("answer.unsupported", n=0).split("·")[0].strip())
+            assert pane.text() == "The parliament house opened in 1957."  # said, not hidden
+
+
 def test_a_marker_written_after_the_full_stop_belongs_to_its_sentence_and_is_not_matched_again() -> None:
     """Seen in the window: the model wrote "…合住一间。[1]"; the splitter gave "[1]" to the next piece, the
     sentence looked uncited and got a second marker ("一间[1]。 [1]")."""

@@ -10,7 +10,7 @@ import pytest
 from test_cfrag_pipeline import BALE, QUERY, SETTINGS, WATER, ScriptedGenerator, make
 
 from rag_desktop.core.cfrag import SYSTEM_HYPOTHESIS, cfrag_result, iter_cfrag
-from rag_desktop.core.cfrag.anchor import answers_agree, claim_presence, says_not_found
+from rag_desktop.core.cfrag.anchor import answers_agree, claim_presence, says_not_found, unsupported
 from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.text import arabic_numerals
 from rag_desktop.core.types import Answer, ChatMessage, Hit
@@ -52,6 +52,22 @@ def test_claim_presence_reads_what_the_answer_adds() -> None:
     assert zh >= 0.5
     assert answers_agree("Christian Bale", "The lead actor is Christian Bale [1].", QUERY)
     assert not answers_agree("Heath Ledger", "The lead actor is Christian Bale [1].", QUERY)
+
+
+def test_an_answer_no_passage_holds_is_unsupported_and_one_claiming_nothing_is_not() -> None:
+    assert not unsupported("The lead actor is Christian Bale [1].", QUERY, BALE)
+    assert unsupported("The lead actor is Heath Ledger [2].", QUERY, BALE)  # Ledger is in no passage
+    assert unsupported("Heath Ledger", QUERY, BALE, presence_min=0.5)
+    # The same "most of it" as CF-RAG's standard check, at its limit.
+    half = "Christian Bale and Heath Ledger"
+    assert claim_presence(half, QUERY, BALE) == pytest.approx(0.5)
+    assert not unsupported(half, QUERY, BALE) and unsupported(half, QUERY, BALE, presence_min=0.51)
+    # Nothing claimed: no warning.
+    assert not unsupported("", QUERY, BALE)
+    assert not unsupported("The sources do not say who the lead actor is.", QUERY, BALE)
+    assert not unsupported("白鹭湖", "白鹭湖和青梅湖，哪个湖的水面面积更大？", ["青梅湖水面面积为十二平方公里。"])
+    assert not unsupported("评估结果有效期为2年 [1]。", "评估结果的有效期是多久？",
+                           ["评估结果自出具之日起二年内有效。"])
 
 
 @pytest.mark.parametrize("text", [

@@ -333,6 +333,7 @@ def _predict(svc: RagService, method: str, question: str, standard: Answer | Non
         extra: dict[str, Any] = {"source_texts": [h.text for h in answer.sources], "ttft_s": ttft,
                                  "matched_citations": len(answer.matched),
                                  "dropped_citations": len(answer.dropped_citations),
+                                 "unsupported": "unsupported" in answer.warnings,
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
                                  "translate_s": round(cross.seconds, 3), "answer": answer}

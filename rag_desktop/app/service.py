@@ -42,6 +42,7 @@ from rag_desktop.core.abstain import Abstention
 from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
+from rag_desktop.core.cfrag.anchor import unsupported
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
 from rag_desktop.core.conversation import (
     NOTES,
@@ -468,7 +469,10 @@ class RagService:
         # A small model sometimes repeats the worked example of the prompt (its answer with a real
         # title pasted in): said, not shown as an answer from the documents.
         example = next((m.content for m in msgs if m.role == "assistant"), "")
-        warnings = ("copied_example",) if echoes_example(text, example, [h.text for h in used]) else ()
+        read = [h.text for h in used]
+        # And what it adds to the question held by no passage it read: said beside it (core.cfrag.anchor).
+        warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
+                                         ("unsupported", unsupported(text, query, read))) if on)
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
         done = Answer(text, citations, tuple(used), ranked.method,

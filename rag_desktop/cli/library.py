@@ -177,6 +177,8 @@ def _print_sources(answer: Answer) -> None:
     bad = [c.n for c in answer.citations if not c.valid]
     if bad:
         print(f"  note: the answer cites {bad}, which were not among the sources given to the model")
+    if "unsupported" in answer.warnings:
+        print("  note: no passage the model read holds this answer; check it against the sources")
 
 
 def summarize_trace(res: Any) -> str:

@@ -284,7 +284,8 @@ class Answer:
     # Markers added after generation to sentences the model left uncited: the span of each number in
     # ``text`` and its n, as citation_spans gives them (core.attribution); shown as matched, not as the model's.
     matched: tuple[tuple[int, int, int], ...] = ()
-    # What the UI must say about this answer: "copied_example" (it repeats the prompt's worked example).
+    # What the UI must say about this answer: "copied_example" (it repeats the prompt's worked example),
+    # "unsupported" (no passage it read holds what it adds to the question: core.cfrag.anchor.unsupported).
     warnings: tuple[str, ...] = ()
     # The model's citations taken out because their passage does not hold the sentence they ended:
     # (n, sentence) each (core.attribution.check_citations).

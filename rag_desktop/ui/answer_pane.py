@@ -226,6 +226,8 @@ class AnswerPane(QWidget):
         invalid = [c.n for c in answer.citations if not c.valid]
         if "copied_example" in answer.warnings:
             self._set_status("answer.copied_example")
+        elif "unsupported" in answer.warnings:  # what the answer adds is in no passage it read (core.cfrag.anchor)
+            self._set_status("answer.unsupported", n=len(answer.citations))
         elif invalid:
             self._set_status("answer.done_invalid", n=len(answer.citations),
                              bad=", ".join(f"[{i}]" for i in invalid))

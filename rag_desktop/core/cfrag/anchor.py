@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 
 from rag_desktop.core.cfrag.counterfactuals import content_tokens
+from rag_desktop.core.cfrag.tuning import DEFAULT_TUNING
 from rag_desktop.core.text import arabic_numerals
 
 # "The sources do not say …", "no information about …", "资料中没有提到 …": the answer prompt asks
@@ -59,6 +60,19 @@ def claim_presence(answer: str, query: str, texts: Sequence[str]) -> float:
     if not claim:
         return 0.0
     return max((len(claim & _tokens(t)) / len(claim) for t in texts), default=0.0)
+
+
+def unsupported(answer: str, query: str, texts: Sequence[str], presence_min: float | None = None) -> bool:
+    """True when no passage of ``texts`` holds ``presence_min`` (default: CF-RAG's own, "most of
+    it") of what ``answer`` adds to ``query``: the check CF-RAG makes of the standard answer, made
+    of every answer so the window can say so. An answer that adds nothing to the question (one of
+    the options it names: "白鹭湖还是青梅湖？" → "白鹭湖"), one saying the sources lack the answer,
+    and an empty one are not flagged: they claim nothing a passage could hold. Measured as a warning
+    in docs/evaluation.md ("Not in your documents")."""
+    if not answer.strip() or says_not_found(answer) or not _tokens(answer) - _tokens(query):
+        return False
+    need = DEFAULT_TUNING.presence_min if presence_min is None else presence_min
+    return claim_presence(answer, query, texts) < need
 
 
 def answers_agree(candidate: str, standard: str, query: str) -> bool:

@@ -1,7 +1,7 @@
 """How often the answer path says "not in your documents" (core.abstain; docs/evaluation.md).
 
     PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|all] \
-        [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR]
+        [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR] [--answers N]
 
 It calls ``RagService.abstention`` on the list the Baseline column's answer reads, exactly as
 ``RagService.answer`` does before it would load the model; a question about to abstain in a mixed-language
@@ -27,7 +27,10 @@ from typing import Any
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import read_jsonl
 from rag_desktop.app.service import RagService
+from rag_desktop.core.cfrag.anchor import says_not_found
 from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.qa_metrics import containment_match
+from rag_desktop.core.types import Answer
 
 DATA = Path("tests/data")
 # The real sets (--manuals, --statutes point elsewhere): published documents zh and en with their
@@ -110,12 +113,52 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
     return out
 
 
+def _gold() -> dict[str, list[str]]:
+    """The gold answers of the sets that have them, by question."""
+    out: dict[str, list[str]] = {}
+    for path in (DATA / "demo_qa/questions.jsonl", REAL["manuals"] / "questions.jsonl"):
+        if path.is_file():
+            out.update({str(r["question"]): [str(a) for a in r["answers"]] for r in read_jsonl(path)})
+    return out
+
+
+def _answer_rows(svc: RagService, rows: list[dict[str, Any]], n: int, gold: dict[str, list[str]]) -> None:
+    """Answer the first ``n`` questions of ``rows`` the rule let through, as the window's first column does,
+    and record what the person would see: the answer's passage check (``unsupported``: no passage it read
+    holds it, core.cfrag.anchor), whether it says the sources lack the answer, and, where the set has gold
+    answers, whether it holds one."""
+    for row in [r for r in rows if not r["abstained"]][:n]:
+        t0 = time.perf_counter()
+        comp = svc.compare(row["q"], translate=False)
+        answer = [e for e in svc.answer(row["q"], comp.answer_list(comp.first_column)) if isinstance(e, Answer)][-1]
+        row["answer"] = {"text": answer.text, "unsupported": "unsupported" in answer.warnings,
+                         "not_found": says_not_found(answer.text), "citations": len(answer.citations),
+                         "right": (containment_match(answer.text, gold[row["q"]]) > 0) if row["q"] in gold else None,
+                         "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _answers_summary(runs: list[dict[str, Any]]) -> None:
+    for answerable in (True, False):
+        got = [r["answer"] for run in runs if run["answerable"] == answerable for r in run["rows"] if "answer" in r]
+        if not got:
+            continue
+        marked = sum(a["unsupported"] for a in got)
+        line = f"answered, {'answerable' if answerable else 'other subjects'}: {len(got)}, marked unsupported {marked}"
+        right = [a for a in got if a["right"] is not None]
+        if right:
+            ok = [a for a in right if a["right"]]
+            line += f"; right {len(ok)} (marked {sum(a['unsupported'] for a in ok)}), wrong {len(right) - len(ok)}"
+        print(line + f"; say not found {sum(a['not_found'] for a in got)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", type=Path, required=True)
     ap.add_argument("--split", default="all", choices=(*SPLITS, "all"))
     ap.add_argument("--manuals", type=Path, default=REAL["manuals"], help="the manuals set (its docs/ fetched)")
     ap.add_argument("--statutes", type=Path, default=REAL["statutes"], help="the statutes set")
+    ap.add_argument("--answers", type=int, default=0, metavar="N",
+                    help="also answer the first N questions of each row the rule lets through (the model runs)")
     ap.add_argument("--libraries", type=Path, default=None,
                     help="keep the ingested libraries here between runs (default: a temporary folder)")
     args = ap.parse_args()
@@ -123,6 +166,7 @@ def main() -> int:
     runs = [r for r in RUNS if args.split in ("all", r.split)]
     settings = load_settings().replace("retrieval", cross_language=False)
     out: dict[str, Any] = {"load": os.getloadavg()[0], "runs": []}
+    gold = _gold()
     with tempfile.TemporaryDirectory(prefix="rag-abstain-") as tmp_s:
         tmp = Path(tmp_s) if args.libraries is None else args.libraries
         for lib in sorted({r.library for r in runs}):
@@ -145,6 +189,7 @@ def main() -> int:
                                "translated": sum(1 for r in rows if r["translated"]),
                                "mean_s": round((time.perf_counter() - t0) / max(1, len(rows)), 2),
                                "max_s": max((r["seconds"] for r in rows), default=0.0)}
+                    _answer_rows(svc, rows, args.answers, gold)  # after the timing: it measures the rule
                     print(json.dumps(summary, ensure_ascii=False), flush=True)
                     out["runs"].append({**summary, "rows": rows})
             finally:
@@ -157,6 +202,7 @@ def main() -> int:
                 k = sum(r["abstained"] for r in sel)
                 what = "answers lost (abstained on answerable)" if answerable else "abstained on other subjects"
                 print(f"{split}: {what}: {k}/{n} = {k / n:.3f}")
+    _answers_summary(out["runs"])
     args.json.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
 

@@ -68,6 +68,10 @@ def test_an_answer_no_passage_holds_is_unsupported_and_one_claiming_nothing_is_n
     assert not unsupported("白鹭湖", "白鹭湖和青梅湖，哪个湖的水面面积更大？", ["青梅湖水面面积为十二平方公里。"])
     assert not unsupported("评估结果有效期为2年 [1]。", "评估结果的有效期是多久？",
                            ["评估结果自出具之日起二年内有效。"])
+    # Measured against passages in the answer's language only: across languages a lexical share says nothing.
+    assert not unsupported("主角由克里斯蒂安·贝尔扮演 [1]。", "谁是《黑暗骑士》的主角？", BALE)
+    zh_too = [*BALE, "主角由克里斯蒂安·贝尔扮演。"]
+    assert unsupported("主角是周润发，出生于香港 [1]。", "谁是《黑暗骑士》的主角？", zh_too)
 
 
 @pytest.mark.parametrize("text", [

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from rag_desktop.core.cfrag.counterfactuals import content_tokens
 from rag_desktop.core.cfrag.tuning import DEFAULT_TUNING
+from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.text import arabic_numerals
 
 # "The sources do not say …", "no information about …", "资料中没有提到 …": the answer prompt asks
@@ -71,8 +72,15 @@ def unsupported(answer: str, query: str, texts: Sequence[str], presence_min: flo
     in docs/evaluation.md ("Not in your documents")."""
     if not answer.strip() or says_not_found(answer) or not _tokens(answer) - _tokens(query):
         return False
+    # The measure is lexical: an answer in one language shares few tokens with a passage in the other
+    # however faithful, so it is measured only against passages in its own language, and with none,
+    # not at all (the same reason core.passages.termless_chunks leaves other-language chunks alone).
+    lang = detect_lang(answer)
+    same = [t for t in texts if detect_lang(t) == lang]
+    if not same:
+        return False
     need = DEFAULT_TUNING.presence_min if presence_min is None else presence_min
-    return claim_presence(answer, query, texts) < need
+    return claim_presence(answer, query, same) < need
 
 
 def answers_agree(candidate: str, standard: str, query: str) -> bool:

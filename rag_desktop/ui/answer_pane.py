@@ -246,6 +246,8 @@ class AnswerPane(QWidget):
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
         tip = self.status.text()
+        if "unsupported" in answer.warnings:
+            tip += "\n" + tr("answer.unsupported_tip")
         if answer.dropped_citations:
             tip += "\n" + "\n".join(tr("answer.cite_dropped_tip", n=n, sentence=sent)
                                      for n, sent in answer.dropped_citations)

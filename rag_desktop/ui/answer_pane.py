@@ -226,8 +226,6 @@ class AnswerPane(QWidget):
         invalid = [c.n for c in answer.citations if not c.valid]
         if "copied_example" in answer.warnings:
             self._set_status("answer.copied_example")
-        elif "unsupported" in answer.warnings:  # what the answer adds is in no passage it read (core.cfrag.anchor)
-            self._set_status("answer.unsupported", n=len(answer.citations))
         elif invalid:
             self._set_status("answer.done_invalid", n=len(answer.citations),
                              bad=", ".join(f"[{i}]" for i in invalid))
@@ -240,6 +238,8 @@ class AnswerPane(QWidget):
                 self._set_status("answer.done_matched_one" if n == 1 else "answer.done_matched", n=n, m=m)
             else:
                 self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
+        if "unsupported" in answer.warnings:  # what it adds is in no passage it read (core.cfrag.anchor): said first
+            self.status.setText(f"{tr('answer.unsupported')} · {self.status.text()}")
         if answer.dropped_citations:  # the model's markers whose passage does not hold the sentence
             self.status.setText(f"{self.status.text()} · "
                                 + tr("answer.cite_dropped", n=len(answer.dropped_citations)))

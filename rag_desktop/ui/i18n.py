@@ -751,7 +751,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.done_one": ("done · 1 citation", "完成 · 1 处引用"),
     "answer.copied_example": ("⚠ not an answer: the model repeated the prompt's worked example, not your documents",
                               "⚠ 这不是答案：模型重复了提示词中的示例，而不是根据你的文档回答"),
-    "answer.unsupported": ("⚠ no passage holds it · {n} citation(s)", "⚠ 段落不含此回答 · {n} 处引用"),
+    "answer.unsupported": ("⚠ no passage holds it", "⚠ 段落不含此回答"),
     "answer.unsupported_tip": ("No passage the model read holds most of what this answer adds to the question: "
                                "check it against the sources before relying on it.",
                                "模型所读的段落都不包含这个回答在问题之外所说的大部分内容：使用前请对照资料核实。"),

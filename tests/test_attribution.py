@@ -145,6 +145,11 @@ def test_the_pane_warns_when_no_passage_holds_the_answer_in_both_languages(qtbot
             assert pane.status.text().startswith(tr("answer.unsupported") + " · ")
             assert tr("answer.unsupported_tip") in pane.status.toolTip()
             assert pane.text() == "The parliament house opened in 1957."  # said, not hidden
+            pane.add_note(lambda: "shared")  # a later note goes in front, and both survive a language switch
+            other = "zh" if lang == "en" else "en"
+            with i18n.using(other):
+                pane.retranslate()
+                assert pane.status.text().startswith(f"shared · {tr('answer.unsupported')} · ")
 
 
 def test_a_marker_written_after_the_full_stop_belongs_to_its_sentence_and_is_not_matched_again() -> None:

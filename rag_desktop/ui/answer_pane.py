@@ -239,7 +239,7 @@ class AnswerPane(QWidget):
             else:
                 self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
         if "unsupported" in answer.warnings:  # what it adds is in no passage it read (core.cfrag.anchor): said first
-            self.status.setText(f"{tr('answer.unsupported')} · {self.status.text()}")
+            self.add_note(lambda: tr("answer.unsupported"))
         if answer.dropped_citations:  # the model's markers whose passage does not hold the sentence
             self.status.setText(f"{self.status.text()} · "
                                 + tr("answer.cite_dropped", n=len(answer.dropped_citations)))
@@ -333,7 +333,8 @@ class AnswerPane(QWidget):
 
     def retranslate(self) -> None:
         self.header.setText(tr(self.title_key))
-        self.status.setText(" · ".join([*(note() for note in self._notes),
+        # newest note first, as add_note puts each in front of the status
+        self.status.setText(" · ".join([*(note() for note in reversed(self._notes)),
                                         tr(self._status_key, **self._status_args)]))
         self.needs.retranslate()
         self.sources_btn.setText(tr("answer.sources"))

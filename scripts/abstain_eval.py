@@ -1,6 +1,6 @@
 """How often the answer path says "not in your documents" (core.abstain; docs/evaluation.md).
 
-    PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|all] \
+    PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|fresh|all] \
         [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR] [--answers N]
 
 It calls ``RagService.abstention`` on the list the Baseline column's answer reads, exactly as

@@ -63,10 +63,11 @@ def claim_presence(answer: str, query: str, texts: Sequence[str]) -> float:
     return max((len(claim & _tokens(t)) / len(claim) for t in texts), default=0.0)
 
 
-def unsupported(answer: str, query: str, texts: Sequence[str], presence_min: float | None = None) -> bool:
-    """True when no passage of ``texts`` holds ``presence_min`` (default: CF-RAG's own, "most of
-    it") of what ``answer`` adds to ``query``: the check CF-RAG makes of the standard answer, made
-    of every answer so the window can say so. An answer that adds nothing to the question (one of
+def unsupported(answer: str, query: str, texts: Sequence[str],
+                presence_min: float = DEFAULT_TUNING.presence_min) -> bool:
+    """True when no passage of ``texts`` holds ``presence_min`` (CF-RAG's own, "most of it") of what
+    ``answer`` adds to ``query``: the check CF-RAG makes of the standard answer, made of every answer
+    so the window can say so. An answer that adds nothing to the question (one of
     the options it names: "白鹭湖还是青梅湖？" → "白鹭湖"), one saying the sources lack the answer,
     and an empty one are not flagged: they claim nothing a passage could hold. Measured as a warning
     in docs/evaluation.md ("Not in your documents")."""
@@ -79,8 +80,7 @@ def unsupported(answer: str, query: str, texts: Sequence[str], presence_min: flo
     same = [t for t in texts if detect_lang(t) == lang]
     if not same:
         return False
-    need = DEFAULT_TUNING.presence_min if presence_min is None else presence_min
-    return claim_presence(answer, query, same) < need
+    return claim_presence(answer, query, same) < presence_min
 
 
 def answers_agree(candidate: str, standard: str, query: str) -> bool:

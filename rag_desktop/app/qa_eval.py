@@ -36,6 +36,7 @@ from typing import Any, get_args
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
 from rag_desktop.app.service import RagService
+from rag_desktop.core import prompting
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.types import CFTrace
 from rag_desktop.core.fusion import fuse
@@ -119,6 +120,10 @@ class QAEvalOptions:
     # A later run that changes one step (the synthesis prompt) then decodes only the calls that
     # step changed, paired with the earlier run. Its latencies are then not its own either.
     replay_store: Path | None = None
+    # ``passages`` is asked as the app asks (the question as typed, the column's top
+    # prompting.ANSWER_SOURCES hits); True asks it as ``standard`` is (asked_question), the protocol of
+    # the runs recorded before this option.
+    passages_as_standard: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
     if opts.seed is not None:
         base = base.replace("cfrag", seed=opts.seed).replace("generation", seed=opts.seed)
     meta = {"distractors": opts.distractors, "seeds": {"cfrag": base.cfrag.seed, "generation": base.generation.seed},
-            "replay": opts.replay}
+            "replay": opts.replay, "passages_as_standard": opts.passages_as_standard}
     results: dict[str, list[tuple[str, QAScores, float, str, dict[str, Any]]]] = {m: [] for m in methods}
     with tempfile.TemporaryDirectory(prefix="rag-qa-") as tmp:
         files = Path(tmp) / "corpus"
@@ -203,7 +208,8 @@ def run_qa_eval(opts: QAEvalOptions, on_progress: Callable[[Progress], None] | N
                 qid = str(q["_id"])
                 anchor = written.get(qid) if method.startswith("cfrag") and svc.settings.cfrag.keep_standard else None
                 t0 = time.perf_counter()
-                pred, extra = _predict(svc, method, str(q["question"]), anchor[0] if anchor else None)
+                pred, extra = _predict(svc, method, str(q["question"]), anchor[0] if anchor else None,
+                                       as_standard=opts.passages_as_standard)
                 dt = time.perf_counter() - t0
                 answer_obj = extra.pop("answer", None)
                 if method == anchor_method and isinstance(answer_obj, Answer):
@@ -303,8 +309,39 @@ def _write_json(path: Path, table: dict[str, dict[str, float]], results: _Rows, 
     _replace_text(path, json.dumps(out, ensure_ascii=False, indent=2))
 
 
+SHORT_ANSWER = {"zh": " 请用简短的词语回答。", "en": " Answer in a few words."}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the model is asked for one question: the text and how many of the column's top hits it reads."""
+
+    question: str
+    n_sources: int
+
+
+def asked_question(method: str, question: str, settings: Settings, as_standard: bool = False) -> Asked:
+    """What the model is asked for ``question`` under ``method`` (``standard`` or ``passages``).
+
+    ``standard`` (whole chunks, the paper's baseline) asks for a few words from the top
+    ``cfrag.evidence_per_hypothesis`` hits, so that strict EM and F1 compare with CF-RAG's short
+    "answer" field read from as many. Tried and reverted: asking for "[n]" in that suffix as well made
+    the 1.5B write whole sentences (EM 0 on the fixture's first answers) or list the sources' headers;
+    so models often drop the [n] there (``cited_share``); score_answer ignores markers either way.
+    ``passages`` is the app's answer path and is asked as the window asks: what the person typed, from
+    the column's top prompting.ANSWER_SOURCES hits. With the suffix the 1.5B answered a Chinese manual's
+    "复旦大学的学号一共有几位？" with a bare "11" (the gold is "11 位") where the app's answer is
+    "复旦大学的学号一共有11位", and dropped its citations (docs/evaluation.md, "Real manuals").
+    ``as_standard`` asks ``passages`` as ``standard`` is (the runs recorded before that change).
+    """
+    if method == "standard" or as_standard:
+        return Asked(question + SHORT_ANSWER["zh" if detect_lang(question) == "zh" else "en"],
+                     settings.cfrag.evidence_per_hypothesis)
+    return Asked(question, prompting.ANSWER_SOURCES)
+
+
 def _predict(svc: RagService, method: str, question: str, standard: Answer | None = None,
-             ) -> tuple[str, dict[str, Any]]:
+             *, as_standard: bool = False) -> tuple[str, dict[str, Any]]:
     """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report
     (``standard``: the standard answer CF-RAG starts from; standard RAG's Answer is ``extra["answer"]``)."""
     if method in ("standard", "passages"):
@@ -313,17 +350,11 @@ def _predict(svc: RagService, method: str, question: str, standard: Answer | Non
         ctxs, cross = svc.query_contexts(question, "chunk")
         ranked = fuse([c.baseline for c in ctxs], svc.settings.retrieval.k).ranked
         ranked = svc.answer_list(ranked, ctxs) or ranked  # with the keyword leg, as the app's answers read it
-        # Short answers, so that strict EM and F1 compare with CF-RAG's short "answer" field and with
-        # the issue's own table. Tried this session and reverted: asking for "[n]" in the suffix as
-        # well made the 1.5B write whole sentences (EM 0 on the fixture's first answers) or list the
-        # sources' headers. The cost is that models often drop the [n] here (``cited_share``); the
-        # app's own prompt, without this suffix, cites. score_answer ignores the markers either way.
-        short = question + (" 请用简短的词语回答。" if detect_lang(question) == "zh" else " Answer in a few words.")
+        asked = asked_question(method, question, svc.settings, as_standard)
         answer: Answer | None = None
         t0 = time.perf_counter()
         ttft: float | None = None
-        for ev in svc.answer(short, ranked, n_sources=svc.settings.cfrag.evidence_per_hypothesis,
-                             passages=method == "passages"):
+        for ev in svc.answer(asked.question, ranked, n_sources=asked.n_sources, passages=method == "passages"):
             if isinstance(ev, Answer):
                 answer = ev
             elif isinstance(ev, GenEvent) and ev.kind == GenEventKind.TOKEN and ttft is None and ev.text.strip():

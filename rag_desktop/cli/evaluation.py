@@ -60,6 +60,7 @@ def cmd_eval_qa(args: argparse.Namespace) -> int:
     opts = QAEvalOptions(data=args.data, methods=_methods(args.methods, DEFAULT_QA_METHODS), limit=args.limit,
                          distractors=args.distractors, docs=args.docs, generator=args.generator,
                          json_out=args.json_out, seed=args.seed, replay=args.replay, replay_store=args.replay_store,
+                         passages_as_standard=args.passages_as_standard,
                          cross_language=None if args.cross_language is None else args.cross_language == "on")
     table = run_qa_eval(opts, on_progress=ingest_progress_line, on_answer=answered).table
     keys = list(dict.fromkeys(k for row in table.values() for k in row))

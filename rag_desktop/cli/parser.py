@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay-store", type=Path, default=None,
                    help="keep CF-RAG's generator calls in this file across runs (read first, rewritten after "
                         "every answer): a run that changes one step decodes only what that step changed")
+    p.add_argument("--passages-as-standard", action="store_true",
+                   help="ask the passages method for a few words from the top evidence_per_hypothesis hits, as "
+                        "standard is (by default it is asked as the app asks: the question as typed, its top "
+                        "answer sources)")
     _add_cross_language(p)
     p.add_argument("--json", type=Path, default=None, dest="json_out")
 

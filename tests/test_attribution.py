@@ -167,3 +167,26 @@ def test_a_marker_written_after_the_full_stop_belongs_to_its_sentence_and_is_not
         assert final.added == () and [n for _a, _b, n in citation_spans(final.text)] == [1, 1]
     assert markers_inside("It is valid. [1] It ends in 2027.[2] [3]") == "It is valid [1]. It ends in 2027 [2] [3]."
     assert markers_inside("Pi is 3.14 [1]. 它在第3.5节[2]。") == "Pi is 3.14 [1]. 它在第3.5节[2]。"  # already inside
+
+
+def test_a_place_named_in_parentheses_is_one_sentence_with_one_marker() -> None:
+    # "7." and "p." inside the parenthesis end no sentence: split there, each piece got a marker
+    source = ('Most people choose "drinking beer" and "16 years of age", the two cards that could break the '
+              "drinking-age rule (Chapter 7. Reasoning with Conditionals, 7.3.1 Content effects).")
+    text = ('Most people choose "drinking beer" and "16 years of age" (Chapter 7. Reasoning with Conditionals, '
+            "§7.3.1 Content effects, p. 142) [1].")
+    att = attribute(text, [source], "Which cards do most people choose in the drinking-age version?")
+    assert att.text == text and att.added == ()
+    uncited = text.removesuffix(" [1].") + "."
+    assert attribute(uncited, [source], "").text == text  # one matched marker, at the sentence's end
+
+
+def test_answer_sentences_keep_the_text_and_close_an_open_parenthesis_at_the_line_end() -> None:
+    from rag_desktop.core.attribution import answer_sentences
+
+    text = "See (Chapter 7. Reasoning, p. 142). Next one. An open (paren. goes\nTo the line end. Done."
+    pieces = answer_sentences(text)
+    assert "".join(pieces) == text
+    assert pieces == ["See (Chapter 7. Reasoning, p. 142).", " Next one.", " An open (paren. goes\n",
+                      "To the line end.", " Done."]
+    assert answer_sentences("第八条（住宿费。标准）每晚600元。") == ["第八条（住宿费。标准）每晚600元。"]

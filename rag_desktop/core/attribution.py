@@ -38,6 +38,28 @@ MIN_TOKENS = 2  # and at least two of them: one shared word is coincidence
 _CLOSERS = "。．.！!？?；;…\u3002"
 
 
+_OPENS, _SHUTS = "(（", ")）"
+
+
+def answer_sentences(text: str) -> list[str]:
+    """:func:`~rag_desktop.core.prompting.split_sentences` of an answer, except that a sentence does not
+    end inside a parenthesis: a model names where its answer stands as "(Chapter 7. Reasoning with
+    Conditionals, §7.3.1, p. 142)", and the full stops of "7." and "p." there end no sentence (split
+    there, each piece got a marker of its own: "(Chapter 7 [1]. Reasoning …, p [1]. 142) [1]"). A line
+    break ends one whatever is open, so an unclosed "(" holds at most the rest of its line.
+    ``"".join(result) == text``."""
+    out: list[str] = []
+    depth = 0
+    for piece in split_sentences(text):
+        if out and depth > 0:
+            out[-1] += piece
+        else:
+            out.append(piece)
+        depth = 0 if piece.endswith("\n") else max(0, depth + sum(piece.count(c) for c in _OPENS)
+                                                     - sum(piece.count(c) for c in _SHUTS))
+    return out
+
+
 @dataclass(frozen=True)
 class Attributed:
     """The answer text with the added markers, and where their numbers stand in it: (start, end, n),
@@ -103,7 +125,7 @@ def attribute(text: str, sources: Sequence[str], question: str = "") -> Attribut
     """Add ``[n]`` to each sentence of ``text`` that cites nothing and is held by source n."""
     text = markers_inside(text)
     exclude = frozenset(content_tokens(question))
-    pieces = split_sentences(text)
+    pieces = answer_sentences(text)
     source_tokens = [content_tokens(src) for src in sources]
     ns = [None if citation_items(p) or not p.strip() else _best(content_tokens(p.rstrip(), exclude), source_tokens)
           for p in pieces]
@@ -180,7 +202,7 @@ def check_citations(text: str, sources: Sequence[str], question: str = "") -> Ch
     dropped: list[tuple[int, str]] = []
     repeats = 0
     previous: set[int] = set()
-    for piece in split_sentences(text):
+    for piece in answer_sentences(text):
         items = citation_items(piece)
         bare = _SPACE_BEFORE_STOP.sub(r"\1", strip_citations(piece))
         if items and not content_tokens(bare):  # markers only: a repeat of the sentence before, or kept

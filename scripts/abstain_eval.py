@@ -1,7 +1,7 @@
 """How often the answer path says "not in your documents" (core.abstain; docs/evaluation.md).
 
     PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|fresh|all] \
-        [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR] [--answers N]
+        [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR] [--answers N] [--judge N]
 
 It calls ``RagService.abstention`` on the list the Baseline column's answer reads, exactly as
 ``RagService.answer`` does before it would load the model; a question about to abstain in a mixed-language
@@ -11,6 +11,11 @@ of another set's library is about another subject). The held-out rows were froze
 was written and are reported once, separately; the "real" rows (the manuals' real PDFs, eval/manuals) were
 frozen later, before the rule was changed again, and are likewise reported once; so are the "fresh" rows
 (eval/statutes), frozen after the "real" rows were read and before the passage-support rule was written.
+
+``--judge N`` then asks the model's judgement of the passages (core.abstain.JUDGE, app.abstention.judge) for
+the first N questions of each row that the library's words let through, as ``RagService.answer`` asks it
+before writing; its cut (core.abstain.MIN_JUDGED) was chosen on answered rows of the tune, heldout and
+real splits, with the "fresh" rows held out.
 """
 
 from __future__ import annotations
@@ -137,6 +142,32 @@ def _answer_rows(svc: RagService, rows: list[dict[str, Any]], n: int, gold: dict
                          "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def _judge_rows(svc: RagService, rows: list[dict[str, Any]], n: int) -> None:
+    """The model's judgement (RagService.judged_abstention) of the first ``n`` questions of ``rows``
+    that the library's words let through: its log-odds, whether it abstains, and its seconds."""
+    for row in [r for r in rows if not r["abstained"]][:n]:
+        ranked = svc.compare(row["q"], translate=False).answer_list("baseline")
+        t0 = time.perf_counter()
+        a = svc.judged_abstention(row["q"], ranked)
+        row["judge"] = {"odds": a.judged, "abstained": a.abstained, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _judge_summary(runs: list[dict[str, Any]]) -> None:
+    for split in SPLITS:
+        for answerable in (True, False):
+            sel = [r for run in runs if run["split"] == split and run["answerable"] == answerable for r in run["rows"]]
+            judged = [r["judge"] for r in sel if "judge" in r]
+            if not judged:
+                continue
+            k = sum(j["abstained"] for j in judged)
+            asked = sum(j["odds"] is not None for j in judged)
+            secs = sorted(j["seconds"] for j in judged if j["odds"] is not None)
+            mid = secs[len(secs) // 2] if secs else 0.0
+            print(f"{split}: judged {len(judged)} {'answerable' if answerable else 'other-subject'} questions the "
+                  f"words let through ({asked} asked, the rest read no passage in their language): "
+                  f"abstained {k} ({k / len(judged):.3f}); median {mid:.1f} s")
+
+
 def _answers_summary(runs: list[dict[str, Any]]) -> None:
     for answerable in (True, False):
         got = [r["answer"] for run in runs if run["answerable"] == answerable for r in run["rows"] if "answer" in r]
@@ -159,6 +190,9 @@ def main() -> int:
     ap.add_argument("--statutes", type=Path, default=REAL["statutes"], help="the statutes set")
     ap.add_argument("--answers", type=int, default=0, metavar="N",
                     help="also answer the first N questions of each row the rule lets through (the model runs)")
+    ap.add_argument("--judge", type=int, default=0, metavar="N",
+                    help="ask the model's judgement of the passages for the first N questions of each row the "
+                         "library's words let through (generation.judge_passages)")
     ap.add_argument("--libraries", type=Path, default=None,
                     help="keep the ingested libraries here between runs (default: a temporary folder)")
     args = ap.parse_args()
@@ -190,6 +224,7 @@ def main() -> int:
                                "mean_s": round((time.perf_counter() - t0) / max(1, len(rows)), 2),
                                "max_s": max((r["seconds"] for r in rows), default=0.0)}
                     _answer_rows(svc, rows, args.answers, gold)  # after the timing: it measures the rule
+                    _judge_rows(svc, rows, args.judge)
                     print(json.dumps(summary, ensure_ascii=False), flush=True)
                     out["runs"].append({**summary, "rows": rows})
             finally:
@@ -203,6 +238,7 @@ def main() -> int:
                 what = "answers lost (abstained on answerable)" if answerable else "abstained on other subjects"
                 print(f"{split}: {what}: {k}/{n} = {k / n:.3f}")
     _answers_summary(out["runs"])
+    _judge_summary(out["runs"])
     args.json.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
 

@@ -159,3 +159,137 @@ def test_the_answer_pane_says_not_in_your_documents_in_both_languages(qtbot, svc
             assert pane.status.text().startswith(tr("answer.abstained"))
             s = answer.abstention.support if answer.abstention else None
             assert s is not None and f"{s.n_known}" in pane.status.toolTip()
+
+
+# ----------------------------------------------------------------------------- the model's judgement
+
+
+def test_log_odds_sum_each_sides_words_and_the_cut_is_min_judged() -> None:
+    import math
+
+    from rag_desktop.core.abstain import MIN_JUDGED, judged, log_odds, yes_share
+
+    lp = [math.log(0.5), math.log(0.2), math.log(0.1)]  # "yes", "Yes" | "no"
+    assert log_odds(lp, 2) == pytest.approx(math.log(0.7 / 0.1))
+    assert yes_share(log_odds(lp, 2)) == pytest.approx(0.7 / 0.8)
+    first = decide(Support(3, 2, 0.9, 0.8))
+    assert not first.abstained
+    held, not_held = judged(first, MIN_JUDGED), judged(first, MIN_JUDGED - 1e-9)
+    assert not held.abstained and held.reason == "" and held.judged == MIN_JUDGED
+    assert not_held.abstained and not_held.reason == "not_held" and not_held.support == first.support
+    assert not_held.as_json()["judged"] == round(MIN_JUDGED - 1e-9, 3)
+
+
+class Judge(ScriptedGenerator):
+    """The scripted collaborator, also a TokenScorer: ``yes`` is the probability it gives "yes"."""
+
+    def __init__(self, yes: float) -> None:
+        super().__init__()
+        self.yes = yes
+        self.judged: list[tuple[tuple[object, ...], bool]] = []
+
+    def first_token_logprobs(self, messages, words, *, cancel=None, keep=False):  # type: ignore[no-untyped-def]
+        import math
+
+        self.calls.append("judge")
+        self.judged.append((tuple(messages), keep))
+        n_yes = len(words) // 2  # JUDGE's words: yes words, then as many no words (en: 2 + 2)
+        return [math.log(self.yes / n_yes)] * n_yes + [math.log((1 - self.yes) / (len(words) - n_yes))] * (
+            len(words) - n_yes)
+
+
+@pytest.mark.integration
+def test_passages_judged_not_to_hold_the_answer_abstain_before_a_word_is_written(svc: RagService) -> None:
+    from rag_desktop.core.abstain import JUDGE
+
+    q = "Which cards must be turned in the Wason selection task?"
+    for yes, abstains in ((0.2, True), (0.9, False)):
+        gen = Judge(yes)
+        svc.runtime._generator = gen
+        ranked = svc.compare(q, translate=False).answer_list("baseline")
+        events = list(svc.answer(q, ranked))
+        answer = events[-1]
+        assert isinstance(answer, Answer)
+        # the judgement reads the answer's own prompt with JUDGE's question after the user's turn
+        (messages, keep), = gen.judged
+        assert keep and messages[-1].content.endswith("\n\n" + JUDGE["en"][0])  # type: ignore[attr-defined]
+        assert q in messages[-1].content  # type: ignore[attr-defined]
+        assert answer.abstained is abstains, answer.abstention
+        if abstains:
+            assert gen.calls == ["judge"] and answer.text == "" and answer.sources  # the passages it judged
+            assert answer.abstention is not None and answer.abstention.reason == "not_held"
+            assert answer.abstention.judged_yes == pytest.approx(0.2)
+            assert not any(isinstance(e, GenEvent) for e in events)
+            assert svc.judged_abstention(q, ranked).reason == "not_held"  # what the eval measures
+        else:
+            assert gen.calls == ["judge", "answer"] and answer.text
+
+
+@pytest.mark.integration
+def test_the_judgement_setting_off_asks_no_judgement(svc: RagService) -> None:
+    before = svc.settings
+    svc.settings = svc.settings.replace("generation", judge_passages=False)
+    try:
+        gen = Judge(0.01)
+        svc.runtime._generator = gen
+        q = "Which cards must be turned in the Wason selection task?"
+        answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    finally:
+        svc.settings = before
+    assert not answer.abstained and gen.calls == ["answer"]
+
+
+@pytest.mark.integration
+def test_cfrag_says_what_the_first_column_said_when_its_passages_were_judged(svc: RagService) -> None:
+    from rag_desktop.app.flow_events import Abstained
+    from rag_desktop.app.question_flow import QuestionFlow
+
+    gen = Judge(0.1)
+    svc.runtime._generator = gen
+    q = "Which cards must be turned in the Wason selection task?"
+    flow = QuestionFlow(svc, q, highlights=False, prepare=False)
+    list(flow.events(cfrag=False))
+    assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
+    n_calls = len(gen.calls)
+    done = list(flow.cfrag())
+    assert len(done) == 1 and isinstance(done[0], Abstained)
+    assert done[0].answer.method == "cfrag" and done[0].answer.abstention is not None
+    assert done[0].answer.abstention.reason == "not_held"
+    assert len(gen.calls) == n_calls and "answer" not in gen.calls  # CF-RAG asked the model nothing
+    # the CLI's path, not handed the first column's answer, writes it and says the same
+    last = list(svc.cfrag_or_abstain(q))[-1]
+    assert isinstance(last, Answer) and last.abstained and last.method == "cfrag"
+
+
+@pytest.mark.gui
+def test_the_answer_pane_says_the_passages_were_judged_in_both_languages(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+    from rag_desktop.ui.i18n import tr
+
+    svc.runtime._generator = Judge(0.25)
+    q = "Which cards must be turned in the Wason selection task?"
+    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    assert answer.abstained
+    for lang in ("en", "zh"):
+        with i18n.using(lang):
+            pane = AnswerPane("baseline", "col.baseline")
+            qtbot.addWidget(pane)
+            pane.start()
+            pane.set_answer(answer)
+            assert pane.text() == tr("answer.not_held_text")
+            assert pane.status.text().startswith(tr("answer.not_held"))
+            assert "25%" in pane.status.toolTip() and "62%" in pane.status.toolTip()
+
+
+def test_passages_none_of_which_is_in_the_questions_language_are_not_judged() -> None:
+    from rag_desktop.app.abstention import judge
+    from rag_desktop.core.types import ChatMessage, Hit
+
+    gen = Judge(0.01)
+    first = decide(Support(3, 2, 0.9, 0.8))
+    msgs = (ChatMessage("user", "Sources: [1] …\n\nQuestion: 卡片？"),)
+    english = [Hit(1, 1, "chunk", "t", "p", 1, "The A and the 7.", 0.5, 1, "en")]
+    assert judge(gen, msgs, english, "zh", first) is first and gen.calls == []
+    chinese = [*english, Hit(2, 2, "chunk", "t", "p", 1, "翻开A和7。", 0.5, 2, "zh")]
+    assert judge(gen, msgs, chinese, "zh", first).reason == "not_held" and gen.calls == ["judge"]

@@ -680,3 +680,33 @@ def test_first_token_logprobs_refuses_when_cancelled_before(tmp_path: Path) -> N
     token.set()
     with pytest.raises(Cancelled):
         gen.first_token_logprobs([ChatMessage("user", "x")], ["yes"], cancel=token)
+
+
+@pytest.mark.slow
+def test_a_kept_judgement_is_shared_by_the_answer_that_follows(smol: LlamaCppGenerator) -> None:
+    """first_token_logprobs(keep=True) on the answer prompt with a question after it: its scores are
+    near those of a cleared cache (evaluated from the saved prefix, the split moves the logits by
+    ~0.1 on SmolLM2; the app always judges with keep, so a question is always judged the same), and the
+    next stream evaluates only what follows the tokens the two prompts share; one text each time."""
+    system = ChatMessage("system", "You answer from the sources in one short sentence.")
+    example = (ChatMessage("user", "Sources: [1] The canteen opens at 11:30.\nQuestion: When does it open?"),
+               ChatMessage("assistant", "At 11:30 [1]."))
+    user = "Sources: [1] The library opens at nine and closes at five.\nQuestion: When does the library open?"
+    answer = [system, *example, ChatMessage("user", user)]
+    judge = [system, *example, ChatMessage("user", user + "\n\nDo the sources answer it? Reply yes or no.")]
+    words = ["yes", "no"]
+    plain = smol.first_token_logprobs(judge, words)
+    texts = []
+    for _ in range(2):
+        kept = smol.first_token_logprobs(judge, words, keep=True)
+        assert all(abs(a - b) < 0.3 for a, b in zip(kept, plain, strict=True)), (kept, plain)
+        assert kept == smol.first_token_logprobs(judge, words, keep=True)  # and the same each time
+        texts.append(tokens(list(smol.stream(answer, max_tokens=12, temperature=0.0, seed=1))))
+        n_full = len(smol._prompt(smol._llm, answer)[0])
+        # everything up to the question's end came from the judgement's evaluation: the answer read
+        # only the end of the user's turn and the generation prompt
+        assert n_full - 8 <= smol.last_prefix_reused < n_full, (smol.last_prefix_reused, n_full)
+    assert texts[0] == texts[1] and texts[0].strip()
+    # a stream with no judgement before it starts from the saved prefix as always
+    tokens(list(smol.stream(answer, max_tokens=4, temperature=0.0, seed=1)))
+    assert smol.last_prefix_reused < n_full - 8

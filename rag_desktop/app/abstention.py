@@ -5,11 +5,16 @@ path"). A question asked in the other language of a mixed library shares few wor
 that answer it, so before abstaining on it the question is translated (one short model call, cached with
 the cross-language search's) and answered if its translation finds support. Only a question about to
 abstain pays for this; docs/evaluation.md ("Not in your documents") gives the cost.
+
+A question the library's words let through is then judged from the passages the answer would read
+(:func:`judge`): the answer's model is asked whether they hold the answer, in one prompt evaluation
+that the answer shares, before a word of the answer is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -17,9 +22,13 @@ import numpy.typing as npt
 
 from rag_desktop.app.crosslang import CrossLanguage, needs_translation
 from rag_desktop.app.retrieval import Retriever
-from rag_desktop.core.abstain import Abstention, Support, decide
+from rag_desktop.core.abstain import JUDGE, Abstention, Support, decide, judged, log_odds
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.types import Hit, Lang, Level, RankedList
+from rag_desktop.core.prompting import template_lang
+from rag_desktop.core.protocols import TokenScorer
+from rag_desktop.core.types import CancelToken, ChatMessage, Hit, Lang, Level, RankedList
+
+log = logging.getLogger(__name__)
 
 # (question, its language, the language to translate into) → the translation, or a fallback
 Translate = Callable[[str, Lang, Lang], CrossLanguage]
@@ -68,3 +77,32 @@ def check(r: Retriever, query: str, ranked: RankedList | None, languages: Mappin
     other, other_vec = _pool(r, cross.translated, level)
     second = decide(support(r, cross.translated, other, level, other_vec))
     return dataclasses.replace(second if not second.abstained else first, translated=cross.translated)
+
+
+def judge_messages(messages: Sequence[ChatMessage], lang: Lang) -> tuple[ChatMessage, ...]:
+    """The answer prompt with JUDGE's question after the user's: the sources and the question as the
+    answer reads them, so the two prompts share everything up to the question's end."""
+    text = JUDGE[template_lang(lang)][0]
+    last = messages[-1]
+    return (*messages[:-1], ChatMessage(last.role, f"{last.content}\n\n{text}"))
+
+
+def judge(gen: object, messages: Sequence[ChatMessage], sources: Sequence[Hit], lang: Lang, first: Abstention,
+          cancel: CancelToken | None = None) -> Abstention:
+    """``first`` (answered by the library's words) with the model's judgement of the answer prompt
+    ``messages`` and its ``sources``: abstained as "not_held" when the odds that they hold the answer
+    are below core.abstain.MIN_JUDGED. The evaluation stays in the model's cache for the answer's stream.
+
+    Unchanged, ``first``: when no source is in the question's language (a Chinese question over
+    English passages: the 1.5B judged two of six such answerable questions "没有", docs/evaluation.md,
+    "Not in your documents"; the answer's passage check skips them likewise, core.cfrag.anchor), and
+    when the generator cannot score (a server without logprobs)."""
+    if not isinstance(gen, TokenScorer) or not any(h.lang == lang for h in sources):
+        return first
+    _text, yes, no = JUDGE[template_lang(lang)]
+    try:
+        lp = gen.first_token_logprobs(judge_messages(messages, lang), [*yes, *no], cancel=cancel, keep=True)
+    except NotImplementedError as exc:
+        log.info("the passages are not judged: %s", exc)
+        return first
+    return judged(first, log_odds(lp, len(yes)))

@@ -156,9 +156,15 @@ class QuestionFlow:
 
     # ------------------------------------------------------------------ CF-RAG
     def cfrag(self, cancel: CancelToken | None = None) -> Iterator[CFProgress | CFDone | Abstained]:
-        """CF-RAG's steps and result, or the abstention when the library holds no answer; it starts
-        from the first column's answer when this flow wrote it (:meth:`standard`)."""
+        """CF-RAG's steps and result, or the abstention when the library holds no answer (the first
+        column's, when that answer abstained); it starts from the first column's answer when this flow
+        wrote it (:meth:`standard`)."""
         svc = self.service
+        c = self.comparison
+        first = self.written.get(c.first_column) if c is not None else None
+        if first is not None and first.abstained:  # its passages judged not to hold the answer: said once
+            yield Abstained(dataclasses.replace(first, method="cfrag"))
+            return
         standard = self.standard()
         for ev in self._guarded(lambda: svc.cfrag_or_abstain(self.question, cancel, standard), cancel):
             if isinstance(ev, Progress):

@@ -21,11 +21,12 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.abstention import check as check_abstention
+from rag_desktop.app.abstention import judge
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.library_gate import LibraryGate
 from rag_desktop.app.model_speed import Speed, SpeedMeter, record_speed
-from rag_desktop.app.passages import PassageFinder
+from rag_desktop.app.passages import PassageFinder, PassageSet
 from rag_desktop.app.retrieval import QueryContext, Retriever
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.source_needs import source_needs
@@ -62,6 +63,7 @@ from rag_desktop.core.types import (
     Answer,
     Cancelled,
     CancelToken,
+    ChatMessage,
     GenEvent,
     GenEventKind,
     Hit,
@@ -425,27 +427,26 @@ class RagService:
         the answer is doing (``passages``: windows scored; ``reading``: the prompt's tokens).
         """
         g = self.settings.generation
-        if g.abstain:
-            abstention = self.abstention(query, ranked, cancel)
-            if abstention.abstained:  # decided before the model is loaded: it costs no model time
-                yield Answer("", method=ranked.method, abstention=abstention)
-                return
+        abstention = self.abstention(query, ranked, cancel) if g.abstain else None
+        if abstention is not None and abstention.abstained:  # decided before the model is loaded
+            yield Answer("", method=ranked.method, abstention=abstention)
+            return
         gen = self.runtime.generator()
-        lang = detect_lang(query)
         use_passages = g.passages if passages is None else passages
-        hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
-        locators: tuple[Locator, ...] | None = None
-        if use_passages and hits:
-            ps = self.passage_finder().find(query, hits)
-            yield Progress("passages", len(ps.hits), ps.n_candidates, f"{ps.seconds:.2f}")
-            if ps.hits:
-                hits, locators = ps.hits, ps.locators
-        sources = self.translate_sources(hits, lang, cancel, whole_chunks=locators is None)
-        msgs, used = prompting.build_answer_messages(
-            query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
-        )
+        p = self._answer_prompt(gen, query, ranked, n_sources, use_passages, cancel)
+        if p.found is not None:
+            yield Progress("passages", len(p.found.hits), p.found.n_candidates, f"{p.found.seconds:.2f}")
+        lang, hits, locators, msgs, used = p.lang, p.hits, p.locators, p.messages, p.used
         n_prompt = sum(gen.count_tokens(m.content) for m in msgs)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
+        if abstention is not None and g.judge_passages and used:
+            # the model reads the prompt once, asked first whether its passages hold the answer
+            abstention = judge(gen, msgs, used, lang, abstention, cancel)
+            if abstention.abstained:
+                yield Answer("", sources=tuple(used), method=ranked.method,
+                             locators=tuple(locators[: len(used)]) if locators is not None else (),
+                             abstention=abstention)
+                return
         parts: list[str] = []
         meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
         for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
@@ -479,6 +480,36 @@ class RagService:
                       locators=tuple(locators[: len(used)]) if locators is not None else (),
                       original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
         yield done
+
+    def _answer_prompt(self, gen: Any, query: str, ranked: RankedList, n_sources: int, use_passages: bool,
+                       cancel: CancelToken | None) -> _AnswerPrompt:
+        """The messages :meth:`answer` sends for ``query`` and the sources as placed in them."""
+        g = self.settings.generation
+        lang = detect_lang(query)
+        hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
+        locators: tuple[Locator, ...] | None = None
+        found = None
+        if use_passages and hits:
+            found = self.passage_finder().find(query, hits)
+            if found.hits:
+                hits, locators = found.hits, found.locators
+        sources = self.translate_sources(hits, lang, cancel, whole_chunks=locators is None)
+        msgs, used = prompting.build_answer_messages(
+            query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
+        )
+        return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
+
+    def judged_abstention(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> Abstention:
+        """What :meth:`answer` decides before it writes a word (``generation.abstain`` and
+        ``judge_passages`` as set): the library's words, then the model's judgement of the passages
+        (app.abstention.judge). For measuring the decision without writing answers."""
+        g = self.settings.generation
+        first = self.abstention(query, ranked, cancel)
+        if first.abstained or not g.judge_passages:
+            return first
+        gen = self.runtime.generator()
+        p = self._answer_prompt(gen, query, ranked, prompting.ANSWER_SOURCES, g.passages, cancel)
+        return judge(gen, p.messages, p.used, p.lang, first, cancel) if p.used else first
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -566,6 +597,13 @@ class RagService:
             if abstention.abstained:
                 yield Answer("", method="cfrag", abstention=abstention)
                 return
+            if standard is None and self.cfrag_settings().keep_standard:
+                yield Progress("cfrag.standard", 0, 1, "writing the standard answer CF-RAG starts from")
+                first = first_answer(self, query, cancel)
+                if first is not None and first.abstained:  # its passages judged not to hold the answer
+                    yield dataclasses.replace(first, method="cfrag")
+                    return
+                standard = first if first is not None and first.text.strip() else None
         yield from self.cfrag(query, cancel, standard=standard)
 
     def cfrag(
@@ -623,10 +661,27 @@ class RagService:
         )
 
 
-def standard_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:
-    """The answer the window writes first for ``query`` (Comparison.first_column's), written for a
-    CF-RAG run that was not handed it (the CLI, the benchmarks); None when it abstains."""
+@dataclass(frozen=True)
+class _AnswerPrompt:
+    """An answer's prompt (RagService._answer_prompt): its messages, the sources as placed, how found."""
+
+    lang: Lang
+    hits: tuple[Hit, ...]
+    locators: tuple[Locator, ...] | None
+    found: PassageSet | None  # the answer passages' search (None: whole chunks)
+    messages: tuple[ChatMessage, ...]
+    used: tuple[Hit, ...]
+
+
+def first_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:
+    """The answer the window writes first for ``query`` (Comparison.first_column's), abstained or not."""
     comp = svc.compare(query, translate=False)
-    done = next((ev for ev in svc.answer(query, comp.answer_list(comp.first_column), cancel=cancel)
+    return next((ev for ev in svc.answer(query, comp.answer_list(comp.first_column), cancel=cancel)
                  if isinstance(ev, Answer)), None)
+
+
+def standard_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:
+    """:func:`first_answer` for a CF-RAG run that was not handed it (the CLI, the benchmarks); None
+    when it abstains."""
+    done = first_answer(svc, query, cancel)
     return done if done is not None and done.text.strip() else None

@@ -132,6 +132,8 @@ class LlamaCppGenerator:
         self._batcher = BatchDecoder(self)  # generate_many: its batch context and last_batch
         # stream(): llama.cpp states after the fixed prefix of a prompt, most recent last
         self._prefix_states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        # The prompt first_token_logprobs(keep=True) left in the KV cache, for the next stream() only
+        self._kept: tuple[int, ...] | None = None
 
     # -- protocol properties -------------------------------------------------------
 
@@ -252,6 +254,7 @@ class LlamaCppGenerator:
         llm, self._llm = self._llm, None
         self._closing = False
         self._prefix_states.clear()
+        self._kept = None
         self._batcher.free()
         if llm is not None:
             llm.close()
@@ -348,14 +351,21 @@ class LlamaCppGenerator:
                 chunk: Any = None
                 try:
                     first = chunks is None
+                    kept = None
                     if first:
-                        if not self.cache_prompt:
+                        kept, self._kept = self._kept, None
+                        if not self.cache_prompt and kept is None:
                             llm.reset()  # reproducibility: see the module doc ("Seeded sampling")
                         self._arm_abort(llm, cancel, on=True)
                     try:
                         if first:
                             self.last_prefix_reused = 0
-                            if not self.cache_prompt and self.reuse_prefix_state:
+                            if kept is not None:
+                                # The scored prompt stays: llama-cpp-python's prefix match evaluates only
+                                # what follows the tokens the two prompts share (first_token_logprobs).
+                                self.last_prefix_reused = longest_common_prefix(
+                                    [list(kept), self._prompt(llm, messages)[0]])
+                            elif not self.cache_prompt and self.reuse_prefix_state:
                                 self._start_from_prefix(llm, messages)
                             chunks = llm.create_chat_completion(
                                 messages=self._chat_messages(messages),
@@ -426,6 +436,7 @@ class LlamaCppGenerator:
             return 0
         self.load()
         llm, made = self._llm, 0
+        self._kept = None
         for messages in prompts:
             if self._stopping(cancel) or not self._enter(llm):
                 break
@@ -474,7 +485,7 @@ class LlamaCppGenerator:
     # -- scoring (core.protocols.TokenScorer) -------------------------------------------
 
     def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                             cancel: CancelToken | None = None) -> list[float]:
+                             cancel: CancelToken | None = None, keep: bool = False) -> list[float]:
         """log P(first token of each word | the chat prompt), from one prompt evaluation.
 
         The prompt is the one ``stream`` would send (same template, same /no_think switch),
@@ -482,6 +493,13 @@ class LlamaCppGenerator:
         Qwen3 with thinking off the template makes the model open an empty ``<think></think>``
         block first; that block is appended, so the logits read are those of the first
         *visible* token. Raises Cancelled when ``cancel`` fires during the evaluation.
+
+        ``keep``: the prompt is a question about the prompt the next :meth:`stream` sends (the
+        abstention's judgement of an answer's passages, core.abstain.JUDGE): its fixed prefix is
+        loaded from the saved state, and the evaluated prompt stays in the cache for that stream,
+        which then evaluates only what follows the tokens the two share. The answer's split points
+        depend on its messages alone (the judgement is a function of them), so a seed still gives
+        one text.
         """
         import numpy as np
 
@@ -505,10 +523,13 @@ class LlamaCppGenerator:
                 if not t:
                     raise ValueError(f"first_token_logprobs: {w!r} has no tokens")
                 ids.append(int(t[0]))
+            self._kept = None
             llm.reset()
             self._arm_abort(llm, cancel, on=True)
             try:
-                llm.eval(toks)
+                if keep and self.reuse_prefix_state and not self.cache_prompt:
+                    self._start_from_prefix(llm, messages)
+                llm.eval(toks[llm.n_tokens:])
             except RuntimeError as exc:
                 if self._stopping(cancel) and "llama_decode" in str(exc):
                     llm.reset()
@@ -519,6 +540,7 @@ class LlamaCppGenerator:
             n_vocab = int(llm.n_vocab())
             row = np.ctypeslib.as_array(self._lc.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
             logits = row.astype(np.float64)
+            self._kept = tuple(toks) if keep else None
             top = float(logits.max())
             log_z = top + float(np.log(np.exp(logits - top).sum()))
             return [float(logits[i]) - log_z for i in ids]

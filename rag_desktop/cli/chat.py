@@ -17,7 +17,7 @@ from typing import TextIO
 from rag_desktop.app.flow_events import AnswerDone, AnswerGroup, Token
 from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.app.service import RagService
-from rag_desktop.cli.common import ABSTAINED_LINE, service
+from rag_desktop.cli.common import abstained_line, service
 from rag_desktop.core.conversation import Conversation, Turn
 from rag_desktop.core.types import Answer
 
@@ -79,7 +79,7 @@ def run_chat(svc: RagService, method: str = "causal", stdin: TextIO | None = Non
                 answer = ev.answer
         out.write("\n")
         if answer is not None and answer.abstained:
-            print(ABSTAINED_LINE, file=out)
+            print(abstained_line(answer), file=out)
         if answer is not None:
             for i, h in enumerate(answer.sources, start=1):
                 loc = answer.locators[i - 1] if i - 1 < len(answer.locators) else None

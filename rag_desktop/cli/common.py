@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from rag_desktop.app.catalog import printable
 from rag_desktop.app.config import default_library_dir, load_settings
 from rag_desktop.app.service import RagService
-from rag_desktop.core.types import Progress
+from rag_desktop.core.types import Answer, Progress
 
 
 def print_json(obj: Any, out: TextIO | None = None) -> None:
@@ -101,6 +101,17 @@ def ingest_progress_line(ev: Progress) -> None:
         sys.stderr.write(f"\ringesting {ev.current}/{ev.total}   ")
 
 
-# What the CLI prints when the answer abstained (core.abstain): the library holds no answer.
+# What the CLI prints when the answer abstained (core.abstain): the library holds no answer, by its
+# words ("off_topic") or by the model's judgement of the passages it would read ("not_held").
 ABSTAINED_LINE = ("Not in your documents: none of the question's words occur in this library and no "
                   "passage stands out from the rest. (generation.abstain = false answers anyway.)")
+NOT_HELD_LINE = ("Not in your documents: the model read the passages below and judged that they do not hold "
+                 "the answer (P(yes) {yes}). (generation.judge_passages = false answers anyway.)")
+
+
+def abstained_line(answer: Answer) -> str:
+    """The line that says why ``answer`` abstained."""
+    a = answer.abstention
+    if a is not None and a.reason == "not_held" and a.judged_yes is not None:
+        return NOT_HELD_LINE.format(yes=f"{a.judged_yes:.0%}")
+    return ABSTAINED_LINE

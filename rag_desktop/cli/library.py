@@ -10,7 +10,7 @@ from typing import Any
 from rag_desktop.app.flow_events import Abstained, AnswerDone, CFDone, Token
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.question_flow import QuestionFlow
-from rag_desktop.cli.common import ABSTAINED_LINE, ProgressBar, print_json, service, terminal_safe
+from rag_desktop.cli.common import ProgressBar, abstained_line, print_json, service, terminal_safe
 from rag_desktop.core.cfrag import cfrag_result
 from rag_desktop.core.cfrag.plain import plain_text
 from rag_desktop.core.cfrag.types import to_jsonable
@@ -156,7 +156,9 @@ def _print_answer(answer: Answer, as_json: bool, needs: tuple[SourceNeed, ...] |
         print_json(out)
         return 0
     if answer.abstained:
-        print(ABSTAINED_LINE)
+        print(abstained_line(answer))
+        if answer.sources:  # the passages the model judged
+            _print_sources(answer)
         return 0
     print()
     _print_sources(answer)

@@ -29,12 +29,33 @@ service checks its translation before abstaining (app.service.RagService.abstent
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The best unit stands 0.10 above the question's mean similarity to the library. On the first tuning
 # sets, answerable questions reached 0.06–0.20 and questions about other subjects 0.045–0.075
 # (e5-small); 0.10 sits above every unanswerable one, and a known term carries the answerable ones below it.
 MIN_LIFT = 0.10
+
+# The second check, for the questions the rule above lets through: one prompt evaluation that asks the
+# answer's own model whether the passages it is about to read hold the answer, the question put
+# after them as the answer prompt puts it, and reads the first token's odds of "yes" against "no"
+# (TokenScorer.first_token_logprobs; no sampling). The answer prompt's evaluation is shared: the
+# answer then reads only the few tokens after the question (backends.llama_cpp_generator).
+# Asked about its own finished answer instead ("Is your answer stated in the sources?"), the 1.5B
+# said yes to nearly every one, invented or not (AUC 0.72 against 0.86 for this question, on the
+# first 34 answered rows of the tuning splits; docs/evaluation.md, "Not in your documents").
+JUDGE = {
+    "en": ("Do the sources above contain the answer to this question? Reply with yes or no.",
+           ("yes", "Yes"), ("no", "No")),
+    "zh": ("上面的资料中有这个问题的答案吗？请只回答“有”或“没有”。", ("有",), ("没有",)),
+}
+# log P(yes) − log P(no) below this: not answered (P(yes) ≈ 0.62 of the two). Chosen on the first 34
+# answered rows of the tuning splits (evaluation §5): the answerable questions whose passages are in
+# their language were judged 0.68–3.17, 12 of the 18 about other subjects below 0.5; 0.5 leaves room
+# under the lowest answerable one. The statutes' rows were held out of the choice.
+MIN_JUDGED = 0.5
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,9 @@ class Support:
 
 @dataclass(frozen=True)
 class Abstention:
-    """The decision and why: ``reason`` is "" when the question is answered, else "off_topic"."""
+    """The decision and why: ``reason`` is "" when the question is answered, else "off_topic" (the
+    library's words and similarities, :func:`decide`) or "not_held" (the model's judgement of the
+    passages, :func:`judged`)."""
 
     abstained: bool
     reason: str
@@ -65,6 +88,13 @@ class Abstention:
     # The question's other-language phrasing that was checked too ("" when none was): a question
     # asked in the other language of a mixed library (app.service.RagService.abstention).
     translated: str = ""
+    # The model's log-odds that the passages hold the answer (JUDGE), None when it was not asked.
+    judged: float | None = None
+
+    @property
+    def judged_yes(self) -> float | None:
+        """P(yes) of the two answers, from :attr:`judged`: the share a person reads."""
+        return None if self.judged is None else yes_share(self.judged)
 
     def as_json(self) -> dict[str, object]:
         s = self.support
@@ -72,10 +102,33 @@ class Abstention:
         return {"abstained": self.abstained, "reason": self.reason,
                 "coverage": None if cov is None else round(cov, 3), "terms": s.n_terms, "known_terms": s.n_known,
                 "lift": round(s.lift, 4), "top_sim": round(s.top_sim, 4), "library_sim": round(s.library_sim, 4),
-                "translated": self.translated}
+                "translated": self.translated,
+                "judged": None if self.judged is None else round(self.judged, 3)}
 
 
 def decide(support: Support, min_lift: float = MIN_LIFT) -> Abstention:
     """Abstain only when none of the question's words is the library's and no unit stands out."""
     answered = support.lift >= min_lift or support.n_known > 0
     return Abstention(not answered, "" if answered else "off_topic", support)
+
+
+def yes_share(odds: float) -> float:
+    """P(yes) / (P(yes) + P(no)) from their log-odds: what MIN_JUDGED and a judgement read as."""
+    return 1.0 / (1.0 + math.exp(-odds))
+
+
+def log_odds(logprobs: Sequence[float], n_yes: int) -> float:
+    """log P(yes) − log P(no) from the first-token log-probabilities of JUDGE's yes words (the first
+    ``n_yes``) and no words (the rest): each side's probabilities summed ("yes" and "Yes" are one answer)."""
+    def lse(xs: Sequence[float]) -> float:
+        top = max(xs)
+        return top + math.log(sum(math.exp(x - top) for x in xs))
+
+    return lse(logprobs[:n_yes]) - lse(logprobs[n_yes:])
+
+
+def judged(abstention: Abstention, odds: float, min_judged: float = MIN_JUDGED) -> Abstention:
+    """``abstention`` (answered by :func:`decide`) with the model's judgement: abstained as "not_held"
+    when the odds that the passages hold the answer are below ``min_judged``."""
+    held = odds >= min_judged
+    return Abstention(not held, "" if held else "not_held", abstention.support, abstention.translated, odds)

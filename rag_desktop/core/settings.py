@@ -280,9 +280,13 @@ class GenerationSettings:
     # Each [n] the model wrote is kept only where passage n holds the sentence it ends; a repeated
     # marker is written once (core.attribution.check_citations; lexical, no model call).
     check_citations: bool = True
-    # Say "not in your documents" instead of asking the model when the question's words are mostly
-    # not the library's and no passage stands out (core.abstain; decided before the model loads).
+    # Say "not in your documents" instead of asking the model when none of the question's words are
+    # the library's and no passage stands out (core.abstain; decided before the model loads).
     abstain: bool = True
+    # With abstain: before the answer is written, the model is asked whether the passages it is about
+    # to read hold the answer, and says "not in your documents" when they do not (core.abstain.JUDGE;
+    # one prompt evaluation the answer shares).
+    judge_passages: bool = True
     # Follow-up questions: a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 

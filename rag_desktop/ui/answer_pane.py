@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.core.abstain import Abstention
+from rag_desktop.core.abstain import MIN_JUDGED, Abstention, yes_share
 from rag_desktop.core.types import Answer, Citation, Hit
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.needs_view import NeedsView
@@ -256,16 +256,21 @@ class AnswerPane(QWidget):
         self.needs.offer(answer)
 
     def _show_abstention(self, abstention: Abstention, took: str) -> None:
-        """The library holds no answer (core.abstain): said in words, the evidence in the tooltip."""
-        self.browser.setPlainText(tr("answer.abstained_text"))
-        self._set_status("answer.abstained")
+        """The library holds no answer (core.abstain): said in words, the evidence in the tooltip; the
+        passages the model judged are listed as an answer's sources are."""
+        judged = abstention.reason == "not_held" and abstention.judged_yes is not None
+        self.browser.setPlainText(tr("answer.not_held_text" if judged else "answer.abstained_text"))
+        self._set_status("answer.not_held" if judged else "answer.abstained")
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
         s = abstention.support
         cov = s.coverage
-        self.status.setToolTip(plain_tooltip(tr(
-            "answer.abstained_tip", known=s.n_known, terms=s.n_terms,
-            coverage="–" if cov is None else f"{cov:.0%}", lift=f"{s.lift:.3f}")))
+        if judged:
+            tip = tr("answer.not_held_tip", yes=f"{abstention.judged_yes:.0%}", need=f"{yes_share(MIN_JUDGED):.0%}")
+        else:
+            tip = tr("answer.abstained_tip", known=s.n_known, terms=s.n_terms,
+                     coverage="–" if cov is None else f"{cov:.0%}", lift=f"{s.lift:.3f}")
+        self.status.setToolTip(plain_tooltip(tip))
         self._fill_sources()
 
     def add_note(self, note: Callable[[], str]) -> None:

@@ -786,6 +786,17 @@ TABLE: dict[str, tuple[str, str]] = {
                              "The setting “Say ‘not in your documents’” turns this off.",
                              "问题的 {terms} 个检索词中有 {known} 个出现在本文库（{coverage}）；"
                              "最相关段落比问题与文库的平均相似度高 {lift}。可在设置“文档中没有答案时不作答”中关闭。"),
+    "answer.not_held": ("not in your documents: judged from the passages", "文档中没有答案：依据段落判断"),
+    "answer.not_held_text": ("Not in your documents. The model read the passages listed below and judged that "
+                             "they do not hold the answer, so no answer was written. Rephrase the question in the "
+                             "documents' words, or add the documents that hold the answer.",
+                             "文档中没有答案。模型阅读了下面列出的段落，判断其中没有这个问题的答案，所以没有生成回答。"
+                             "可以换用文档里的说法再问，或者添加包含答案的文档。"),
+    "answer.not_held_tip": ("Asked whether these passages hold the answer, the model said yes with {yes} "
+                            "(an answer is written from {need}). The setting “Ask the model whether the passages "
+                            "hold the answer” turns this off.",
+                            "被问到这些段落中是否有答案时，模型回答“有”的把握为 {yes}（达到 {need} 才生成回答）。"
+                            "可在设置“先让模型判断段落中是否有答案”中关闭。"),
     "answer.failed": ("failed: {msg}", "失败：{msg}"),
     "answer.stopped": ("stopped", "已停止"),
     "answer.cite_tip": ("Open {title} at page {page}", "打开“{title}”第 {page} 页"),
@@ -1132,6 +1143,13 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.generation.abstain.tip": ("When none of the question's words are the library's and no passage stands "
                                    "out, say so instead of asking the model", "问题的词语都不在文库中、且没有"
                                    "明显相关的段落时，直接说明，不询问模型"),
+    "set.generation.judge_passages": ("Ask the model whether the passages hold the answer",
+                                      "先让模型判断段落中是否有答案"),
+    "set.generation.judge_passages.tip": ("Before the answer is written, the model says whether the passages it "
+                                          "is about to read hold the answer; when they do not, say “not in your "
+                                          "documents” (a fraction of a second: the answer reads the same prompt)",
+                                          "生成回答前，先让模型判断将要阅读的段落中是否有答案；没有时说明“文档中没有"
+                                          "答案”（只需不到一秒：回答读的是同一个提示）"),
     "set.generation.check_citations": ("Check the model's citations", "检查模型的引用"),
     "set.generation.check_citations.tip": ("A [n] whose passage does not hold the sentence it ends is removed, "
                                            "and a repeated marker is written once",

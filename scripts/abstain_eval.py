@@ -31,7 +31,7 @@ from typing import Any
 
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import read_jsonl
-from rag_desktop.app.service import RagService
+from rag_desktop.app.service import RagService, judged_abstention
 from rag_desktop.core.cfrag.anchor import says_not_found
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import containment_match
@@ -143,12 +143,12 @@ def _answer_rows(svc: RagService, rows: list[dict[str, Any]], n: int, gold: dict
 
 
 def _judge_rows(svc: RagService, rows: list[dict[str, Any]], n: int) -> None:
-    """The model's judgement (RagService.judged_abstention) of the first ``n`` questions of ``rows``
+    """The model's judgement (app.service.judged_abstention) of the first ``n`` questions of ``rows``
     that the library's words let through: its log-odds, whether it abstains, and its seconds."""
     for row in [r for r in rows if not r["abstained"]][:n]:
         ranked = svc.compare(row["q"], translate=False).answer_list("baseline")
         t0 = time.perf_counter()
-        a = svc.judged_abstention(row["q"], ranked)
+        a = judged_abstention(svc, row["q"], ranked)
         row["judge"] = {"odds": a.judged, "abstained": a.abstained, "seconds": round(time.perf_counter() - t0, 2)}
 
 

@@ -432,20 +432,17 @@ class RagService:
             yield Answer("", method=ranked.method, abstention=abstention)
             return
         gen = self.runtime.generator()
-        use_passages = g.passages if passages is None else passages
-        p = self._answer_prompt(gen, query, ranked, n_sources, use_passages, cancel)
+        p = answer_prompt(self, gen, query, ranked, n_sources, g.passages if passages is None else passages, cancel)
         if p.found is not None:
             yield Progress("passages", len(p.found.hits), p.found.n_candidates, f"{p.found.seconds:.2f}")
         lang, hits, locators, msgs, used = p.lang, p.hits, p.locators, p.messages, p.used
         n_prompt = sum(gen.count_tokens(m.content) for m in msgs)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
-        if abstention is not None and g.judge_passages and used:
-            # the model reads the prompt once, asked first whether its passages hold the answer
+        if abstention is not None and g.judge_passages and used:  # asked first whether the passages hold it
             abstention = judge(gen, msgs, used, lang, abstention, cancel)
-            if abstention.abstained:
-                yield Answer("", sources=tuple(used), method=ranked.method,
-                             locators=tuple(locators[: len(used)]) if locators is not None else (),
-                             abstention=abstention)
+            if abstention.abstained:  # the passages it judged are listed
+                yield Answer("", sources=used, method=ranked.method, abstention=abstention,
+                             locators=tuple((locators or ())[: len(used)]))
                 return
         parts: list[str] = []
         meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
@@ -480,36 +477,6 @@ class RagService:
                       locators=tuple(locators[: len(used)]) if locators is not None else (),
                       original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
         yield done
-
-    def _answer_prompt(self, gen: Any, query: str, ranked: RankedList, n_sources: int, use_passages: bool,
-                       cancel: CancelToken | None) -> _AnswerPrompt:
-        """The messages :meth:`answer` sends for ``query`` and the sources as placed in them."""
-        g = self.settings.generation
-        lang = detect_lang(query)
-        hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
-        locators: tuple[Locator, ...] | None = None
-        found = None
-        if use_passages and hits:
-            found = self.passage_finder().find(query, hits)
-            if found.hits:
-                hits, locators = found.hits, found.locators
-        sources = self.translate_sources(hits, lang, cancel, whole_chunks=locators is None)
-        msgs, used = prompting.build_answer_messages(
-            query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
-        )
-        return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
-
-    def judged_abstention(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> Abstention:
-        """What :meth:`answer` decides before it writes a word (``generation.abstain`` and
-        ``judge_passages`` as set): the library's words, then the model's judgement of the passages
-        (app.abstention.judge). For measuring the decision without writing answers."""
-        g = self.settings.generation
-        first = self.abstention(query, ranked, cancel)
-        if first.abstained or not g.judge_passages:
-            return first
-        gen = self.runtime.generator()
-        p = self._answer_prompt(gen, query, ranked, prompting.ANSWER_SOURCES, g.passages, cancel)
-        return judge(gen, p.messages, p.used, p.lang, first, cancel) if p.used else first
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -671,6 +638,39 @@ class _AnswerPrompt:
     found: PassageSet | None  # the answer passages' search (None: whole chunks)
     messages: tuple[ChatMessage, ...]
     used: tuple[Hit, ...]
+
+
+def answer_prompt(svc: RagService, gen: Any, query: str, ranked: RankedList, n_sources: int, use_passages: bool,
+                  cancel: CancelToken | None) -> _AnswerPrompt:
+    """The messages :meth:`RagService.answer` sends for ``query`` and the sources as placed in them."""
+    g = svc.settings.generation
+    lang = detect_lang(query)
+    hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
+    locators: tuple[Locator, ...] | None = None
+    found = None
+    if use_passages and hits:
+        found = svc.passage_finder().find(query, hits)
+        if found.hits:
+            hits, locators = found.hits, found.locators
+    sources = svc.translate_sources(hits, lang, cancel, whole_chunks=locators is None)
+    msgs, used = prompting.build_answer_messages(
+        query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
+    )
+    return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
+
+
+def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: CancelToken | None = None
+                      ) -> Abstention:
+    """What :meth:`RagService.answer` decides before it writes a word (``generation.abstain`` and
+    ``judge_passages`` as set): the library's words, then the model's judgement of the passages
+    (app.abstention.judge). For measuring the decision without writing answers."""
+    g = svc.settings.generation
+    first = svc.abstention(query, ranked, cancel)
+    if first.abstained or not g.judge_passages:
+        return first
+    gen = svc.runtime.generator()
+    p = answer_prompt(svc, gen, query, ranked, prompting.ANSWER_SOURCES, g.passages, cancel)
+    return judge(gen, p.messages, p.used, p.lang, first, cancel) if p.used else first
 
 
 def first_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:

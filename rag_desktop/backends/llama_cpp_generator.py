@@ -360,9 +360,7 @@ class LlamaCppGenerator:
                     try:
                         if first:
                             self.last_prefix_reused = 0
-                            if kept is not None:
-                                # The scored prompt stays: llama-cpp-python's prefix match evaluates only
-                                # what follows the tokens the two prompts share (first_token_logprobs).
+                            if kept is not None:  # llama-cpp-python's prefix match reads only the rest
                                 self.last_prefix_reused = longest_common_prefix(
                                     [list(kept), self._prompt(llm, messages)[0]])
                             elif not self.cache_prompt and self.reuse_prefix_state:
@@ -488,20 +486,14 @@ class LlamaCppGenerator:
                              cancel: CancelToken | None = None, keep: bool = False) -> list[float]:
         """log P(first token of each word | the chat prompt), from one prompt evaluation.
 
-        The prompt is the one ``stream`` would send (same template, same /no_think switch),
-        evaluated from a cleared cache, so a score does not depend on what ran before. For
-        Qwen3 with thinking off the template makes the model open an empty ``<think></think>``
-        block first; that block is appended, so the logits read are those of the first
-        *visible* token. Raises Cancelled when ``cancel`` fires during the evaluation.
-
-        ``keep``: the prompt is a question about the prompt the next :meth:`stream` sends (the
-        abstention's judgement of an answer's passages, core.abstain.JUDGE): its fixed prefix is
-        loaded from the saved state, and the evaluated prompt stays in the cache for that stream,
-        which then evaluates only what follows the tokens the two share. The answer's split points
-        depend on its messages alone (the judgement is a function of them), so a seed still gives
-        one text.
+        The prompt is the one ``stream`` would send (same template, same /no_think switch), from a
+        cleared cache: a score does not depend on what ran before. Qwen3 with thinking off opens an
+        empty ``<think></think>`` block first; it is appended, so the logits are the first *visible*
+        token's. Raises Cancelled when ``cancel`` fires. ``keep`` (core.abstain.JUDGE): the fixed
+        prefix comes from its saved state and the prompt stays in the cache for the next
+        :meth:`stream`, which evaluates only what follows the tokens the two share; the split
+        depends on the messages alone, so a seed still gives one text.
         """
-        import numpy as np
 
         if cancel is not None and cancel.is_set:
             raise Cancelled()
@@ -517,12 +509,7 @@ class LlamaCppGenerator:
                                           .encode("utf-8"), add_bos=False, special=True))
             if len(toks) >= self._n_ctx:
                 raise ValueError(f"prompt of {len(toks)} tokens does not fit n_ctx={self._n_ctx}")
-            ids = []
-            for w in words:
-                t = llm.tokenize(w.encode("utf-8"), add_bos=False, special=False)
-                if not t:
-                    raise ValueError(f"first_token_logprobs: {w!r} has no tokens")
-                ids.append(int(t[0]))
+            ids = _first_token_ids(llm, words)
             self._kept = None
             llm.reset()
             self._arm_abort(llm, cancel, on=True)
@@ -537,13 +524,8 @@ class LlamaCppGenerator:
                 raise
             finally:
                 self._arm_abort(llm, None, on=False)
-            n_vocab = int(llm.n_vocab())
-            row = np.ctypeslib.as_array(self._lc.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
-            logits = row.astype(np.float64)
             self._kept = tuple(toks) if keep else None
-            top = float(logits.max())
-            log_z = top + float(np.log(np.exp(logits - top).sum()))
-            return [float(logits[i]) - log_z for i in ids]
+            return _log_softmax_at(self._lc.llama_get_logits_ith(llm.ctx, -1), int(llm.n_vocab()), ids)
         finally:
             self._leave()
 
@@ -595,6 +577,27 @@ class LlamaCppGenerator:
             return self._batcher.run(llm, reqs, cancel, on_token)
         finally:
             self._leave()
+
+
+def _first_token_ids(llm: Any, words: Sequence[str]) -> list[int]:
+    """The first token of each of ``words`` in ``llm``'s vocabulary (first_token_logprobs)."""
+    ids = []
+    for w in words:
+        t = llm.tokenize(w.encode("utf-8"), add_bos=False, special=False)
+        if not t:
+            raise ValueError(f"first_token_logprobs: {w!r} has no tokens")
+        ids.append(int(t[0]))
+    return ids
+
+
+def _log_softmax_at(logits_ptr: Any, n_vocab: int, ids: Sequence[int]) -> list[float]:
+    """log softmax of the logits row at ``logits_ptr`` (llama_get_logits_ith), read at ``ids``."""
+    import numpy as np
+
+    logits = np.ctypeslib.as_array(logits_ptr, shape=(n_vocab,)).astype(np.float64)
+    top = float(logits.max())
+    log_z = top + float(np.log(np.exp(logits - top).sum()))
+    return [float(logits[i]) - log_z for i in ids]
 
 
 def _bind_abort_setter(llama_cpp: Any) -> Any:

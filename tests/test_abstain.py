@@ -198,37 +198,64 @@ class Judge(ScriptedGenerator):
             len(words) - n_yes)
 
 
+def _judging(svc: RagService, mode: str) -> Settings:
+    """Set generation.judge_passages to ``mode``; returns the settings to put back."""
+    before = svc.settings
+    svc.settings = svc.settings.replace("generation", judge_passages=mode)
+    return before
+
+
 @pytest.mark.integration
 def test_passages_judged_not_to_hold_the_answer_abstain_before_a_word_is_written(svc: RagService) -> None:
     from rag_desktop.core.abstain import JUDGE
 
     q = "Which cards must be turned in the Wason selection task?"
-    for yes, abstains in ((0.2, True), (0.9, False)):
-        gen = Judge(yes)
-        svc.runtime._generator = gen
-        ranked = svc.compare(q, translate=False).answer_list("baseline")
-        events = list(svc.answer(q, ranked))
-        answer = events[-1]
-        assert isinstance(answer, Answer)
-        # the judgement reads the answer's own prompt with JUDGE's question after the user's turn
-        (messages, keep), = gen.judged
-        assert keep and messages[-1].content.endswith("\n\n" + JUDGE["en"][0])  # type: ignore[attr-defined]
-        assert q in messages[-1].content  # type: ignore[attr-defined]
-        assert answer.abstained is abstains, answer.abstention
-        if abstains:
-            assert gen.calls == ["judge"] and answer.text == "" and answer.sources  # the passages it judged
-            assert answer.abstention is not None and answer.abstention.reason == "not_held"
-            assert answer.abstention.judged_yes == pytest.approx(0.2)
-            assert not any(isinstance(e, GenEvent) for e in events)
-            assert judged_abstention(svc, q, ranked).reason == "not_held"  # what the eval measures
-        else:
-            assert gen.calls == ["judge", "answer"] and answer.text
+    before = _judging(svc, "abstain")
+    try:
+        for yes, abstains in ((0.2, True), (0.9, False)):
+            _judged_once(svc, q, yes, abstains, JUDGE["en"][0])
+    finally:
+        svc.settings = before
+
+
+def _judged_once(svc: RagService, q: str, yes: float, abstains: bool, judge_line: str) -> None:
+    """One answer with the model judging the passages' P(yes) = ``yes``, in "abstain" mode."""
+    gen = Judge(yes)
+    svc.runtime._generator = gen
+    ranked = svc.compare(q, translate=False).answer_list("baseline")
+    events = list(svc.answer(q, ranked))
+    answer = events[-1]
+    assert isinstance(answer, Answer)
+    # the judgement reads the answer's own prompt with JUDGE's question after the user's turn
+    (messages, keep), = gen.judged
+    assert keep and messages[-1].content.endswith("\n\n" + judge_line)  # type: ignore[attr-defined]
+    assert q in messages[-1].content  # type: ignore[attr-defined]
+    assert answer.abstained is abstains, answer.abstention
+    if abstains:
+        assert gen.calls == ["judge"] and answer.text == "" and answer.sources  # the passages it judged
+        assert answer.abstention is not None and answer.abstention.reason == "not_held"
+        assert answer.abstention.judged_yes == pytest.approx(0.2)
+        assert not any(isinstance(e, GenEvent) for e in events)
+        assert judged_abstention(svc, q, ranked).reason == "not_held"  # what the eval measures
+    else:
+        assert gen.calls == ["judge", "answer"] and answer.text and "doubted" not in answer.warnings
+
+
+@pytest.mark.integration
+def test_by_default_an_answer_judged_not_held_is_written_and_marked(svc: RagService) -> None:
+    assert Settings().generation.judge_passages == "warn"
+    gen = Judge(0.3)
+    svc.runtime._generator = gen
+    q = "Which cards must be turned in the Wason selection task?"
+    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    assert gen.calls == ["judge", "answer"] and answer.text and "doubted" in answer.warnings
+    assert not answer.abstained and answer.abstention is not None and answer.abstention.reason == "not_held"
+    assert answer.abstention.judged_yes == pytest.approx(0.3)
 
 
 @pytest.mark.integration
 def test_the_judgement_setting_off_asks_no_judgement(svc: RagService) -> None:
-    before = svc.settings
-    svc.settings = svc.settings.replace("generation", judge_passages=False)
+    before = _judging(svc, "off")
     try:
         gen = Judge(0.01)
         svc.runtime._generator = gen
@@ -241,12 +268,20 @@ def test_the_judgement_setting_off_asks_no_judgement(svc: RagService) -> None:
 
 @pytest.mark.integration
 def test_cfrag_says_what_the_first_column_said_when_its_passages_were_judged(svc: RagService) -> None:
-    from rag_desktop.app.flow_events import Abstained
-    from rag_desktop.app.question_flow import QuestionFlow
-
     gen = Judge(0.1)
     svc.runtime._generator = gen
     q = "Which cards must be turned in the Wason selection task?"
+    before = _judging(svc, "abstain")
+    try:
+        _cfrag_after_a_judged_first_column(svc, gen, q)
+    finally:
+        svc.settings = before
+
+
+def _cfrag_after_a_judged_first_column(svc: RagService, gen: Judge, q: str) -> None:
+    from rag_desktop.app.flow_events import Abstained
+    from rag_desktop.app.question_flow import QuestionFlow
+
     flow = QuestionFlow(svc, q, highlights=False, prepare=False)
     list(flow.events(cfrag=False))
     assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
@@ -269,7 +304,11 @@ def test_the_answer_pane_says_the_passages_were_judged_in_both_languages(qtbot, 
 
     svc.runtime._generator = Judge(0.25)
     q = "Which cards must be turned in the Wason selection task?"
-    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    before = _judging(svc, "abstain")
+    try:
+        answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    finally:
+        svc.settings = before
     assert answer.abstained
     for lang in ("en", "zh"):
         with i18n.using(lang):
@@ -293,3 +332,22 @@ def test_passages_none_of_which_is_in_the_questions_language_are_not_judged() ->
     assert judge(gen, msgs, english, "zh", first) is first and gen.calls == []
     chinese = [*english, Hit(2, 2, "chunk", "t", "p", 1, "翻开A和7。", 0.5, 2, "zh")]
     assert judge(gen, msgs, chinese, "zh", first).reason == "not_held" and gen.calls == ["judge"]
+
+
+@pytest.mark.gui
+def test_the_answer_pane_marks_an_answer_written_from_doubted_passages(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+    from rag_desktop.ui.i18n import tr
+
+    svc.runtime._generator = Judge(0.3)
+    q = "Which cards must be turned in the Wason selection task?"
+    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    for lang in ("en", "zh"):
+        with i18n.using(lang):
+            pane = AnswerPane("baseline", "col.baseline")
+            qtbot.addWidget(pane)
+            pane.start()
+            pane.set_answer(answer)
+            assert pane.text() == answer.text and pane.status.text().startswith(tr("answer.doubted"))
+            assert "30%" in pane.status.toolTip()

@@ -421,11 +421,9 @@ class RagService:
     ) -> Iterator[GenEvent | Answer | Progress]:
         """Stream an answer from the top sources of ``ranked``; ends with the Answer and citations.
 
-        With answer passages (``generation.passages``) the model reads paragraph-sized
-        windows of the top ``n_sources`` hits, each headed by what locates it, and ``[n]`` points
-        at that paragraph; otherwise it reads the hits' whole chunks. Progress events say what
-        the answer is doing (``passages``: windows scored; ``reading``: the prompt's tokens).
-        """
+        With answer passages (``generation.passages``) the model reads paragraph windows of the top
+        ``n_sources`` hits, each headed by what locates it, and ``[n]`` points at that paragraph; else
+        the hits' whole chunks. Progress: ``passages`` (windows scored), ``reading`` (prompt tokens)."""
         g = self.settings.generation
         abstention = self.abstention(query, ranked, cancel) if g.abstain else None
         if abstention is not None and abstention.abstained:  # decided before the model is loaded
@@ -435,15 +433,16 @@ class RagService:
         p = answer_prompt(self, gen, query, ranked, n_sources, g.passages if passages is None else passages, cancel)
         if p.found is not None:
             yield Progress("passages", len(p.found.hits), p.found.n_candidates, f"{p.found.seconds:.2f}")
-        lang, hits, locators, msgs, used = p.lang, p.hits, p.locators, p.messages, p.used
-        n_prompt = sum(gen.count_tokens(m.content) for m in msgs)
+        lang, hits, locators, msgs, used, n_prompt = p.lang, p.hits, p.locators, p.messages, p.used, p.tokens(gen)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
-        if abstention is not None and g.judge_passages and used:  # asked first whether the passages hold it
+        doubted = None  # judged not to hold the answer by the model and written anyway ("warn")
+        if abstention is not None and g.judge_passages != "off" and used:  # asked first: do they hold it?
             abstention = judge(gen, msgs, used, lang, abstention, cancel)
-            if abstention.abstained:  # the passages it judged are listed
+            if abstention.abstained and g.judge_passages == "abstain":  # the passages it judged are listed
                 yield Answer("", sources=used, method=ranked.method, abstention=abstention,
                              locators=tuple((locators or ())[: len(used)]))
                 return
+            doubted = dataclasses.replace(abstention, abstained=False) if abstention.abstained else None
         parts: list[str] = []
         meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
         for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
@@ -470,12 +469,14 @@ class RagService:
         read = [h.text for h in used]
         # And what it adds to the question held by no passage it read: said beside it (core.cfrag.anchor).
         warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
-                                         ("unsupported", unsupported(text, query, read))) if on)
+                                         ("unsupported", unsupported(text, query, read)),
+                                         ("doubted", doubted is not None)) if on)
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
         done = Answer(text, citations, tuple(used), ranked.method,
                       locators=tuple(locators[: len(used)]) if locators is not None else (),
-                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped)
+                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped,
+                      abstention=doubted)
         yield done
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
@@ -639,6 +640,10 @@ class _AnswerPrompt:
     messages: tuple[ChatMessage, ...]
     used: tuple[Hit, ...]
 
+    def tokens(self, gen: Any) -> int:
+        """The prompt's tokens as ``gen`` counts them (the Progress "reading" event)."""
+        return sum(gen.count_tokens(m.content) for m in self.messages)
+
 
 def answer_prompt(svc: RagService, gen: Any, query: str, ranked: RankedList, n_sources: int, use_passages: bool,
                   cancel: CancelToken | None) -> _AnswerPrompt:
@@ -666,7 +671,7 @@ def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: C
     (app.abstention.judge). For measuring the decision without writing answers."""
     g = svc.settings.generation
     first = svc.abstention(query, ranked, cancel)
-    if first.abstained or not g.judge_passages:
+    if first.abstained or g.judge_passages == "off":
         return first
     gen = svc.runtime.generator()
     p = answer_prompt(svc, gen, query, ranked, prompting.ANSWER_SOURCES, g.passages, cancel)

@@ -106,7 +106,7 @@ def ingest_progress_line(ev: Progress) -> None:
 ABSTAINED_LINE = ("Not in your documents: none of the question's words occur in this library and no "
                   "passage stands out from the rest. (generation.abstain = false answers anyway.)")
 NOT_HELD_LINE = ("Not in your documents: the model read the passages below and judged that they do not hold "
-                 "the answer (P(yes) {yes}). (generation.judge_passages = false answers anyway.)")
+                 "the answer (P(yes) {yes}). (generation.judge_passages = \"warn\" answers and marks it.)")
 
 
 def abstained_line(answer: Answer) -> str:

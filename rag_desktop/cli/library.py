@@ -181,6 +181,8 @@ def _print_sources(answer: Answer) -> None:
         print(f"  note: the answer cites {bad}, which were not among the sources given to the model")
     if "unsupported" in answer.warnings:
         print("  note: no passage the model read holds this answer; check it against the sources")
+    if "doubted" in answer.warnings:
+        print("  note: asked first, the model judged that these passages may not hold the answer; check it")
 
 
 def summarize_trace(res: Any) -> str:

@@ -291,6 +291,8 @@ class Answer:
     # (n, sentence) each (core.attribution.check_citations).
     dropped_citations: tuple[tuple[int, str], ...] = ()
     # Set when the library holds no answer and the model was not asked (core.abstain); text is "".
+    # Also on a written answer whose passages the model judged not to hold it (warning "doubted",
+    # generation.judge_passages = "warn"): not abstained, with the judgement's odds.
     abstention: Abstention | None = None
 
     @property

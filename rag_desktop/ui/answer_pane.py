@@ -240,6 +240,8 @@ class AnswerPane(QWidget):
                 self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
         if "unsupported" in answer.warnings:  # what it adds is in no passage it read (core.cfrag.anchor): said first
             self.add_note(lambda: tr("answer.unsupported"))
+        if "doubted" in answer.warnings:  # judged before it was written (app.abstention.judge)
+            self.add_note(lambda: tr("answer.doubted"))
         if answer.dropped_citations:  # the model's markers whose passage does not hold the sentence
             self.status.setText(f"{self.status.text()} · "
                                 + tr("answer.cite_dropped", n=len(answer.dropped_citations)))
@@ -248,6 +250,9 @@ class AnswerPane(QWidget):
         tip = self.status.text()
         if "unsupported" in answer.warnings:
             tip += "\n" + tr("answer.unsupported_tip")
+        yes = answer.abstention.judged_yes if answer.abstention is not None else None
+        if "doubted" in answer.warnings and yes is not None:
+            tip += "\n" + tr("answer.doubted_tip", yes=f"{yes:.0%}", need=f"{yes_share(MIN_JUDGED):.0%}")
         if answer.dropped_citations:
             tip += "\n" + "\n".join(tr("answer.cite_dropped_tip", n=n, sentence=sent)
                                      for n, sent in answer.dropped_citations)

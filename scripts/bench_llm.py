@@ -498,7 +498,7 @@ def part_ttft(args: argparse.Namespace) -> dict[str, Any]:
     lib = args.cache_dir / "lib_demo"
     bc.ensure_library(lib, bc.DEMO_DIR, 4096, 512, args.build_threads)
     settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=8192)
-    settings = settings.replace("generation", translate=False, judge_passages=args.ttft_judge == "on")
+    settings = settings.replace("generation", translate=False, judge_passages=args.ttft_judge)
     svc = RagService(lib, settings)
     rows: list[dict[str, Any]] = []
     modes = [m for m in ("chunks", "passages") if m in args.ttft_modes.split(",")]
@@ -875,9 +875,9 @@ def main() -> None:
                     help="ttft: load the model and evaluate the answer prefixes first, as the window does at launch")
     ap.add_argument("--ttft-prefix-state", choices=["on", "off"], default="on",
                     help="ttft: load the saved KV state of the prompts' fixed prefix (the app's default: on)")
-    ap.add_argument("--ttft-judge", choices=["on", "off"], default="on",
+    ap.add_argument("--ttft-judge", choices=["off", "warn", "abstain"], default="warn",
                     help="ttft: ask the model whether the passages hold the answer first "
-                         "(generation.judge_passages; the app's default: on)")
+                         "(generation.judge_passages; the app's default: warn)")
     ap.add_argument("--cfrag-modes", default=",".join(MODES),
                     help="cfrag_steps: which of standard, before (sequential), after (batched, the app), "
                          "after_full (batched, evidence as before) to run; standard is required")

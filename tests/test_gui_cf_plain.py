@@ -129,3 +129,18 @@ def test_a_standard_answer_that_stands_fills_the_cfrag_column_with_its_passages(
     assert not col.is_collapsed() and win.results.cf_card.isVisibleTo(win)
     said = win.results.cf_card.plain.sentences.text()
     assert said.startswith("• The standard answer is held by a passage it read (100 %") and "\n" not in said
+
+
+def test_an_abstained_cfrag_says_so_in_its_folded_column(qtbot: Any, win: MainWindow) -> None:
+    """CF-RAG did not run (the library holds no answer, or the first column's passages were judged not
+    to hold it): the column strip says so instead of still saying CF-RAG is to run."""
+    from rag_desktop.core.abstain import Abstention, Support
+    from rag_desktop.core.types import Answer
+    from rag_desktop.ui.i18n import tr
+
+    win.results.cf_queued()
+    judged = Abstention(True, "not_held", Support(3, 2, 0.8, 0.75), judged=-0.4)
+    win.results.show_abstained(Answer("", method="cfrag", abstention=judged))
+    col = win.results.columns["cfrag"]
+    assert col.placeholder.text() == tr("trace.abstained") and col.placeholder.isVisible()
+    assert win.results.answers["cfrag"].text() == tr("answer.not_held_text")

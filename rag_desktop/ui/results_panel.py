@@ -211,10 +211,12 @@ class ResultsPanel(QTabWidget):
             self.trace_view.clear("trace.not_run")
 
     def show_abstained(self, answer: Answer) -> None:
-        """CF-RAG did not run: the library holds no answer (core.abstain)."""
+        """CF-RAG did not run: the library holds no answer (core.abstain). Said in the column too: it
+        stays a folded strip (no rows), whose words would otherwise still say CF-RAG is to run."""
         self.answers["cfrag"].set_answer(answer)
         self.cf_card.set_trace(None)
         self.trace_view.clear("trace.abstained")
+        self.columns["cfrag"].clear("trace.abstained")
 
     def show_cfrag(self, st: QueryState) -> None:
         assert st.cfrag is not None

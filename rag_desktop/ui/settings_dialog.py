@@ -53,7 +53,8 @@ LAYOUT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "agreement_threshold", "quality_min", "retrieve_k", "evidence_per_hypothesis", "read_passages",
         "use_counterfactuals", "use_division")),
     ("settings.tab.generation", "generation", (
-        "temperature", "max_tokens", "thinking", "translate", "passages", "max_passages", "rewrite_timeout_s")),
+        "temperature", "max_tokens", "thinking", "translate", "passages", "max_passages", "abstain",
+        "judge_passages", "rewrite_timeout_s")),
     ("settings.tab.interface", "ui", ("language",)),
 )
 

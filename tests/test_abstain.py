@@ -36,6 +36,20 @@ TRANSLATIONS = {OFF_TOPIC[0]: "西斯廷教堂的天顶画是谁画的？",
                 "沃森选择任务中必须翻开哪几张卡片？": "Which cards must be turned in the Wason selection task?"}
 
 
+def _panes(qtbot, answer: Answer):  # type: ignore[no-untyped-def]
+    """An answer pane showing ``answer``, in the en UI and then in the zh UI (yielded in each)."""
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.answer_pane import AnswerPane
+
+    for lang in ("en", "zh"):
+        with i18n.using(lang):
+            pane = AnswerPane("baseline", "col.baseline")
+            qtbot.addWidget(pane)
+            pane.start()
+            pane.set_answer(answer)
+            yield pane
+
+
 class Translator(ScriptedGenerator):
     """The scripted collaborator, translating a question as TRANSLATIONS says."""
 
@@ -144,21 +158,14 @@ def test_answer_json_says_abstained_on_the_demo_for_other_subjects_baseline_and_
 
 @pytest.mark.gui
 def test_the_answer_pane_says_not_in_your_documents_in_both_languages(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
-    from rag_desktop.ui import i18n
-    from rag_desktop.ui.answer_pane import AnswerPane
     from rag_desktop.ui.i18n import tr
 
     answer, _ = _answer(svc, OFF_TOPIC[0])
-    for lang in ("en", "zh"):
-        with i18n.using(lang):
-            pane = AnswerPane("baseline", "col.baseline")
-            qtbot.addWidget(pane)
-            pane.start()
-            pane.set_answer(answer)
-            assert pane.text() == tr("answer.abstained_text")
-            assert pane.status.text().startswith(tr("answer.abstained"))
-            s = answer.abstention.support if answer.abstention else None
-            assert s is not None and f"{s.n_known}" in pane.status.toolTip()
+    for pane in _panes(qtbot, answer):
+        assert pane.text() == tr("answer.abstained_text")
+        assert pane.status.text().startswith(tr("answer.abstained"))
+        s = answer.abstention.support if answer.abstention else None
+        assert s is not None and f"{s.n_known}" in pane.status.toolTip()
 
 
 # ----------------------------------------------------------------------------- the model's judgement
@@ -298,8 +305,6 @@ def _cfrag_after_a_judged_first_column(svc: RagService, gen: Judge, q: str) -> N
 
 @pytest.mark.gui
 def test_the_answer_pane_says_the_passages_were_judged_in_both_languages(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
-    from rag_desktop.ui import i18n
-    from rag_desktop.ui.answer_pane import AnswerPane
     from rag_desktop.ui.i18n import tr
 
     svc.runtime._generator = Judge(0.25)
@@ -310,15 +315,10 @@ def test_the_answer_pane_says_the_passages_were_judged_in_both_languages(qtbot, 
     finally:
         svc.settings = before
     assert answer.abstained
-    for lang in ("en", "zh"):
-        with i18n.using(lang):
-            pane = AnswerPane("baseline", "col.baseline")
-            qtbot.addWidget(pane)
-            pane.start()
-            pane.set_answer(answer)
-            assert pane.text() == tr("answer.not_held_text")
-            assert pane.status.text().startswith(tr("answer.not_held"))
-            assert "25%" in pane.status.toolTip() and "62%" in pane.status.toolTip()
+    for pane in _panes(qtbot, answer):
+        assert pane.text() == tr("answer.not_held_text")
+        assert pane.status.text().startswith(tr("answer.not_held"))
+        assert "25%" in pane.status.toolTip() and "62%" in pane.status.toolTip()
 
 
 def test_passages_none_of_which_is_in_the_questions_language_are_not_judged() -> None:
@@ -336,18 +336,11 @@ def test_passages_none_of_which_is_in_the_questions_language_are_not_judged() ->
 
 @pytest.mark.gui
 def test_the_answer_pane_marks_an_answer_written_from_doubted_passages(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
-    from rag_desktop.ui import i18n
-    from rag_desktop.ui.answer_pane import AnswerPane
     from rag_desktop.ui.i18n import tr
 
     svc.runtime._generator = Judge(0.3)
     q = "Which cards must be turned in the Wason selection task?"
     answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
-    for lang in ("en", "zh"):
-        with i18n.using(lang):
-            pane = AnswerPane("baseline", "col.baseline")
-            qtbot.addWidget(pane)
-            pane.start()
-            pane.set_answer(answer)
-            assert pane.text() == answer.text and pane.status.text().startswith(tr("answer.doubted"))
-            assert "30%" in pane.status.toolTip()
+    for pane in _panes(qtbot, answer):
+        assert pane.text() == answer.text and pane.status.text().startswith(tr("answer.doubted"))
+        assert "30%" in pane.status.toolTip()

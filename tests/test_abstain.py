@@ -195,11 +195,12 @@ class Judge(ScriptedGenerator):
         self.yes = yes
         self.judged: list[tuple[tuple[object, ...], bool]] = []
 
-    def first_token_logprobs(self, messages, words, *, cancel=None, keep=False):  # type: ignore[no-untyped-def]
+    def first_token_logprobs(self, messages, words, *, cancel=None, keep=False, after=False):  # type: ignore[no-untyped-def]
         import math
 
         self.calls.append("judge")
         self.judged.append((tuple(messages), keep))
+        self.after = after
         n_yes = len(words) // 2  # JUDGE's words: yes words, then as many no words (en: 2 + 2)
         return [math.log(self.yes / n_yes)] * n_yes + [math.log((1 - self.yes) / (len(words) - n_yes))] * (
             len(words) - n_yes)
@@ -246,6 +247,7 @@ def _judged_once(svc: RagService, q: str, yes: float, abstains: bool, judge_line
         assert judged_abstention(svc, q, ranked).reason == "not_held"  # what the eval measures
     else:
         assert gen.calls == ["judge", "answer"] and answer.text and "doubted" not in answer.warnings
+    assert not gen.after  # before the answer, its evaluation kept for the answer's stream
 
 
 @pytest.mark.integration
@@ -255,7 +257,8 @@ def test_by_default_an_answer_judged_not_held_is_written_and_marked(svc: RagServ
     svc.runtime._generator = gen
     q = "Which cards must be turned in the Wason selection task?"
     answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
-    assert gen.calls == ["judge", "answer"] and answer.text and "doubted" in answer.warnings
+    # judged after the answer, from its cache: the first token waits for nothing
+    assert gen.calls == ["answer", "judge"] and gen.after and answer.text and "doubted" in answer.warnings
     assert not answer.abstained and answer.abstention is not None and answer.abstention.reason == "not_held"
     assert answer.abstention.judged_yes == pytest.approx(0.3)
 

@@ -710,3 +710,36 @@ def test_a_kept_judgement_is_shared_by_the_answer_that_follows(smol: LlamaCppGen
     # a stream with no judgement before it starts from the saved prefix as always
     tokens(list(smol.stream(answer, max_tokens=4, temperature=0.0, seed=1)))
     assert smol.last_prefix_reused < n_full - 8
+
+
+@pytest.mark.slow
+def test_a_judgement_after_the_answer_reads_only_its_own_tokens(smol: LlamaCppGenerator) -> None:
+    """first_token_logprobs(after=True) right after a stream: the prompt shares the stream's up to the
+    question, so only the judgement's own tokens are evaluated, and its scores are near a cleared
+    cache's and the same each time."""
+    system = ChatMessage("system", "You answer from the sources in one short sentence.")
+    user = "Sources: [1] The library opens at nine and closes at five.\nQuestion: When does the library open?"
+    answer = [system, ChatMessage("user", user)]
+    judge = [system, ChatMessage("user", user + "\n\nDo the sources answer it? Reply yes or no.")]
+    words = ["yes", "no"]
+    plain = smol.first_token_logprobs(judge, words)
+    llm = smol._llm
+    real_eval = llm.eval
+    fed: list[int] = []
+
+    def counting(tokens):  # type: ignore[no-untyped-def]
+        fed.append(len(tokens))
+        return real_eval(tokens)
+
+    runs = []
+    for _ in range(2):
+        tokens(list(smol.stream(answer, max_tokens=12, temperature=0.0, seed=1)))
+        llm.eval = counting
+        try:
+            runs.append(smol.first_token_logprobs(judge, words, after=True))
+        finally:
+            llm.eval = real_eval
+        n_judge = len(smol._prompt(llm, judge)[0])
+        assert fed and fed[-1] <= 24 < n_judge, (fed, n_judge)  # the judgement's line, not the sources again
+    assert runs[0] == runs[1]
+    assert all(abs(a - b) < 0.3 for a, b in zip(runs[0], plain, strict=True)), (runs[0], plain)

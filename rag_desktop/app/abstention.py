@@ -88,10 +88,12 @@ def judge_messages(messages: Sequence[ChatMessage], lang: Lang) -> tuple[ChatMes
 
 
 def judge(gen: object, messages: Sequence[ChatMessage], sources: Sequence[Hit], lang: Lang, first: Abstention,
-          cancel: CancelToken | None = None) -> Abstention:
+          cancel: CancelToken | None = None, *, after: bool = False) -> Abstention:
     """``first`` (answered by the library's words) with the model's judgement of the answer prompt
     ``messages`` and its ``sources``: abstained as "not_held" when the odds that they hold the answer
-    are below core.abstain.MIN_JUDGED. The evaluation stays in the model's cache for the answer's stream.
+    are below core.abstain.MIN_JUDGED. Before the answer, the evaluation stays in the model's cache for
+    the answer's stream; ``after`` it, it starts from the answer's cache. Either way the passages are
+    read once.
 
     Unchanged, ``first``: when no source is in the question's language (a Chinese question over
     English passages: the 1.5B judged two of six such answerable questions "没有", docs/evaluation.md,
@@ -101,7 +103,8 @@ def judge(gen: object, messages: Sequence[ChatMessage], sources: Sequence[Hit], 
         return first
     _text, yes, no = JUDGE[template_lang(lang)]
     try:
-        lp = gen.first_token_logprobs(judge_messages(messages, lang), [*yes, *no], cancel=cancel, keep=True)
+        lp = gen.first_token_logprobs(judge_messages(messages, lang), [*yes, *no], cancel=cancel, keep=not after,
+                                      after=after)
     except NotImplementedError as exc:
         log.info("the passages are not judged: %s", exc)
         return first

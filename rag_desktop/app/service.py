@@ -435,14 +435,12 @@ class RagService:
             yield Progress("passages", len(p.found.hits), p.found.n_candidates, f"{p.found.seconds:.2f}")
         lang, hits, locators, msgs, used, n_prompt = p.lang, p.hits, p.locators, p.messages, p.used, p.tokens(gen)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
-        doubted = None  # judged not to hold the answer by the model and written anyway ("warn")
-        if abstention is not None and g.judge_passages != "off" and used:  # asked first: do they hold it?
+        if abstention is not None and g.judge_passages == "abstain" and used:  # asked first: do they hold it?
             abstention = judge(gen, msgs, used, lang, abstention, cancel)
-            if abstention.abstained and g.judge_passages == "abstain":  # the passages it judged are listed
+            if abstention.abstained:  # the passages it judged are listed
                 yield Answer("", sources=used, method=ranked.method, abstention=abstention,
                              locators=tuple((locators or ())[: len(used)]))
                 return
-            doubted = dataclasses.replace(abstention, abstained=False) if abstention.abstained else None
         parts: list[str] = []
         meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
         for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
@@ -451,7 +449,11 @@ class RagService:
                 parts.append(ev.text)
             yield ev
         text = "".join(parts).strip()
-        self._record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
+        _record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
+        doubted = None  # "warn": judged after the answer, from its cache, so the first token waits for nothing
+        if abstention is not None and g.judge_passages == "warn" and used and not (cancel and cancel.is_set):
+            judged = judge(gen, msgs, used, lang, abstention, cancel, after=True)
+            doubted = dataclasses.replace(judged, abstained=False) if judged.abstained else None
         # The model's own markers first: one whose passage does not hold its sentence goes, and so
         # does a repeat; then sentences left uncited get the source that holds their words, marked
         # as matched (generation.check_citations / match_citations = false keep the model's text).
@@ -483,16 +485,6 @@ class RagService:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
         return check_abstention(self.retriever(), query, ranked, self.library_languages(),
                                 lambda q, lang, target: self._translate_question(q, lang, target, cancel))
-
-    @staticmethod
-    def _record_speed(identity: str, speed: Speed | None) -> None:
-        """Keep a measured speed for the Models page; never fails the answer that measured it."""
-        if speed is None:
-            return
-        try:
-            record_speed(identity, speed)
-        except OSError as exc:
-            log.warning("could not record the generator's speed: %s", exc)
 
     # ------------------------------------------------------------------ conversation
     def rewrite_followup(self, question: str, conversation: Conversation,
@@ -627,6 +619,16 @@ class RagService:
             stored=stored,
             standard=standard,
         )
+
+
+def _record_speed(identity: str, speed: Speed | None) -> None:
+    """Keep a measured speed for the Models page; never fails the answer that measured it."""
+    if speed is None:
+        return
+    try:
+        record_speed(identity, speed)
+    except OSError as exc:
+        log.warning("could not record the generator's speed: %s", exc)
 
 
 @dataclass(frozen=True)

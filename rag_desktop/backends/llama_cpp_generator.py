@@ -132,8 +132,7 @@ class LlamaCppGenerator:
         self._batcher = BatchDecoder(self)  # generate_many: its batch context and last_batch
         # stream(): llama.cpp states after the fixed prefix of a prompt, most recent last
         self._prefix_states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
-        # The prompt first_token_logprobs(keep=True) left in the KV cache, for the next stream() only
-        self._kept: tuple[int, ...] | None = None
+        self._kept: tuple[int, ...] | None = None  # first_token_logprobs(keep=True)'s prompt, for the next stream
 
     # -- protocol properties -------------------------------------------------------
 
@@ -483,7 +482,8 @@ class LlamaCppGenerator:
     # -- scoring (core.protocols.TokenScorer) -------------------------------------------
 
     def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                             cancel: CancelToken | None = None, keep: bool = False) -> list[float]:
+                             cancel: CancelToken | None = None, keep: bool = False,
+                             after: bool = False) -> list[float]:
         """log P(first token of each word | the chat prompt), from one prompt evaluation.
 
         The prompt is the one ``stream`` would send (same template, same /no_think switch), from a
@@ -492,8 +492,8 @@ class LlamaCppGenerator:
         token's. Raises Cancelled when ``cancel`` fires. ``keep`` (core.abstain.JUDGE): the fixed
         prefix comes from its saved state and the prompt stays in the cache for the next
         :meth:`stream`, which evaluates only what follows the tokens the two share; the split
-        depends on the messages alone, so a seed still gives one text.
-        """
+        depends on the messages alone, so a seed still gives one text. ``after``: evaluated from the
+        last stream's cache, only what follows the tokens the two prompts share."""
 
         if cancel is not None and cancel.is_set:
             raise Cancelled()
@@ -511,10 +511,13 @@ class LlamaCppGenerator:
                 raise ValueError(f"prompt of {len(toks)} tokens does not fit n_ctx={self._n_ctx}")
             ids = _first_token_ids(llm, words)
             self._kept = None
+            shared = longest_common_prefix([list(llm.input_ids[: llm.n_tokens]), toks]) if after else 0
             llm.reset()
+            if shared >= len(toks) // 2:  # the cache up to there stays: eval() drops only what follows
+                llm.n_tokens = min(shared, len(toks) - 1)
             self._arm_abort(llm, cancel, on=True)
             try:
-                if keep and self.reuse_prefix_state and not self.cache_prompt:
+                if keep and not shared and self.reuse_prefix_state and not self.cache_prompt:
                     self._start_from_prefix(llm, messages)
                 llm.eval(toks[llm.n_tokens:])
             except RuntimeError as exc:

@@ -380,9 +380,10 @@ class OpenAIGenerator:
         return text, str(choice["finish_reason"]) if choice.get("finish_reason") else ""
 
     def first_token_logprobs(self, messages: Sequence[ChatMessage], words: Sequence[str], *,
-                             cancel: CancelToken | None = None, keep: bool = False) -> list[float]:
+                             cancel: CancelToken | None = None, keep: bool = False,
+                             after: bool = False) -> list[float]:
         """log P(first token of each word | the chat prompt): :class:`~rag_desktop.core.protocols.TokenScorer`.
-        (``keep`` changes nothing here: a server that caches prompts shares the beginning by itself.)
+        (``keep`` and ``after`` change nothing here: a server that caches prompts shares by itself.)
 
         One non-streamed request for a single token with ``logprobs`` and the OpenAI maximum of
         ``top_logprobs`` (20), greedy. A word is matched to a listed token by its text (surrounding

@@ -166,14 +166,15 @@ class TokenScorer(Protocol):
     One prompt evaluation, no sampling: ``first_token_logprobs(messages, words)[i]`` is
     log P(first token of ``words[i]`` | the chat prompt of ``messages``), read off the
     logits after the template's generation prompt. The abstention asks it whether an answer's
-    passages hold the answer (core.abstain.JUDGE) before the answer is written. ``keep``: the next
-    ``stream`` sends a prompt that shares this one's beginning, and may start from its evaluation
-    (a server that caches prompts does so by itself). Optional: callers check
+    passages hold the answer (core.abstain.JUDGE). ``keep``: the next ``stream`` sends a prompt that
+    shares this one's beginning, and may start from its evaluation; ``after``: this prompt shares its
+    beginning with the last stream's, and may start from that (a server that caches prompts does
+    both by itself). Optional: callers check
     ``isinstance(gen, TokenScorer)``; an instance that turns out unable to score (a server that
     returns no logprobs) raises NotImplementedError.
     """
 
     def first_token_logprobs(
         self, messages: Sequence[ChatMessage], words: Sequence[str], *, cancel: CancelToken | None = None,
-        keep: bool = False,
+        keep: bool = False, after: bool = False,
     ) -> list[float]: ...

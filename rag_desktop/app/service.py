@@ -453,7 +453,7 @@ class RagService:
         doubted = None  # "warn": judged after the answer, from its cache, so the first token waits for nothing
         if abstention is not None and g.judge_passages == "warn" and used and not (cancel and cancel.is_set):
             judged = judge(gen, msgs, used, lang, abstention, cancel, after=True)
-            doubted = dataclasses.replace(judged, abstained=False) if judged.abstained else None
+            doubted = dataclasses.replace(judged, abstained=False, reason="") if judged.abstained else None
         # The model's own markers first: one whose passage does not hold its sentence goes, and so
         # does a repeat; then sentences left uncited get the source that holds their words, marked
         # as matched (generation.check_citations / match_citations = false keep the model's text).

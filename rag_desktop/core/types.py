@@ -292,7 +292,7 @@ class Answer:
     dropped_citations: tuple[tuple[int, str], ...] = ()
     # Set when the library holds no answer and the model was not asked (core.abstain); text is "".
     # Also on a written answer whose passages the model judged not to hold it (warning "doubted",
-    # generation.judge_passages = "warn"): not abstained, with the judgement's odds.
+    # generation.judge_passages = "warn"): not abstained, no reason, the judgement's odds in ``judged``.
     abstention: Abstention | None = None
 
     @property

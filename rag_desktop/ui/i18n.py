@@ -753,11 +753,11 @@ TABLE: dict[str, tuple[str, str]] = {
                               "⚠ 这不是答案：模型重复了提示词中的示例，而不是根据你的文档回答"),
     "answer.unsupported": ("⚠ no passage holds it", "⚠ 段落不含此回答"),
     "answer.doubted": ("⚠ the passages may not answer this", "⚠ 段落可能不含答案"),
-    "answer.doubted_tip": ("Asked before answering whether these passages hold the answer, the model said yes with "
-                           "only {yes} (below {need}): check the answer against the sources. The setting "
-                           "generation.judge_passages = \"abstain\" says “not in your documents” instead.",
-                           "回答前被问到这些段落中是否有答案时，模型回答“有”的把握只有 {yes}（低于 {need}）："
-                           "请对照资料核实。设置 generation.judge_passages = \"abstain\" 时改为说明“文档中没有答案”。"),
+    "answer.doubted_tip": ("Asked whether these passages hold the answer, the model said yes with only {yes} "
+                           "(below {need}): check the answer against the sources. The setting “Ask the model "
+                           "whether the passages hold the answer” can say “not in your documents” instead.",
+                           "被问到这些段落中是否有答案时，模型回答“有”的把握只有 {yes}（低于 {need}）：请对照资料核实。"
+                           "设置“先让模型判断段落中是否有答案”可改为说明“文档中没有答案”。"),
     "answer.unsupported_tip": ("No passage the model read holds most of what this answer adds to the question: "
                                "check it against the sources before relying on it.",
                                "模型所读的段落都不包含这个回答在问题之外所说的大部分内容：使用前请对照资料核实。"),
@@ -1151,12 +1151,11 @@ TABLE: dict[str, tuple[str, str]] = {
                                    "明显相关的段落时，直接说明，不询问模型"),
     "set.generation.judge_passages": ("Ask the model whether the passages hold the answer",
                                       "先让模型判断段落中是否有答案"),
-    "set.generation.judge_passages.tip": ("Before the answer is written, the model says whether the passages it "
-                                          "is about to read hold the answer; when they do not, warn beside the "
-                                          "answer (warn) or say “not in your documents” (abstain). A fraction of "
-                                          "a second: the answer reads the same prompt",
-                                          "生成回答前，先让模型判断将要阅读的段落中是否有答案；没有时在回答旁提示（warn）"
-                                          "或说明“文档中没有答案”（abstain）。只需不到一秒：回答读的是同一个提示"),
+    "set.generation.judge_passages.tip": ("The model says whether the answer's passages hold the answer; when they "
+                                          "do not, the answer is marked, or “not in your documents” is said instead "
+                                          "of it. Under a second: the answer reads the same prompt",
+                                          "让模型判断回答所读的段落中是否有答案；没有时在回答旁提示，或改为说明“文档中没有"
+                                          "答案”。不到一秒：回答读的是同一个提示"),
     "set.generation.check_citations": ("Check the model's citations", "检查模型的引用"),
     "set.generation.check_citations.tip": ("A [n] whose passage does not hold the sentence it ends is removed, "
                                            "and a repeated marker is written once",

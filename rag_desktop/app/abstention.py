@@ -6,9 +6,9 @@ that answer it, so before abstaining on it the question is translated (one short
 the cross-language search's) and answered if its translation finds support. Only a question about to
 abstain pays for this; docs/evaluation.md ("Not in your documents") gives the cost.
 
-A question the library's words let through is then judged from the passages the answer would read
-(:func:`judge`): the answer's model is asked whether they hold the answer, in one prompt evaluation
-that the answer shares, before a word of the answer is written.
+A question the library's words let through is then judged from the passages the answer reads
+(:func:`judge`): the answer's model is asked whether they hold the answer, in a prompt evaluation it
+shares with the answer, before the answer ("abstain") or after it ("warn"; generation.judge_passages).
 """
 
 from __future__ import annotations

@@ -41,8 +41,9 @@ MIN_LIFT = 0.10
 # The second check, for the questions the rule above lets through: one prompt evaluation that asks the
 # answer's own model whether the passages it is about to read hold the answer, the question put
 # after them as the answer prompt puts it, and reads the first token's odds of "yes" against "no"
-# (TokenScorer.first_token_logprobs; no sampling). The answer prompt's evaluation is shared: the
-# answer then reads only the few tokens after the question (backends.llama_cpp_generator).
+# (TokenScorer.first_token_logprobs; no sampling). The answer prompt's evaluation is shared: asked
+# before the answer, the answer reads only the few tokens after the question; asked after it, the
+# judgement reads only its own line (backends.llama_cpp_generator).
 # Asked about its own finished answer instead ("Is your answer stated in the sources?"), the 1.5B
 # said yes to nearly every one, invented or not (AUC 0.72 against 0.86 for this question, on the
 # first 34 answered rows of the tuning splits; docs/evaluation.md, "Not in your documents").

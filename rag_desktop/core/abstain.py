@@ -29,6 +29,7 @@ service checks its translation before abstaining (app.service.RagService.abstent
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,4 +133,4 @@ def judged(abstention: Abstention, odds: float, min_judged: float = MIN_JUDGED) 
     """``abstention`` (answered by :func:`decide`) with the model's judgement: abstained as "not_held"
     when the odds that the passages hold the answer are below ``min_judged``."""
     held = odds >= min_judged
-    return Abstention(not held, "" if held else "not_held", abstention.support, abstention.translated, odds)
+    return dataclasses.replace(abstention, abstained=not held, reason="" if held else "not_held", judged=odds)

@@ -284,10 +284,10 @@ class GenerationSettings:
     # Say "not in your documents" instead of asking the model when none of the question's words are
     # the library's and no passage stands out (core.abstain; decided before the model loads).
     abstain: bool = True
-    # With abstain: before the answer is written, the model is asked whether the passages it is about
-    # to read hold the answer (core.abstain.JUDGE; one prompt evaluation the answer shares). "warn":
-    # when it judges they do not, the answer is written and marked; "abstain": "not in your
-    # documents" instead (on held-out statutes it lost 3 of 8 answers: docs/evaluation.md §5).
+    # With abstain: the model is asked whether the answer's passages hold the answer (core.abstain.JUDGE;
+    # a prompt evaluation it shares with the answer). "warn": asked after the answer, which is marked
+    # when they do not; "abstain": asked before, and "not in your documents" instead of the answer (on
+    # held-out statutes it lost 3 of 8 answers: docs/evaluation.md §5.1).
     judge_passages: JudgeMode = "warn"
     # Follow-up questions: a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)

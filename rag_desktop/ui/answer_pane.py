@@ -240,7 +240,7 @@ class AnswerPane(QWidget):
                 self._set_status("answer.done_one" if n == 1 else "answer.done", n=n)
         if "unsupported" in answer.warnings:  # what it adds is in no passage it read (core.cfrag.anchor): said first
             self.add_note(lambda: tr("answer.unsupported"))
-        if "doubted" in answer.warnings:  # judged before it was written (app.abstention.judge)
+        if "doubted" in answer.warnings:  # its passages judged not to hold it (app.abstention.judge)
             self.add_note(lambda: tr("answer.doubted"))
         if answer.dropped_citations:  # the model's markers whose passage does not hold the sentence
             self.status.setText(f"{self.status.text()} · "

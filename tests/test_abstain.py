@@ -347,3 +347,24 @@ def test_the_answer_pane_marks_an_answer_written_from_doubted_passages(qtbot, sv
     for pane in _panes(qtbot, answer):
         assert pane.text() == answer.text and pane.status.text().startswith(tr("answer.doubted"))
         assert "30%" in pane.status.toolTip()
+
+
+@pytest.mark.gui
+def test_a_narrow_pane_shows_its_whole_status_with_the_notes(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
+    """At 1280 pixels an answer pane is ~330 px wide: the status ("Causal rerank's answer (same
+    sources) · ⚠ … · done · 1 citation · 5.4 s") wraps under the title instead of being clipped."""
+    svc.runtime._generator = Judge(0.3)
+    q = "Which cards must be turned in the Wason selection task?"
+    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    for pane in _panes(qtbot, answer):
+        from PySide6.QtCore import Qt
+
+        pane.add_note(lambda: "Causal rerank's answer (same sources)")
+        pane.resize(330, 300)
+        pane.show()
+        qtbot.waitExposed(pane)
+        status = pane.status
+        assert status.wordWrap() and status.width() >= pane.width() - 20  # the pane's width, not the title's rest
+        lines = status.fontMetrics().boundingRect(0, 0, status.width(), 10_000, int(Qt.TextFlag.TextWordWrap),
+                                                  status.text()).height()
+        assert status.height() >= lines > status.fontMetrics().height()  # on more than one line, none cut off

@@ -58,15 +58,17 @@ class AnswerPane(QWidget):
         self.header.setFont(f)
         self.status = QLabel()
         self.status.setTextFormat(Qt.TextFormat.PlainText)  # messages carry file names and titles
-        self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.status.setStyleSheet("color: #555;")
-        # A long status must not widen the window: it is clipped here and whole in the tooltip.
+        # A long status must not widen the window, and in a narrow pane its end is what matters
+        # ("done · 2 citations", "⚠ the passages may not answer this"): it has the pane's whole
+        # width under the title and wraps onto more lines instead of being clipped (beside the
+        # title it was clipped to a few words at 1280 pixels); the tooltip has it too.
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.setWordWrap(True)
         self.sources_btn = QToolButton()
         self.sources_btn.setCheckable(True)
         self.sources_btn.toggled.connect(self._toggle_sources)
-        top.addWidget(self.header)
-        top.addWidget(self.status, 1)
+        top.addWidget(self.header, 1)
         top.addWidget(self.sources_btn)
         # "Which sources does it need?" (ui.needs_view), offered under the answer: in the header its
         # width would widen both answer panes past a 1280-pixel screen.
@@ -95,6 +97,7 @@ class AnswerPane(QWidget):
         split.addWidget(self.browser)
         split.addWidget(self.sources)
         lay.addLayout(top)
+        lay.addWidget(self.status)
         lay.addWidget(split, 1)
         needs_row = QHBoxLayout()
         needs_row.addWidget(self.needs.label, 1)
@@ -281,7 +284,7 @@ class AnswerPane(QWidget):
     def add_note(self, note: Callable[[], str]) -> None:
         """A note before the final status ("Baseline's answer (same sources)"); ``note``
         words it in the current language, again on a language switch; dropped with the answer."""
-        # First: a narrow pane elides the end of its status, and this is what tells the panes apart.
+        # First: it is what tells the panes apart.
         self._notes.append(note)
         self.status.setText(f"{note()} · {self.status.text()}")
         self.status.setToolTip(plain_tooltip(self.status.text()))

@@ -1,6 +1,6 @@
 """How often the answer path says "not in your documents" (core.abstain; docs/evaluation.md).
 
-    PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|fresh|all] \
+    PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|fresh|fresh2|all] \
         [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR] [--answers N] [--judge N]
 
 It calls ``RagService.abstention`` on the list the Baseline column's answer reads, exactly as
@@ -10,7 +10,8 @@ questions of one library; ``answerable`` says whether that library holds their a
 of another set's library is about another subject). The held-out rows were frozen before the rule
 was written and are reported once, separately; the "real" rows (the manuals' real PDFs, eval/manuals) were
 frozen later, before the rule was changed again, and are likewise reported once; so are the "fresh" rows
-(eval/statutes), frozen after the "real" rows were read and before the passage-support rule was written.
+(eval/statutes), frozen after the "real" rows were read and before the passage-support rule was written,
+and the "fresh2" rows (eval/abstain_fresh), frozen before the judgement and the similarities were combined.
 
 ``--judge N`` then asks the model's judgement of the passages (core.abstain.JUDGE, app.abstention.judge) for
 the first N questions of each row that the library's words let through, as ``RagService.answer`` asks it
@@ -41,7 +42,7 @@ DATA = Path("tests/data")
 # The real sets (--manuals, --statutes point elsewhere): published documents zh and en with their
 # questions (eval/manuals/README.md; docs/ made by eval/manuals/fetch.sh), and three Chinese statutes,
 # one article a document, with people's questions about them (docs/evaluation.md, "Data sets").
-REAL = {"manuals": Path("eval/manuals"), "statutes": Path("eval/statutes")}
+REAL = {"manuals": Path("eval/manuals"), "statutes": Path("eval/statutes"), "abstain_fresh": Path("eval/abstain_fresh")}
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ QUESTIONS = {
     "complete": lambda: _lines(DATA / "standalone/complete.txt"),
     "manuals": lambda: [str(r["question"]) for r in read_jsonl(REAL["manuals"] / "questions.jsonl")],
     "statutes": lambda: [str(r["text"]) for r in read_jsonl(REAL["statutes"] / "queries.jsonl")],
+    "abstain_fresh": lambda: [str(r["question"]) for r in read_jsonl(REAL["abstain_fresh"] / "questions.jsonl")],
 }
 
 RUNS = (
@@ -96,8 +98,17 @@ RUNS = (
     Run("statutes", "qa_fixture", False, "fresh"),
     Run("manuals", "statutes", False, "fresh"),
     Run("qa_fixture", "statutes", False, "fresh"),
+    # Frozen before the model's judgement and the library's similarities were combined on the rows above
+    # (eval/abstain_fresh: real documents none of the other sets use, written without looking at any result).
+    Run("abstain_fresh", "abstain_fresh", True, "fresh2"),
+    Run("abstain_fresh", "manuals", False, "fresh2"),
+    Run("abstain_fresh", "statutes", False, "fresh2"),
+    Run("abstain_fresh", "demo_qa", False, "fresh2"),
+    Run("demo", "abstain_fresh", False, "fresh2"),
+    Run("manuals", "abstain_fresh", False, "fresh2"),
+    Run("statutes", "abstain_fresh", False, "fresh2"),
 )
-SPLITS = ("tune", "heldout", "real", "fresh")
+SPLITS = ("tune", "heldout", "real", "fresh", "fresh2")
 
 
 def _corpus_folder(name: str, tmp: Path) -> Path:
@@ -105,10 +116,10 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
     as one .txt each."""
     if name == "demo":
         return Path("resources/demo")
-    if name == "manuals":
-        docs = REAL["manuals"] / "docs"
+    if name in ("manuals", "abstain_fresh"):
+        docs = REAL[name] / "docs"
         if not any(docs.glob("*.pdf")):
-            raise SystemExit(f"{docs}: no PDFs; run eval/manuals/fetch.sh or pass --manuals")
+            raise SystemExit(f"{docs}: no PDFs; run {REAL[name]}/fetch.sh")
         return docs
     out = tmp / f"docs-{name}"
     out.mkdir(parents=True, exist_ok=True)
@@ -121,7 +132,8 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
 def _gold() -> dict[str, list[str]]:
     """The gold answers of the sets that have them, by question."""
     out: dict[str, list[str]] = {}
-    for path in (DATA / "demo_qa/questions.jsonl", REAL["manuals"] / "questions.jsonl"):
+    for path in (DATA / "demo_qa/questions.jsonl", REAL["manuals"] / "questions.jsonl",
+                 REAL["abstain_fresh"] / "questions.jsonl"):
         if path.is_file():
             out.update({str(r["question"]): [str(a) for a in r["answers"]] for r in read_jsonl(path)})
     return out

@@ -8,6 +8,8 @@ runs the real embedded model for the one translation an off-topic question in a 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -194,6 +196,7 @@ class Judge(ScriptedGenerator):
         super().__init__()
         self.yes = yes
         self.judged: list[tuple[tuple[object, ...], bool]] = []
+        self.after = False  # the last judgement's ``after``
 
     def first_token_logprobs(self, messages, words, *, cancel=None, keep=False, after=False):  # type: ignore[no-untyped-def]
         import math
@@ -206,24 +209,32 @@ class Judge(ScriptedGenerator):
             len(words) - n_yes)
 
 
-def _judging(svc: RagService, mode: str) -> Settings:
-    """Set generation.judge_passages to ``mode``; returns the settings to put back."""
+WASON = "Which cards must be turned in the Wason selection task?"
+
+
+@contextmanager
+def _judging(svc: RagService, mode: str) -> Iterator[None]:
+    """generation.judge_passages = ``mode`` inside the block; the settings put back after it."""
     before = svc.settings
     svc.settings = svc.settings.replace("generation", judge_passages=mode)
-    return before
+    try:
+        yield
+    finally:
+        svc.settings = before
+
+
+def _answered(svc: RagService, q: str = WASON) -> Answer:
+    """The Answer the baseline column's answer ends with."""
+    return [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
 
 
 @pytest.mark.integration
 def test_passages_judged_not_to_hold_the_answer_abstain_before_a_word_is_written(svc: RagService) -> None:
     from rag_desktop.core.abstain import JUDGE
 
-    q = "Which cards must be turned in the Wason selection task?"
-    before = _judging(svc, "abstain")
-    try:
+    with _judging(svc, "abstain"):
         for yes, abstains in ((0.2, True), (0.9, False)):
-            _judged_once(svc, q, yes, abstains, JUDGE["en"][0])
-    finally:
-        svc.settings = before
+            _judged_once(svc, WASON, yes, abstains, JUDGE["en"][0])
 
 
 def _judged_once(svc: RagService, q: str, yes: float, abstains: bool, judge_line: str) -> None:
@@ -255,8 +266,7 @@ def test_by_default_an_answer_judged_not_held_is_written_and_marked(svc: RagServ
     assert Settings().generation.judge_passages == "warn"
     gen = Judge(0.3)
     svc.runtime._generator = gen
-    q = "Which cards must be turned in the Wason selection task?"
-    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    answer = _answered(svc)
     # judged after the answer, from its cache: the first token waits for nothing
     assert gen.calls == ["answer", "judge"] and gen.after and answer.text and "doubted" in answer.warnings
     assert not answer.abstained and answer.abstention is not None and answer.abstention.reason == ""
@@ -265,45 +275,33 @@ def test_by_default_an_answer_judged_not_held_is_written_and_marked(svc: RagServ
 
 @pytest.mark.integration
 def test_the_judgement_setting_off_asks_no_judgement(svc: RagService) -> None:
-    before = _judging(svc, "off")
-    try:
-        gen = Judge(0.01)
-        svc.runtime._generator = gen
-        q = "Which cards must be turned in the Wason selection task?"
-        answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
-    finally:
-        svc.settings = before
+    gen = Judge(0.01)
+    svc.runtime._generator = gen
+    with _judging(svc, "off"):
+        answer = _answered(svc)
     assert not answer.abstained and gen.calls == ["answer"]
 
 
 @pytest.mark.integration
 def test_cfrag_says_what_the_first_column_said_when_its_passages_were_judged(svc: RagService) -> None:
-    gen = Judge(0.1)
-    svc.runtime._generator = gen
-    q = "Which cards must be turned in the Wason selection task?"
-    before = _judging(svc, "abstain")
-    try:
-        _cfrag_after_a_judged_first_column(svc, gen, q)
-    finally:
-        svc.settings = before
-
-
-def _cfrag_after_a_judged_first_column(svc: RagService, gen: Judge, q: str) -> None:
     from rag_desktop.app.flow_events import Abstained
     from rag_desktop.app.question_flow import QuestionFlow
 
-    flow = QuestionFlow(svc, q, highlights=False, prepare=False)
-    list(flow.events(cfrag=False))
-    assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
-    n_calls = len(gen.calls)
-    done = list(flow.cfrag())
-    assert len(done) == 1 and isinstance(done[0], Abstained)
-    assert done[0].answer.method == "cfrag" and done[0].answer.abstention is not None
-    assert done[0].answer.abstention.reason == "not_held"
-    assert len(gen.calls) == n_calls and "answer" not in gen.calls  # CF-RAG asked the model nothing
-    # the CLI's path, not handed the first column's answer, writes it and says the same
-    last = list(svc.cfrag_or_abstain(q))[-1]
-    assert isinstance(last, Answer) and last.abstained and last.method == "cfrag"
+    gen = Judge(0.1)
+    svc.runtime._generator = gen
+    with _judging(svc, "abstain"):
+        flow = QuestionFlow(svc, WASON, highlights=False, prepare=False)
+        list(flow.events(cfrag=False))
+        assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
+        n_calls = len(gen.calls)
+        done = list(flow.cfrag())
+        assert len(done) == 1 and isinstance(done[0], Abstained)
+        assert done[0].answer.method == "cfrag" and done[0].answer.abstention is not None
+        assert done[0].answer.abstention.reason == "not_held"
+        assert len(gen.calls) == n_calls and "answer" not in gen.calls  # CF-RAG asked the model nothing
+        # the CLI's path, not handed the first column's answer, writes it and says the same
+        last = list(svc.cfrag_or_abstain(WASON))[-1]
+        assert isinstance(last, Answer) and last.abstained and last.method == "cfrag"
 
 
 @pytest.mark.gui
@@ -311,12 +309,8 @@ def test_the_answer_pane_says_the_passages_were_judged_in_both_languages(qtbot, 
     from rag_desktop.ui.i18n import tr
 
     svc.runtime._generator = Judge(0.25)
-    q = "Which cards must be turned in the Wason selection task?"
-    before = _judging(svc, "abstain")
-    try:
-        answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
-    finally:
-        svc.settings = before
+    with _judging(svc, "abstain"):
+        answer = _answered(svc)
     assert answer.abstained
     for pane in _panes(qtbot, answer):
         assert pane.text() == tr("answer.not_held_text")
@@ -342,8 +336,7 @@ def test_the_answer_pane_marks_an_answer_written_from_doubted_passages(qtbot, sv
     from rag_desktop.ui.i18n import tr
 
     svc.runtime._generator = Judge(0.3)
-    q = "Which cards must be turned in the Wason selection task?"
-    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
+    answer = _answered(svc)
     for pane in _panes(qtbot, answer):
         assert pane.text() == answer.text and pane.status.text().startswith(tr("answer.doubted"))
         assert "30%" in pane.status.toolTip()
@@ -353,12 +346,11 @@ def test_the_answer_pane_marks_an_answer_written_from_doubted_passages(qtbot, sv
 def test_a_narrow_pane_shows_its_whole_status_with_the_notes(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
     """At 1280 pixels an answer pane is ~330 px wide: the status ("Causal rerank's answer (same
     sources) · ⚠ … · done · 1 citation · 5.4 s") wraps under the title instead of being clipped."""
-    svc.runtime._generator = Judge(0.3)
-    q = "Which cards must be turned in the Wason selection task?"
-    answer = [e for e in svc.answer(q, svc.compare(q).answer_list("baseline")) if isinstance(e, Answer)][-1]
-    for pane in _panes(qtbot, answer):
-        from PySide6.QtCore import Qt
+    from PySide6.QtCore import Qt
 
+    svc.runtime._generator = Judge(0.3)
+    answer = _answered(svc)
+    for pane in _panes(qtbot, answer):
         pane.add_note(lambda: "Causal rerank's answer (same sources)")
         pane.resize(330, 300)
         pane.show()

@@ -29,14 +29,18 @@ def squash(s: str) -> str:
 def main() -> int:
     texts: dict[str, str] = {}
     bad = 0
-    rows = [json.loads(line) for line in (HERE / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = (HERE / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
     for r in rows:
-        t = texts.setdefault(r["doc"], doc_text(HERE / "docs" / r["doc"]))
+        if r["doc"] not in texts:  # each document read once (setdefault would read it for every question)
+            texts[r["doc"]] = doc_text(HERE / "docs" / r["doc"])
+        t = texts[r["doc"]]
         for a in r["answers"]:
             exact = a in t
             ok = exact or squash(a) in squash(t)
             in_ev = squash(a) in squash(r.get("evidence", a))
-            print(f"{'OK ' if ok and in_ev else 'BAD'} {r['_id']} {a!r} in {r['doc']} ({'exact' if exact else 'no-space'}), "
+            how = "exact" if exact else "no-space"
+            print(f"{'OK ' if ok and in_ev else 'BAD'} {r['_id']} {a!r} in {r['doc']} ({how}), "
                   f"count={t.count(a)}, in evidence={in_ev}")
             bad += not (ok and in_ev)
         ev_ok = squash(r.get("evidence", "")) in squash(t)

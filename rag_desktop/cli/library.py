@@ -182,7 +182,7 @@ def _print_sources(answer: Answer) -> None:
     if "unsupported" in answer.warnings:
         print("  note: no passage the model read holds this answer; check it against the sources")
     if "doubted" in answer.warnings:
-        print("  note: asked first, the model judged that these passages may not hold the answer; check it")
+        print("  note: asked after writing it, the model judged that these passages may not hold the answer; check it")
 
 
 def summarize_trace(res: Any) -> str:

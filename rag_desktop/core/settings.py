@@ -287,7 +287,7 @@ class GenerationSettings:
     # With abstain: the model is asked whether the answer's passages hold the answer (core.abstain.JUDGE;
     # a prompt evaluation it shares with the answer). "warn": asked after the answer, which is marked
     # when they do not; "abstain": asked before, and "not in your documents" instead of the answer (on
-    # held-out statutes it lost 3 of 8 answers: docs/evaluation.md §5.1).
+    # held-out statutes it lost 3 of 8 answers, on a second held-out set 5 of 24: docs/evaluation.md §5.1).
     judge_passages: JudgeMode = "warn"
     # Follow-up questions: a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)

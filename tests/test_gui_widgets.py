@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -463,3 +464,18 @@ def test_ctrl_l_focuses_the_question(qtbot: Any, env: Any) -> None:
     assert box.hasFocus() or (box.lineEdit() is not None and box.lineEdit().hasFocus())
     assert win.act_focus.shortcut().toString() == "Ctrl+L"
     assert win.act_add.shortcut().toString() == "Ctrl+O"
+
+
+def test_the_log_says_when_the_columns_and_the_first_answer_words_came(qtbot: Any, env: Any, caplog: Any) -> None:
+    # What a person waits for, timed by the window itself (docs/benchmarks.md §5), once per question.
+    win, _svc, _ = env
+    with caplog.at_level(logging.INFO, logger="rag_desktop.ui.question_view"):
+        ask_and_wait(qtbot, win)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rag_desktop.ui.question_view"]
+    qid = win.questions.state.qid
+    cols = [m for m in lines if m.startswith(f"question {qid}: columns ")]
+    words = [m for m in lines if m.startswith(f"question {qid}: first answer words ")]
+    assert len(cols) == 1 and len(words) == 1, lines
+    secs = float(words[0].split()[5])
+    assert 0 <= float(cols[0].split()[3]) <= secs
+    assert win.questions.state.first_words == pytest.approx(secs, abs=0.01)

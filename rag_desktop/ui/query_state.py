@@ -23,6 +23,7 @@ class QueryState:
     question: str
     flow: QuestionFlow | None = None
     started: float = field(default_factory=time.monotonic)
+    first_words: float | None = None  # seconds from Enter to the first answer token on screen
     typed: str = ""  # what the user typed, when ``question`` is its standalone rewrite
     comparison: Comparison | None = None
     surfaces: dict[str, str] = field(default_factory=dict)

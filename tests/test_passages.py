@@ -162,39 +162,3 @@ def test_the_answering_paragraph_beats_paragraphs_that_repeat_the_documents_titl
     both = P.bm25_scores(q, windows, lambda t: library_idf.get(t, 0.0) * local(t))
     assert max(range(4), key=lib_only.__getitem__) == 0  # the failure, reproduced
     assert max(range(4), key=both.__getitem__) == 2
-
-
-def _located(rank: int, w: P.Window, heading: str, page: int = 1, score: float = 1.0) -> P.Candidate:
-    return P.Candidate(rank, w, score, heading, page)
-
-
-def test_windows_that_follow_one_another_under_one_heading_are_read_as_one_passage() -> None:
-    ws = P.split_windows(TEXTBOOK, min_chars=100, max_chars=400)
-    heads = [P.window_locator([p.text for p in P.paragraphs(TEXTBOOK)],
-                              next(i for i, p in enumerate(P.paragraphs(TEXTBOOK)) if p.end > w.start), w.text)
-             for w in ws]
-    assert len(ws) >= 3 and heads[0] == heads[1] != heads[-1]
-    cands = [_located(1, w, h, score=float(i)) for i, (w, h) in enumerate(zip(ws, heads, strict=True))]
-    other = _located(2, P.Window(0, 12, "第八条 住宿费实行限额"), "第八条")
-    joined = P.join_adjacent([*cands, other], {1: TEXTBOOK, 2: STATUTE}.__getitem__)
-    # The two windows under "7.3" are one passage whose text is the chunk's own, paragraph break
-    # included; the window under 7.3.1 and the other chunk's window stay apart.
-    first = joined[0]
-    assert (first.window.start, first.window.end) == (ws[0].start, ws[1].end)
-    assert first.window.text == TEXTBOOK[ws[0].start:ws[1].end] and "\n\n" in first.window.text
-    assert first.score == 1.0 and first.heading == heads[0]
-    assert [c.window for c in joined[1:]] == [*ws[2:], other.window]
-    # the reference: the joined passages cover exactly the windows given, in order
-    assert "".join("".join(c.window.text.split()) for c in joined) == \
-        "".join("".join(c.window.text.split()) for c in [*cands, other])
-
-
-def test_windows_apart_on_the_page_or_in_the_text_are_not_joined() -> None:
-    ws = P.split_windows(TEXTBOOK, min_chars=100, max_chars=400)
-    a, b = ws[0], ws[1]
-    text = {1: TEXTBOOK}.__getitem__
-    assert len(P.join_adjacent([_located(1, a, "7.3", 1), _located(1, b, "7.3", 2)], text)) == 2  # two pages
-    assert len(P.join_adjacent([_located(1, a, "7.3"), _located(2, b, "7.3")], text)) == 2  # two chunks
-    gap = P.Window(b.start + 5, b.end, TEXTBOOK[b.start + 5:b.end])  # text between them left out
-    assert len(P.join_adjacent([_located(1, a, "7.3"), _located(1, gap, "7.3")], text)) == 2
-    assert P.join_adjacent([], text) == []

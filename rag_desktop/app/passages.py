@@ -231,16 +231,15 @@ class PassageFinder:
         if not scored:
             return PassageSet((), (), 0, time.perf_counter() - t0)
         docs = {h.doc_id: h for h in hits}
-        chunk_of = {c.chunk_rank: ch for c, ch in scored}
+        chunk_of = {id(c): ch for c, ch in scored}
         lang = detect_lang(query)
         cands = [c for c, _ in scored]
         gone = P.termless_chunks(cands, {c.chunk_rank for c, ch in scored if ch.lang == lang})
         chosen = [c for c in P.select(cands, self.max_passages) if c.chunk_rank not in gone]
-        chosen = P.join_adjacent(chosen, lambda rank: chunk_of[rank].text)
         out_hits: list[Hit] = []
         locs: list[Locator] = []
         for i, c in enumerate(chosen, start=1):
-            ch = chunk_of[c.chunk_rank]
+            ch = chunk_of[id(c)]
             h = docs[ch.doc_id]
             out_hits.append(Hit(ch.chunk_id, ch.doc_id, "chunk", h.title, h.path, c.page, c.window.text,
                                 c.score, i, ch.lang))

@@ -38,9 +38,8 @@ Choices (the issue leaves them open):
 * Selection keeps the column's ranking (:func:`select`): scores are compared only inside a
   chunk, and the chunks take turns in rank order, each giving its best window, then the one
   after it, then its next best.
-  Passages are then numbered in reading order (chunk rank, then position in the chunk), and
-  windows that follow one another in a chunk under one heading on one page are joined into one
-  passage (:func:`join_adjacent`): one header and one ``[n]`` for one stretch of text.
+  Passages are then numbered in reading order (chunk rank, then position in the chunk), so
+  neighbouring windows of a chunk read as one text.
 """
 
 from __future__ import annotations
@@ -265,35 +264,6 @@ def select(candidates: Sequence[Candidate], max_passages: int, min_share: float 
     return sorted(chosen, key=lambda c: (c.chunk_rank, c.window.start))
 
 
-def join_adjacent(chosen: Sequence[Candidate], chunk_text: Callable[[int], str]) -> list[Candidate]:
-    """``chosen`` (in reading order) with each run of windows that follow one another in a chunk,
-    under the same heading and on the same page, joined into one passage.
-
-    :func:`select` often takes a chunk's best window and the one right after it; given as two
-    sources, each repeats the same header (title, heading, page: ~20 tokens of prompt read before
-    the first token) and the model sees one text cut in two. Joined, they are one source, one
-    ``[n]``, and the text between them is the chunk's own (only a paragraph break: nothing is left
-    out). Windows under different headings or articles stay apart, so that a citation still names
-    the one that holds the claim; so do windows on different pages, which a citation opens.
-    ``chunk_text(rank)`` is the text of the chunk of that rank; the joined window's score is the
-    best of its parts.
-    """
-    out: list[Candidate] = []
-    for c in chosen:
-        prev = out[-1] if out else None
-        if (prev is not None and prev.chunk_rank == c.chunk_rank and prev.heading == c.heading
-                and prev.page == c.page and prev.page_label == c.page_label
-                and c.window.start >= prev.window.end):
-            text = chunk_text(c.chunk_rank)
-            if not text[prev.window.end:c.window.start].strip():
-                w = Window(prev.window.start, c.window.end, text[prev.window.start:c.window.end])
-                out[-1] = Candidate(c.chunk_rank, w, max(prev.score, c.score), prev.heading, prev.page,
-                                    prev.page_label)
-                continue
-        out.append(c)
-    return out
-
-
 def termless_chunks(candidates: Sequence[Candidate], droppable: Collection[int]) -> set[int]:
     """The chunks (by rank) in ``droppable`` none of whose windows holds a question term, when some
     chunk's window does: the answer leaves their passages out.
@@ -381,7 +351,6 @@ __all__ = [
     "bm25_scores",
     "heading_before",
     "is_heading",
-    "join_adjacent",
     "leading_label",
     "page_text",
     "paragraphs",

@@ -119,7 +119,8 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
     if name in ("manuals", "abstain_fresh"):
         docs = REAL[name] / "docs"
         if not any(docs.glob("*.pdf")):
-            raise SystemExit(f"{docs}: no PDFs; run {REAL[name]}/fetch.sh")
+            also = " or pass --manuals" if name == "manuals" else ""
+            raise SystemExit(f"{docs}: no PDFs; run {REAL[name]}/fetch.sh{also}")
         return docs
     out = tmp / f"docs-{name}"
     out.mkdir(parents=True, exist_ok=True)

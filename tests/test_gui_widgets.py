@@ -471,11 +471,11 @@ def test_the_log_says_when_the_columns_and_the_first_answer_words_came(qtbot: An
     win, _svc, _ = env
     with caplog.at_level(logging.INFO, logger="rag_desktop.ui.question_view"):
         ask_and_wait(qtbot, win)
-    lines = [r.getMessage() for r in caplog.records if r.name == "rag_desktop.ui.question_view"]
+    records = [r for r in caplog.records if r.name == "rag_desktop.ui.question_view"]
     qid = win.questions.state.qid
-    cols = [m for m in lines if m.startswith(f"question {qid}: columns ")]
-    words = [m for m in lines if m.startswith(f"question {qid}: first answer words ")]
-    assert len(cols) == 1 and len(words) == 1, lines
-    secs = float(words[0].split()[5])
-    assert 0 <= float(cols[0].split()[3]) <= secs
+    cols = [r.args for r in records if r.getMessage().startswith(f"question {qid}: columns ")]
+    words = [r.args for r in records if r.getMessage().startswith(f"question {qid}: first answer words ")]
+    assert len(cols) == 1 and len(words) == 1, [r.getMessage() for r in records]
+    secs = words[0][1]
+    assert 0 <= cols[0][1] <= secs
     assert win.questions.state.first_words == pytest.approx(secs, abs=0.01)

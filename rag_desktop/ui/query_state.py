@@ -31,3 +31,7 @@ class QueryState:
     answers: dict[str, Answer] = field(default_factory=dict)
     cfrag: CFResult | None = None
     errors: dict[str, str] = field(default_factory=dict)
+
+    def since_asked(self) -> float:
+        """Seconds since the question was asked (Enter)."""
+        return time.monotonic() - self.started

@@ -11,7 +11,6 @@ set of columns reading the same passages), then CF-RAG.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 
@@ -117,7 +116,7 @@ class QuestionView(QObject):
         elif isinstance(ev, fe.Token):
             if st.first_words is None:
                 # What a person waits for, in the log (docs/benchmarks.md §5 times the window by it).
-                st.first_words = time.monotonic() - st.started
+                st.first_words = st.since_asked()
                 log.info("question %d: first answer words %.2f s after Enter (%s column)", st.qid,
                          st.first_words, ev.group.lead)
             for m in ev.group.members:  # a column sharing the sources watches the same answer being written
@@ -139,7 +138,7 @@ class QuestionView(QObject):
             st.cfrag = ev.result
             st.answers["cfrag"] = ev.result.answer
             self.results.show_cfrag(st)
-            self.status.emit(tr("status.done", s=fmt(time.monotonic() - st.started, 1)), 10000)
+            self.status.emit(tr("status.done", s=fmt(st.since_asked(), 1)), 10000)
 
     def _on_columns(self, st: QueryState, ev: fe.ColumnsReady) -> None:
         assert st.flow is not None
@@ -148,7 +147,7 @@ class QuestionView(QObject):
         if wait:
             self._submit_compare(st, translate=True)
         c = st.comparison = ev.comparison
-        log.info("question %d: columns %.2f s after Enter", st.qid, time.monotonic() - st.started)
+        log.info("question %d: columns %.2f s after Enter", st.qid, st.since_asked())
         st.surfaces, st.words = dict(ev.surfaces), dict(ev.words)
         self.results.fill_columns(st)
         self.bar.show_crosslang(c.cross_language)

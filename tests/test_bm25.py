@@ -11,6 +11,7 @@ from library_helpers import ingest_texts
 
 from rag_desktop.app.service import RagService
 from rag_desktop.core.bm25 import K1, B, Bm25Index
+from rag_desktop.core.prompting import ANSWER_SOURCES, OWN_SOURCES
 from rag_desktop.core.settings import Settings
 
 
@@ -77,10 +78,11 @@ def test_the_pool_adds_the_keyword_hits_and_stays_in_similarity_order(svc: RagSe
     ctx = svc.context(q)
     assert ctx.keyword is not None and ctx.keyword.hits[0].unit_id == flag.unit_id  # BM25's best
     # the answer reads the column's order fused with the BM25 order: the named page reaches the sources
-    # the model reads (the first few), above its similarity place
+    # the model reads, above its similarity place, right after the column's own first OWN_SOURCES
     answer = comp.answer_list("baseline")
     at = [h.unit_id for h in answer.hits].index(flag.unit_id) + 1
-    assert at <= 3 and at < flag.rank
+    assert at == OWN_SOURCES + 1 <= ANSWER_SOURCES and at < flag.rank
+    assert [h.unit_id for h in answer.hits[:OWN_SOURCES]] == ids[:OWN_SOURCES]  # the column's own head
     assert {h.unit_id for h in answer.hits} == set(ids)  # same pool, another order
     assert "keyword top 5" in comp.baseline.label
 

@@ -106,6 +106,33 @@ def test_fuse_keeps_the_best_rankings_hit_and_explanation() -> None:
     assert f.ranked.warnings == ("w1", "w2") and f.ranked.label == "typed"
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_keep_holds_the_first_rankings_head_and_orders_the_rest_by_rrf(seed: int) -> None:
+    rng = random.Random(seed)
+    pool = list(range(1, rng.randint(4, 25)))
+    first = rng.sample(pool, len(pool))
+    leg = rng.sample(pool, rng.randint(1, len(pool)))  # a keyword leg: some of the same units
+    keep = rng.randint(0, 5)
+    f = fuse([RankedList("baseline", tuple(_hit(u, r) for r, u in enumerate(first, 1))),
+              RankedList("keyword", tuple(_hit(u, r) for r, u in enumerate(leg, 1)))], limit=len(pool), keep=keep)
+    head = first[:keep]
+    rest = [d for d, _ in reference_rrf([first, leg], RRF_K) if d not in head]
+    assert [h.unit_id for h in f.ranked.hits] == head + rest
+    assert [h.rank for h in f.ranked.hits] == list(range(1, len(pool) + 1))
+
+
+def test_a_keyword_leg_does_not_push_the_columns_best_unit_out_of_the_sources() -> None:
+    # The column's best unit (7) shares no word with the question, so the keyword leg does not hold it;
+    # five units that share one everyday word each do. Plain RRF puts all five above it: out of the five
+    # sources an answer reads. Kept, the column's first three stay, and the leg's best fills the rest.
+    column = [7, 8, 9, 1, 2, 3, 4, 5]
+    leg = [1, 2, 3, 4, 5]
+    lists = [RankedList("baseline", tuple(_hit(u, r) for r, u in enumerate(column, 1))),
+             RankedList("keyword", tuple(_hit(u, r) for r, u in enumerate(leg, 1)))]
+    assert [h.unit_id for h in fuse(lists, limit=8).ranked.hits][:5] == [1, 2, 3, 4, 5]
+    assert [h.unit_id for h in fuse(lists, limit=8, keep=3).ranked.hits][:5] == [7, 8, 9, 1, 2]
+
+
 def test_one_ranking_passes_through_unchanged() -> None:
     r = RankedList("baseline", (_hit(1, 1), _hit(2, 2)))
     f = fuse([r], limit=1, baseline_ranks={1: 1})

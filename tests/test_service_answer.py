@@ -7,6 +7,7 @@ library, embedder, retrieval, prompt building and citation mapping are the real 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -79,6 +80,17 @@ def test_a_source_that_shares_no_word_with_the_question_is_not_read(svc: RagServ
     assert [h.path.rsplit("/", 1)[-1] for h in ranked.hits[:2]] == ["wason_en.txt", "noodles_en.txt"]
     answer = [e for e in svc.answer(q, ranked, n_sources=2) if isinstance(e, Answer)][-1]
     assert answer.sources and all("Wason" in h.text for h in answer.sources)
+
+
+def test_the_columns_first_hit_is_read_even_when_it_shares_no_word_with_the_question(svc: RagService) -> None:
+    """Only hits below the first are left out for want of a question term: the unit the column ranks first
+    is read whatever its words (asked in everyday words, a statute's answering article shares none)."""
+    q = "Why do people fail the Wason selection task?"
+    ranked = svc.compare(q).causal
+    wason, noodles = ranked.hits[:2]
+    noodles_first = dataclasses.replace(ranked, hits=(noodles.with_rank(1), wason.with_rank(2)), explanations=())
+    answer = [e for e in svc.answer(q, noodles_first, n_sources=2) if isinstance(e, Answer)][-1]
+    assert {h.path.rsplit("/", 1)[-1] for h in answer.sources} == {"noodles_en.txt", "wason_en.txt"}
 
 def test_foreign_chunks_are_translated_once_and_cached(svc: RagService) -> None:
     before_settings = svc.settings

@@ -234,7 +234,13 @@ class PassageFinder:
         chunk_of = {id(c): ch for c, ch in scored}
         lang = detect_lang(query)
         cands = [c for c, _ in scored]
-        gone = P.termless_chunks(cands, {c.chunk_rank for c, ch in scored if ch.lang == lang})
+        # A chunk without the question's words may go when it is in the question's language (another
+        # language shares no words, which says nothing) and is not the column's first hit's: the unit
+        # ranked best is read whatever its words (asked in everyday words, a statute's answering article
+        # shares none with the question; docs/evaluation.md §1.4).
+        first = hits[0]
+        gone = P.termless_chunks(cands, {c.chunk_rank for c, ch in scored if ch.lang == lang and not (
+            ch.doc_id == first.unit_id if first.level == "doc" else ch.chunk_id == first.unit_id)})
         chosen = [c for c in P.select(cands, self.max_passages) if c.chunk_rank not in gone]
         out_hits: list[Hit] = []
         locs: list[Locator] = []

@@ -304,11 +304,15 @@ class RagService:
         as the answers read it; None when no keyword leg ran. The pool is the same units, so only
         their order changes: a page that names the question's exact words reaches the few sources
         the model reads even when dense similarity put it below them (docs/evaluation.md,
-        "Finding the page")."""
+        "Finding the page"). The leg adds and does not remove: the column's own first
+        ``prompting.OWN_SOURCES`` stay first, and RRF fills the other places the answer reads. Plain
+        RRF put every unit that shares one word with the question above the column's best unit that
+        shares none: asked in everyday words, the answering article of a statute fell from
+        similarity rank 1 out of the sources ("公司" where the law says "用人单位")."""
         legs = [c.keyword for c in ctxs if c.keyword is not None and c.keyword.hits]
         if not legs:
             return None
-        return fuse([ranked, *legs], len(ranked.hits)).ranked
+        return fuse([ranked, *legs], len(ranked.hits), keep=prompting.OWN_SOURCES).ranked
 
     # ------------------------------------------------------------------ questions across languages
     def library_languages(self) -> dict[str, int]:

@@ -64,7 +64,7 @@ class Fused:
 
 
 def fuse(lists: Sequence[RankedList], limit: int, k: int = RRF_K,
-         baseline_ranks: Mapping[int, int] | None = None) -> Fused:
+         baseline_ranks: Mapping[int, int] | None = None, keep: int = 0) -> Fused:
     """One column's rankings (one per phrasing of the question, the typed one first) merged by RRF.
 
     Each hit, its explanation and its own score are those of the ranking that placed it best, so
@@ -72,12 +72,22 @@ def fuse(lists: Sequence[RankedList], limit: int, k: int = RRF_K,
     the fused rank and its ``baseline_rank`` the unit's rank in ``baseline_ranks`` (the fused
     baseline column), so "moved up from 3 to 1" compares two columns the user sees. At most
     ``limit`` hits are kept (the column's k).
+
+    ``keep``: the first ``keep`` hits of ``lists[0]`` stay first, in its order, and RRF orders the
+    rest. RRF alone lets a unit that a second ranking holds at all outrank the first ranking's best
+    unit that it does not hold (1/(k+r₁) + 1/(k+r₂) > 1/(k+1) for any r₁, r₂ ≤ k): right for two
+    phrasings of one question, which rank the same candidates, not for a keyword leg that ranks only
+    the units sharing a word with the question (docs/evaluation.md §1.4).
     """
     if not lists:
         raise ValueError("nothing to fuse")
     if len(lists) == 1:  # one phrasing: the column exactly as ranked (a single-language library)
         return Fused(lists[0], (0,) * len(lists[0].hits))
-    order = rrf_order([[h.unit_id for h in r.hits] for r in lists], k)[:limit]
+    order = rrf_order([[h.unit_id for h in r.hits] for r in lists], k)
+    if keep > 0:
+        head = [h.unit_id for h in lists[0].hits[:keep]]
+        order = head + [u for u in order if u not in set(head)]
+    order = order[:limit]
     where: dict[int, tuple[int, int]] = {}  # unit id -> (list index, position) of its best rank
     for i, r in enumerate(lists):
         for pos, h in enumerate(r.hits):

@@ -273,7 +273,9 @@ def termless_chunks(candidates: Sequence[Candidate], droppable: Collection[int])
     top ranks that shares no word with the question (a report's project list under a question on a
     card task), and the model reads it before its first token for nothing. The caller says which
     chunks may go: those in the question's language (a chunk in another language shares no word with
-    it, which says nothing about whether it answers). When no chunk holds a term, none goes. The
+    it, which says nothing about whether it answers) outside the column's first hit (what dense
+    similarity ranked best in other words: a statute's article under a question in everyday words).
+    When no chunk holds a term, none goes. The
     other chunks' passages are those :func:`select` chose with these present: their slots are not
     refilled (more windows of one document, with other figures, misled the embedded model on a demo
     question), so the prompt is only shorter.

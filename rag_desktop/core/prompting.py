@@ -267,6 +267,10 @@ def warm_prompts(doc_languages: Mapping[str, int]) -> list[tuple[ChatMessage, ..
 
 
 ANSWER_SOURCES = 5  # how many of a column's top hits an answer reads (their chunks, or passages inside them)
+# The column's own first half of those, which the keyword leg's RRF does not displace: it fills only the
+# places after them (RagService.answer_list). Dense similarity bridges "公司" and "用人单位", BM25 does not
+# (docs/evaluation.md §1.4).
+OWN_SOURCES = (ANSWER_SOURCES + 1) // 2
 
 
 def answer_hits(hits: Sequence[Hit], n_sources: int = ANSWER_SOURCES) -> tuple[Hit, ...]:

@@ -92,6 +92,7 @@ def test_the_columns_first_hit_is_read_even_when_it_shares_no_word_with_the_ques
     answer = [e for e in svc.answer(q, noodles_first, n_sources=2) if isinstance(e, Answer)][-1]
     assert {h.path.rsplit("/", 1)[-1] for h in answer.sources} == {"noodles_en.txt", "wason_en.txt"}
 
+
 def test_foreign_chunks_are_translated_once_and_cached(svc: RagService) -> None:
     before_settings = svc.settings
     svc.settings = svc.settings.replace("generation", translate=True)  # off by default: on request

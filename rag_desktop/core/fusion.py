@@ -86,7 +86,8 @@ def fuse(lists: Sequence[RankedList], limit: int, k: int = RRF_K,
     order = rrf_order([[h.unit_id for h in r.hits] for r in lists], k)
     if keep > 0:
         head = [h.unit_id for h in lists[0].hits[:keep]]
-        order = head + [u for u in order if u not in set(head)]
+        kept = set(head)
+        order = head + [u for u in order if u not in kept]
     order = order[:limit]
     where: dict[int, tuple[int, int]] = {}  # unit id -> (list index, position) of its best rank
     for i, r in enumerate(lists):

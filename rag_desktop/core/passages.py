@@ -275,10 +275,9 @@ def termless_chunks(candidates: Sequence[Candidate], droppable: Collection[int])
     chunks may go: those in the question's language (a chunk in another language shares no word with
     it, which says nothing about whether it answers) outside the column's first hit (what dense
     similarity ranked best in other words: a statute's article under a question in everyday words).
-    When no chunk holds a term, none goes. The
-    other chunks' passages are those :func:`select` chose with these present: their slots are not
-    refilled (more windows of one document, with other figures, misled the embedded model on a demo
-    question), so the prompt is only shorter.
+    When no chunk holds a term, none goes. The other chunks' passages are those :func:`select` chose
+    with these present: their slots are not refilled (more windows of one document, with other
+    figures, misled the embedded model on a demo question), so the prompt is only shorter.
     """
     best: dict[int, float] = {}
     for c in candidates:

@@ -29,3 +29,24 @@ def test_passages_as_standard_restores_the_earlier_protocol() -> None:
     q = "出差住宿费的报销标准是多少？"
     assert asked_question("passages", q, s, as_standard=True) == asked_question("standard", q, s)
     assert asked_question("passages", q, s, as_standard=True) != asked_question("passages", q, s)
+
+
+def test_the_table_counts_the_doubted_answers_and_the_right_ones_among_them() -> None:
+    from rag_desktop.app.qa_eval import _table
+    from rag_desktop.core.qa_metrics import QAScores
+
+    def row(qid: str, right: bool, doubted: bool | None,
+            lang: str) -> tuple[str, QAScores, float, str, dict[str, object]]:
+        extra: dict[str, object] = {"lang": lang} if doubted is None else {"lang": lang, "doubted": doubted}
+        return qid, QAScores(0.0, 1.0 if right else 0.0, 0.5), 1.0, "answer", extra
+
+    rows = [row("a", True, True, "zh"), row("b", True, False, "zh"), row("c", False, True, "en"),
+            row("d", True, False, "en"), row("e", False, False, "en")]
+    table = _table({"passages": rows})
+    assert table["passages"]["doubted_share"] == 2 / 5
+    assert table["passages"]["right_doubted_share"] == 1 / 3  # a of the right a, b, d
+    assert table["passages/zh"]["right_doubted_share"] == 1 / 2
+    assert table["passages/en"]["right_doubted_share"] == 0.0
+    assert table["passages/en"]["doubted_share"] == 1 / 3
+    # rows without a judgement (a method that does not judge) add no such column
+    assert "doubted_share" not in _table({"cfrag": [row("a", True, None, "zh")]})["cfrag"]

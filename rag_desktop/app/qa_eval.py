@@ -268,6 +268,14 @@ def _table(results: _Rows) -> dict[str, dict[str, float]]:
                 row["matched_share"] = sum(1 for r in rows if r[4].get("matched_citations")) / len(rows)
             if ttfts:
                 row["mean_ttft_s"] = sum(ttfts) / len(ttfts)
+            judged = [r for r in rows if "doubted" in r[4]]
+            if judged:
+                # The passages' judgement (generation.judge_passages, docs/evaluation.md §5.1): the
+                # answers it doubts, and of the right ones (containment) those "abstain" would not write.
+                right = [r for r in judged if r[1].containment >= 1.0]
+                row["doubted_share"] = sum(1 for r in judged if r[4]["doubted"]) / len(judged)
+                row["right_doubted_share"] = (sum(1 for r in right if r[4]["doubted"]) / len(right) if right
+                                              else float("nan"))
             table[name] = row
     return table
 
@@ -365,6 +373,7 @@ def _predict(svc: RagService, method: str, question: str, standard: Answer | Non
                                  "matched_citations": len(answer.matched),
                                  "dropped_citations": len(answer.dropped_citations),
                                  "unsupported": "unsupported" in answer.warnings,
+                                 "doubted": "doubted" in answer.warnings,
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
                                  "translate_s": round(cross.seconds, 3), "answer": answer}

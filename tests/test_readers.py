@@ -485,3 +485,60 @@ def test_image_page_builder_has_no_text() -> None:
     doc = pymupdf.open()
     add_image_only_page(doc)
     assert doc[0].get_text().strip() == "" and doc[0].get_image_info()
+
+
+def _pdf_of_lines(path: Path, lines: list[tuple[float, float, str]], fontname: str = "china-s") -> Path:
+    """One page; each (x, y, text) drawn on its own, 11 pt: lines 17 pt apart come out as one text
+    block each, as typeset Chinese PDFs give them."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=600, height=400)
+    for x, y, text in lines:
+        page.insert_text((x, y), text, fontname=fontname, fontsize=11)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_chinese_line_typeset_as_its_own_block_joins_the_line_above_it(tmp_path: Path) -> None:
+    full = "申报材料包括申报书、自查报告、与境外接收方订立的法律文件以及主管部门要求的其"  # to the right edge
+    path = _pdf_of_lines(tmp_path / "wrapped.pdf", [
+        (62, 50, "提供方应当在申报前三个月内完成自查，由法定代表人签字确认并且存档备查。"),  # indented first line
+        (40, 67, full),
+        (40, 84, "他材料，具体见附录A。"),
+        (40, 118, "材料准备完成后，提供方通过所在地省级网信部门提交给主管的国家网信部门。"),  # a wider gap
+    ])
+    page = read_document(path).pages[0]
+    cleaned = clean_pages([page]).text
+    assert "要求的其他材料，具体见附录A。" in cleaned  # "其" / "他" is one word again
+    assert cleaned.count("\n\n") == 2, cleaned  # the first line ends a sentence; the last is a paragraph away
+
+
+def test_lines_that_end_a_sentence_are_short_or_open_an_article_keep_their_blank_line(tmp_path: Path) -> None:
+    full = "国家网信部门自收到材料之日起七个工作日内确定是否受理，并书面通知提供方受理"
+    cases = {
+        "sentence": [(40, 50, full[:-2] + "。"), (40, 67, "审查部门组织有关部门进行综合研判。")],
+        "short": [(40, 50, "第四步：受理与审查"), (40, 67, full)],
+        "article": [(40, 50, full), (40, 67, "第十一条 财务部对报销材料进行审核。")],
+        "indent": [(40, 50, full), (62, 67, "审查部门组织有关部门进行综合研判。")],
+    }
+    for name, lines in cases.items():
+        page = read_document(_pdf_of_lines(tmp_path / f"{name}.pdf", lines)).pages[0]
+        assert page.text.count("\n\n") == 1, (name, page.text)
+    english = [(40, 50, "The applicant submits the declaration, the self-assessment report and the"),
+               (40, 67, "legal documents agreed with the recipient abroad.")]
+    page = read_document(_pdf_of_lines(tmp_path / "en.pdf", english, fontname="helv")).pages[0]
+    assert page.text.count("\n\n") == 1, page.text  # Latin lines are left as they come
+
+
+def test_wraps_into_reads_only_a_cjk_line_broken_inside_a_sentence() -> None:
+    from rag_desktop.core.cleaning import wraps_into
+
+    assert wraps_into("与主管部门要求的其", "他材料")
+    assert wraps_into("依照本法，", "向劳动者支付")
+    assert not wraps_into("具体见附录A。", "材料准备完成后")
+    assert not wraps_into("审查重点包括：", "传输目的")
+    # an article named mid-sentence reads as an article's heading: kept apart, as before
+    assert not wraps_into("用人单位应当依照", "第四十七条规定支付")
+    assert not wraps_into("与主管部门要求的其", "（三）跨境业务")
+    assert not wraps_into("the recipient", "abroad")
+    assert not wraps_into("", "他材料")

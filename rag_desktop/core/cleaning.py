@@ -286,6 +286,30 @@ def _line_separator(prev: str, nxt: str) -> tuple[str, str]:
     return prev, " "
 
 
+# A line that ends a sentence or a clause list item, or that opens a numbered heading, article or item.
+_CLOSES_LINE = frozenset("。！？：；!?:;")
+_OPENS_HEADING_RE = re.compile(
+    r"第[一二三四五六七八九十百千零〇\d]+[条章节编款部分]"
+    r"|[(（][一二三四五六七八九十]{1,3}[)）]"
+)
+
+
+def wraps_into(prev: str, nxt: str) -> bool:
+    """True when ``nxt`` reads as the next line of the Chinese/Japanese line ``prev``: ``prev`` ends on
+    an ideograph or mid-sentence punctuation (not 。！？：；) and ``nxt`` starts with CJK text that opens
+    no list item, heading or article (第…条). A line break there falls inside a word or a sentence
+    ("…要求的其" / "他材料"). The PDF reader asks it of two text blocks its layout test puts one right
+    under the other (backends/readers/pdf.py): typeset Chinese PDFs often give each line a block of
+    its own, and a block is a paragraph here. Latin text is left as it is (a space or a hyphen would
+    have to be decided, and such PDFs were not seen)."""
+    if not prev or not nxt:
+        return False
+    last, first = prev[-1], nxt[0]
+    if last in _CLOSES_LINE or not joins_without_space(last) or not joins_without_space(first):
+        return False
+    return not (_STRUCTURE_START_RE.match(nxt) or _OPENS_HEADING_RE.match(nxt))
+
+
 def join_lines(lines: Sequence[str]) -> str:
     """Join the non-blank lines of one paragraph (rules in the module doc)."""
     if not lines:

@@ -3,6 +3,8 @@
 * Text comes per page (``Page.number`` is the 1-based page index, which is what a viewer
   opens), as PyMuPDF text blocks joined by blank lines so that blocks — roughly paragraphs —
   stay paragraphs for the cleaner; lines inside a block are single line breaks (visual wraps).
+  A block that is the typeset next line of a Chinese line above it (many CJK PDFs give each
+  line a block) joins that block as a line: else a blank line would split words ("其" / "他").
 * A page without text that draws images or vector graphics is reported in the warnings
   ("page N has no text layer — scanned?"); if no page has any text the document is
   unreadable ("no text layer — scanned PDF? OCR it first").
@@ -28,6 +30,7 @@ from typing import Any
 
 from rag_desktop.backends.errors import MissingDependency
 from rag_desktop.backends.readers.base import UnreadableDocument, heading_like_line
+from rag_desktop.core.cleaning import wraps_into
 from rag_desktop.core.types import CancelToken, Page, ParsedDocument
 
 SCANNED_REASON = "no text layer — scanned PDF? OCR it first"
@@ -91,11 +94,34 @@ def _open(fitz: ModuleType, path: Path) -> Any:
 
 
 def _page_text(page: Any) -> str:
-    """Text blocks of a page, in content order, separated by blank lines."""
-    blocks = page.get_text("blocks")
+    """Text blocks of a page, in content order, separated by blank lines; a block that continues the
+    line of the block above it (:func:`_continues`) joins it as its next line."""
     # Block tuples: (x0, y0, x1, y1, text, block_no, block_type); type 1 is an image.
-    texts = [str(b[4]).strip() for b in blocks if b[6] == 0]
-    return "\n\n".join(t for t in texts if t)
+    blocks = [b for b in page.get_text("blocks") if b[6] == 0 and str(b[4]).strip()]
+    right = max((float(b[2]) for b in blocks), default=0.0)
+    parts: list[str] = []
+    for i, b in enumerate(blocks):
+        text = str(b[4]).strip()
+        if parts and _continues(blocks[i - 1], b, right) and wraps_into(parts[-1], text):
+            parts[-1] += "\n" + text
+        else:
+            parts.append(text)
+    return "\n\n".join(parts)
+
+
+def _continues(above: Any, block: Any, right: float) -> bool:
+    """Layout: ``block`` starts on the line right under ``above`` (a gap of at most half a line),
+    not indented past it (``above`` may be a paragraph's indented first line), and ``above`` runs
+    to the page's right text edge (within two line heights, about two CJK characters: a justified
+    line stops where the next character would not fit): a line wrapped by the typesetter, not a
+    paragraph's last line. A paragraph break shows as a wider gap, an indent or a short line, and
+    keeps its blank line."""
+    x0, y0, x1, y1 = (float(v) for v in above[:4])
+    lines = max(1, str(above[4]).strip().count("\n") + 1)
+    height = (y1 - y0) / lines
+    gap = float(block[1]) - y1
+    return (-0.2 * height <= gap <= 0.5 * height and float(block[0]) <= x0 + 0.5 * height
+            and x1 >= right - 2 * height)
 
 
 def _draws_something(page: Any) -> bool:

@@ -103,5 +103,6 @@ def main() -> int:
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
     return 0
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

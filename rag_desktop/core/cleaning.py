@@ -59,7 +59,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
-from rag_desktop.core.text import joins_without_space
+from rag_desktop.core.text import HEADING_START, joins_without_space
 from rag_desktop.core.types import CleanedText, Page
 
 PARAGRAPH_BREAK = "\n\n"
@@ -286,12 +286,9 @@ def _line_separator(prev: str, nxt: str) -> tuple[str, str]:
     return prev, " "
 
 
-# A line that ends a sentence or a clause list item, or that opens a numbered heading, article or item.
-_CLOSES_LINE = frozenset("。！？：；!?:;")
-_OPENS_HEADING_RE = re.compile(
-    r"第[一二三四五六七八九十百千零〇\d]+[条章节编款部分]"
-    r"|[(（][一二三四五六七八九十]{1,3}[)）]"
-)
+# The CJK marks that end a sentence or a clause of a list: a line ending on one is not wrapped into
+# the next (wraps_into; a Latin mark never gets that far, joins_without_space is False for it).
+_CLOSES_LINE = frozenset("。！？：；")
 
 
 def wraps_into(prev: str, nxt: str) -> bool:
@@ -307,7 +304,7 @@ def wraps_into(prev: str, nxt: str) -> bool:
     last, first = prev[-1], nxt[0]
     if last in _CLOSES_LINE or not joins_without_space(last) or not joins_without_space(first):
         return False
-    return not (_STRUCTURE_START_RE.match(nxt) or _OPENS_HEADING_RE.match(nxt))
+    return not (_STRUCTURE_START_RE.match(nxt) or HEADING_START.match(nxt))
 
 
 def join_lines(lines: Sequence[str]) -> str:

@@ -50,6 +50,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from rag_desktop.core.prompting import split_sentences
+from rag_desktop.core.text import CN_NUMERALS, HEADING_START
 
 PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
@@ -58,20 +59,10 @@ PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 DEFAULT_MIN_CHARS = 300
 DEFAULT_MAX_CHARS = 900
 
-# A heading: a short line that starts with a section number or a Chinese structural marker.
-_CN_NUM = "零〇一二三四五六七八九十百千两"
-_HEADING_START = re.compile(
-    rf"^(?:§\s*\d+(?:\.\d+)*"  # §7.3
-    rf"|\d+(?:\.\d+)+\.?(?=\s|[^\d.])|\d+\.?\s"  # 7.3 / 4.3第三步 / 2. Intro / 6 结果的有效期
-    rf"|第[{_CN_NUM}\d]+[章节条款编篇部分]"  # 第四节 / 第八条
-    rf"|[{_CN_NUM}]+[、.．]"  # 二、
-    rf"|[（(][{_CN_NUM}\d]+[）)]"  # （三）
-    rf"|附录\s*[A-Za-z\d{_CN_NUM}]*"  # 附录A
-    rf"|(?:chapter|section|appendix|part|article)\s+[\dA-Za-z.]+)",
-    re.IGNORECASE,
-)
+# A heading: a short line that starts with a section number or a Chinese structural marker
+# (core.text.HEADING_START).
 # An article number at the start of a paragraph of a statute: "第五十条 用人单位应当……".
-_ARTICLE = re.compile(rf"^第[{_CN_NUM}\d]+条")
+_ARTICLE = re.compile(rf"^第[{CN_NUMERALS}\d]+条")
 MAX_HEADING_CHARS = 60
 _SENTENCE_END = re.compile(r"[。！？!?；;]$|[.](?<!\d\.)$")
 _CLAUSE_MARK = re.compile(r"[。！？；，,;]")  # a heading has no clause punctuation inside
@@ -102,7 +93,7 @@ class Candidate:
 def is_heading(paragraph: str) -> bool:
     """A short paragraph that starts like a section heading and is not a sentence."""
     p = " ".join(paragraph.split())
-    return (0 < len(p) <= MAX_HEADING_CHARS and bool(_HEADING_START.match(p))
+    return (0 < len(p) <= MAX_HEADING_CHARS and bool(HEADING_START.match(p))
             and not _SENTENCE_END.search(p) and not _CLAUSE_MARK.search(p))
 
 

@@ -68,6 +68,22 @@ def joins_without_space(ch: str) -> bool:
     )
 
 
+# Chinese numerals as section and article numbers use them.
+CN_NUMERALS = "零〇一二三四五六七八九十百千两"
+# What opens a heading, an article or a numbered item, at the start of a line or paragraph: the
+# answer passages' headings (core.passages) and the lines a PDF line may not wrap into (core.cleaning).
+HEADING_START = re.compile(
+    rf"^(?:§\s*\d+(?:\.\d+)*"  # §7.3
+    rf"|\d+(?:\.\d+)+\.?(?=\s|[^\d.])|\d+\.?\s"  # 7.3 / 4.3第三步 / 2. Intro / 6 结果的有效期
+    rf"|第[{CN_NUMERALS}\d]+[章节条款编篇部分]"  # 第四节 / 第八条
+    rf"|[{CN_NUMERALS}]+[、.．]"  # 二、
+    rf"|[（(][{CN_NUMERALS}\d]+[）)]"  # （三）
+    rf"|附录\s*[A-Za-z\d{CN_NUMERALS}]*"  # 附录A
+    rf"|(?:chapter|section|appendix|part|article)\s+[\dA-Za-z.]+)",
+    re.IGNORECASE,
+)
+
+
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds any :func:`is_cjk` character."""
     return any(is_cjk(ch) for ch in text)

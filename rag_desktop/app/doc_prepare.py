@@ -8,7 +8,7 @@ way the documents were.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,15 @@ from rag_desktop.core.cleaning import clean_pages
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Tokenizer
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import CancelToken, ChunkSpan, Lang
+from rag_desktop.core.types import CancelToken, Chunk, ChunkSpan, Document, Lang
+
+# The version of the text a file gives: the readers, the cleaning and the chunking together. Raise
+# it when a change makes a file already in a library read differently (a PDF's typeset lines joined,
+# say): the next ingest reads the library's files again and keeps the vectors of every chunk whose
+# text stayed (app.ingest_run; docs/architecture.md "Storage and crash safety"). A library made
+# before the version was recorded counts as version 1.
+TEXT_VERSION = 2
+TEXT_VERSION_KEY = "text_version"  # catalog meta
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,16 @@ class Prepared:
     chunks: list[ChunkSpan]
     counts: list[dict[str, int]]
     candidate_terms: list[str]
+
+
+def same_text(prepared: Prepared, doc: Document, chunks: Sequence[Chunk]) -> bool:
+    """Whether ``prepared`` gives what the library holds for the file (``doc`` and its ``chunks``):
+    title, language, kind, pages and every chunk's text and place (a file read again because
+    TEXT_VERSION moved)."""
+    held = (doc.title, doc.lang, doc.kind, doc.n_pages)
+    return (prepared.title, prepared.lang, prepared.kind, prepared.n_pages) == held and [
+        (s.text, s.page_start, s.page_end, s.char_start, s.char_end, s.lang) for s in prepared.chunks
+    ] == [(c.text, c.page_start, c.page_end, c.char_start, c.char_end, c.lang) for c in chunks]
 
 
 def teach_user_words(catalog: Catalog, tokenizer: Tokenizer) -> None:

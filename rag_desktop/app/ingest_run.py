@@ -5,6 +5,11 @@ its reason, or to read: this is where it is hashed), then read it (OCR first whe
 embed its chunks and store it in one transaction; then the files that disappeared leave. The
 library around the run (opening the embedder, the keyword sets at the end) is app.library's.
 
+A library whose files were read by an older text version (doc_prepare.TEXT_VERSION) has its
+unchanged files read again: a file whose text comes out the same stays as it is, one whose text
+changed is stored anew, with the vectors of its unchanged chunks kept (keep_vectors). The library
+records the new version once a run has read every file it holds.
+
 A cancel stops between steps and never inside a file's transaction: every file is fully in (its
 new version or its old one) or not in.
 """
@@ -21,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, FileState, decode_path, encode_path, printable
-from rag_desktop.app.doc_prepare import Prepared, prepare_file
+from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY, Prepared, prepare_file, same_text
 from rag_desktop.app.embed_step import content_key, embed_file, text_hash
 from rag_desktop.app.folder_scan import scan_folder, sha256_file
 from rag_desktop.app.index_cache import IndexCache
@@ -80,6 +85,7 @@ class FileWork:
     old: FileState | None
     st: os.stat_result
     digest: str
+    reread: bool = False  # unchanged on disk, read again for a newer text version
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,7 @@ class IngestRun:
         self.changed = False  # a document entered or left: the indexes are saved, the keyword sets redone
         self.seen: set[str] = set()
         self.meter = IngestMeter({})
+        self.stale_text = self.catalog.get_meta(TEXT_VERSION_KEY) != str(TEXT_VERSION)
         dim = tools.embedder.dim
         self.chunk_index = tools.indexes.get("chunk", dim)
         self.doc_index = tools.indexes.get("doc", dim)
@@ -147,7 +154,7 @@ class IngestRun:
         states = self.catalog.file_states()
         problem_states = self.catalog.problem_states()
         n = len(files)
-        self.meter = meter = IngestMeter(work_sizes(files, states))
+        self.meter = meter = IngestMeter(work_sizes(files, {} if self.stale_text else states))
         key = ""
         try:
             for i, (root, path) in enumerate(files, start=1):
@@ -161,6 +168,9 @@ class IngestRun:
                     yield from self._add_file(work, i, n)
             meter.file_done(key)
             self._forget_vanished(roots, states, problem_states)
+            if self.stale_text and set(self.catalog.file_states()) <= self.seen:
+                with self.catalog.transaction():  # every file the library holds was read by this version
+                    self.catalog.set_meta(TEXT_VERSION_KEY, str(TEXT_VERSION))
         except Cancelled:
             self.report.cancelled = True
         except BaseException:
@@ -201,6 +211,8 @@ class IngestRun:
             self._skip(path, key, old, too_big, st)
             return None
         if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            if self.stale_text:
+                return FileWork(root, path, key, old, st, old.sha256, reread=True)
             self.report.unchanged.append(printable(path))
             return None
         if prob is not None and prob[2].startswith(SIZE_LIMIT_REASON):
@@ -218,6 +230,8 @@ class IngestRun:
         if old is not None and old.sha256 == digest:
             with self.catalog.transaction():
                 self.catalog.touch_document(old.doc_id, st.st_size, st.st_mtime_ns)
+            if self.stale_text:
+                return FileWork(root, path, key, old, st, digest, reread=True)
             self.report.unchanged.append(printable(path))
             return None
         return FileWork(root, path, key, old, st, digest)
@@ -264,11 +278,24 @@ class IngestRun:
         except UnreadableDocument as exc:
             self._skip(w.path, w.key, w.old, exc.reason, w.st)
             return
+        if w.reread and w.old is not None and not self._reread_changed(w.old, prepared):
+            self.report.unchanged.append(printable(w.path))
+            return
         vecs = yield from meter.follow(embed_file(
             self.catalog, w.key, f"{display_name(w.path)} ({i}/{n})", [c.text for c in prepared.chunks], t.embedder,
             t.settings.ingest.embed_batch_size, self.cancel, content_key(w.digest)), w.key, PARSE_SHARE, 1.0)
         self.changed = True  # set first: a failure after the commit below still saves the indexes
         self._store(w, prepared, vecs)
+
+    def _reread_changed(self, old: FileState, prepared: Prepared) -> bool:
+        """Whether a file read again for a newer text version reads differently; if so, its chunks'
+        vectors wait under its content key (embed_file reuses those of the chunks that stayed)."""
+        doc = self.catalog.document(old.doc_id)
+        if doc is not None and same_text(prepared, doc, self.catalog.chunks_of(old.doc_id)):
+            return False
+        with self.catalog.transaction():
+            keep_vectors(self.catalog, old)
+        return True
 
     def _ocr(self, w: FileWork) -> Generator[Progress, None, Mapping[int, str] | None]:
         """The recognised text of the pages that need OCR (app/ocr.py), its steps relayed; None

@@ -66,6 +66,7 @@ class LibraryController(QObject):
         self.libraries_file: Path | None = None
         self.calibration_wizard: CalibrationWizard | None = None
         self.watcher: Any = None  # app.watcher.FolderWatcher while ingest.watch is on
+        self._reread: set[str] = set()  # libraries read again for a newer text version this session
         self._watch_key: tuple[object, ...] = ()
         self._watch_pending: set[Path] = set()
         self._watch_auto = False
@@ -84,6 +85,7 @@ class LibraryController(QObject):
             self.panel.set_listing(listing)
             self.title_changed.emit()
             self._update_watcher()
+            self._reread_if_outdated(listing)
             if then is not None:
                 then(listing)
 
@@ -129,6 +131,18 @@ class LibraryController(QObject):
                            on_result=self._on_ingest_report, on_error=self.error.emit,
                            on_cancelled=lambda: self.status.emit(tr("lib.cancelled"), 8000),
                            on_finished=finished)
+
+    def _reread_if_outdated(self, listing: Listing) -> None:
+        """A library read by an older text version (Library.text_outdated) is read again in the
+        background, once a session: an ingest that cannot reach every folder (one unplugged) leaves
+        the version to the next re-scan instead of starting again."""
+        if not listing.text_outdated or listing.library in self._reread or self.ingesting or self.switching:
+            return
+        roots = [Path(r) for r in listing.roots if Path(r).is_dir()]
+        if roots:
+            self._reread.add(listing.library)
+            self.status.emit(tr("lib.reread"), 15000)
+            self.start_ingest(roots)
 
     # ------------------------------------------------------------------ folder watching
     def _update_watcher(self) -> None:
@@ -283,6 +297,7 @@ class LibraryController(QObject):
             self._update_watcher()
             self.title_changed.emit()
             self.status.emit(tr("lib.switched", name=name), 8000)
+            self._reread_if_outdated(listing)
 
         def failed(err: UserError) -> None:
             self.error.emit(err)

@@ -60,6 +60,7 @@ class Listing:
     roots: tuple[str, ...]
     documents: tuple[DocRow, ...]
     skipped: tuple[tuple[str, str], ...]  # (path, reason)
+    text_outdated: bool = False  # read by an older text version: the window reads the folders again
 
 
 def build_listing(service: Any) -> Listing:
@@ -81,7 +82,8 @@ def build_listing(service: Any) -> Listing:
     skipped = tuple((p.path, p.reason) for p in cat.problems())
     # A large file whose ingest was interrupted: its embedded chunks are kept, not searchable yet.
     skipped += tuple((path, tr("lib.partial", n=n)) for path, n in cat.staged_counts().items())
-    return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped)
+    return Listing(str(service.library.folder), tuple(cat.roots()), tuple(rows), skipped,
+                   service.library.text_outdated())
 
 
 STATUS_COLORS = {"indexed": "#1B7F3B", "changed": "#B26B00", "missing": "#B3261E", "skipped": "#B3261E"}

@@ -1,0 +1,171 @@
+"""A library read by an older text version (doc_prepare.TEXT_VERSION) is read again by the next
+ingest: a file whose text now comes out differently is stored anew, with the vectors of its
+unchanged chunks kept; a file whose text is the same stays; the version is recorded once every
+file has been read. The real library, readers, catalog and embedder; the embedder and the file
+preparation are wrapped only to count their calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from library_helpers import ingest_texts
+
+from rag_desktop.app import ingest_run
+from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY
+from rag_desktop.app.library import IngestReport
+from rag_desktop.app.service import RagService
+
+pytestmark = pytest.mark.integration
+
+# Two chunks in the first file (the default chunks are 4,096 characters), one in the second.
+TEXTS = {
+    "leave.txt": "Paid leave. Employees have fifteen days of paid leave per year; part-time staff have eight. " * 60,
+    "canteen.txt": "The canteen opens at 11:30 every day and closes at 14:00. Soup is served on Fridays. " * 30,
+}
+
+
+class Counting:
+    """The real embedder, counting the passages it is asked to embed."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.passages = 0
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        self.passages += len(texts)
+        return self.real.embed_passages(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def _ingest(svc: RagService, folders: list[Path]) -> IngestReport:
+    report = list(svc.ingest(folders))[-1]
+    assert isinstance(report, IngestReport)
+    return report
+
+
+def _names(paths: list[str]) -> list[str]:
+    return sorted(Path(p).name for p in paths)
+
+
+def _doc_id(svc: RagService, name: str) -> int:
+    return next(d.doc_id for d in svc.library.catalog.documents() if Path(d.path).name == name)
+
+
+def _as_read_by_an_older_version(svc: RagService, name: str) -> str:
+    """Make the library look as an older reader left it: no text version recorded, and the last
+    chunk of ``name`` holding other text. Returns the text it should hold."""
+    cat = svc.library.catalog
+    last = cat.chunks_of(_doc_id(svc, name))[-1]
+    with cat.transaction() as db:
+        db.execute("DELETE FROM meta WHERE key=?", (TEXT_VERSION_KEY,))
+        db.execute("UPDATE chunks SET text=? WHERE chunk_id=?", ("bro\n\nken " + last.text, last.chunk_id))
+    return last.text
+
+
+def test_a_new_library_records_the_text_version(tmp_path: Path) -> None:
+    svc = ingest_texts(tmp_path, TEXTS)
+    try:
+        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+    finally:
+        svc.close()
+
+
+def test_an_older_library_is_read_again_and_only_changed_chunks_are_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = ingest_texts(tmp_path, TEXTS)
+    docs = tmp_path / "docs"
+    try:
+        n_leave = len(svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt")))
+        assert n_leave >= 2
+        now = _as_read_by_an_older_version(svc, "leave.txt")
+        counting = Counting(svc.runtime.embedder())
+        svc.runtime._embedder = counting  # type: ignore[assignment]
+        report = _ingest(svc, [docs])
+        assert _names(report.updated) == ["leave.txt"]
+        assert _names(report.unchanged) == ["canteen.txt"], "its text reads the same: left as it is"
+        assert counting.passages == 1, f"only the changed chunk is embedded, not the {n_leave - 1} kept nor canteen's"
+        chunks = svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt"))
+        assert len(chunks) == n_leave and chunks[-1].text == now
+        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+        assert not svc.library.catalog.staged_counts(), "the kept vectors were used, then let go"
+        hits = svc.compare("How many days of paid leave do employees get?", translate=False).baseline.hits
+        assert Path(hits[0].path).name == "leave.txt"
+
+        # Recorded: the next ingest reads nothing.
+        prepared: list[Path] = []
+        real_prepare = ingest_run.prepare_file
+
+        def counting_prepare(path: Path, *args: Any, **kwargs: Any) -> Any:
+            prepared.append(path)
+            return real_prepare(path, *args, **kwargs)
+
+        monkeypatch.setattr(ingest_run, "prepare_file", counting_prepare)
+        again = _ingest(svc, [docs])
+        assert prepared == [] and _names(again.unchanged) == ["canteen.txt", "leave.txt"]
+    finally:
+        svc.close()
+
+
+def test_the_version_waits_until_every_file_was_read(tmp_path: Path) -> None:
+    """An ingest of one of the library's two folders, or a cancelled one, leaves the version unrecorded."""
+    svc = ingest_texts(tmp_path, TEXTS)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("Parking permits are issued by the facilities office. " * 20, encoding="utf-8")
+    try:
+        assert _names(_ingest(svc, [tmp_path / "docs", other]).added) == ["notes.txt"]
+        _as_read_by_an_older_version(svc, "leave.txt")
+        first = _ingest(svc, [other])
+        assert _names(first.unchanged) == ["notes.txt"]
+        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) is None, "docs/ was not read"
+        second = _ingest(svc, [tmp_path / "docs", other])
+        assert _names(second.updated) == ["leave.txt"]
+        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+    finally:
+        svc.close()
+
+
+@pytest.mark.gui
+def test_the_window_reads_an_outdated_library_again_once(qtbot: Any, tmp_path: Path) -> None:
+    """Opened on a library an older text version read, the window reads its folders again in the
+    background, says why, and does not start again after that ingest."""
+    from test_gui_libraries import close, factory, idle
+    from test_gui_support import ScriptedGenerator
+
+    from rag_desktop.core.settings import Settings
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.main import build_window
+
+    svc = ingest_texts(tmp_path, TEXTS)
+    now = _as_read_by_an_older_version(svc, "leave.txt")
+    assert svc.library.text_outdated()
+    lib = svc.library.folder
+    svc.close()
+    svc.runtime.close()
+
+    i18n.set_language("en")
+    messages: list[str] = []
+    win = build_window(lib, False, settings=Settings(), settings_file=tmp_path / "config" / "settings.toml",
+                       service_factory=factory(ScriptedGenerator()), auto_answer=False)
+    win.libraries.status.connect(lambda text, _ms: messages.append(text))
+    qtbot.addWidget(win)
+    win.show()
+    try:
+        qtbot.waitUntil(lambda: win.libraries.last_ingest_report is not None, timeout=120000)
+        idle(qtbot, win)
+        report = win.libraries.last_ingest_report
+        assert _names(report.updated) == ["leave.txt"] and _names(report.unchanged) == ["canteen.txt"]
+        assert any("reading the library's files again" in m for m in messages), messages
+        cat = win.service.library.catalog
+        assert cat.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+        assert cat.chunks_of(_doc_id(win.service, "leave.txt"))[-1].text == now
+        assert not win.libraries.listing.text_outdated
+        qtbot.wait(500)
+        assert win.libraries.last_ingest_report is report, "one catch-up, not a loop"
+    finally:
+        close(win)

@@ -16,6 +16,9 @@ from rag_desktop.app import ingest_run
 from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
+from rag_desktop.backends.readers import UnreadableDocument
+from rag_desktop.core.settings import Settings
+from rag_desktop.core.types import OcrLine, OcrPage
 
 pytestmark = pytest.mark.integration
 
@@ -130,6 +133,46 @@ def test_the_version_waits_until_every_file_was_read(tmp_path: Path) -> None:
         svc.close()
 
 
+def test_a_file_the_present_reader_fails_on_keeps_its_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read again only because the app changed, a file the reader now fails on is not dropped: the
+    file did not change, and the text read before stays searchable."""
+    svc = ingest_texts(tmp_path, TEXTS)
+    try:
+        held = [c.text for c in svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt"))]
+        with svc.library.catalog.transaction() as db:
+            db.execute("DELETE FROM meta WHERE key=?", (TEXT_VERSION_KEY,))
+        real_prepare = ingest_run.prepare_file
+
+        def failing(path: Path, *args: Any, **kwargs: Any) -> Any:
+            if path.name == "leave.txt":
+                raise UnreadableDocument(path, "the present reader fails here")
+            return real_prepare(path, *args, **kwargs)
+
+        monkeypatch.setattr(ingest_run, "prepare_file", failing)
+        report = _ingest(svc, [tmp_path / "docs"])
+        assert _names(report.unchanged) == ["canteen.txt", "leave.txt"]
+        assert report.removed == [] and report.skipped == []
+        assert [c.text for c in svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt"))] == held
+    finally:
+        svc.close()
+
+
+def test_recognised_pages_stay_while_ocr_is_off(tmp_path: Path) -> None:
+    """A file with OCR'd pages, read again while OCR is off, would lose those pages: it stays as read."""
+    svc = ingest_texts(tmp_path, TEXTS, Settings().replace("ingest", ocr=False))
+    try:
+        doc = next(d for d in svc.library.catalog.documents() if Path(d.path).name == "leave.txt")
+        line = OcrLine("Paid leave.", (0.0, 0.0, 10.0, 10.0), 0.99)
+        svc.library.ocr_cache.save_page(doc.sha256, "engine", 150, OcrPage(1, 100.0, 100.0, (line,)))
+        _as_read_by_an_older_version(svc, "leave.txt")
+        held = [c.text for c in svc.library.catalog.chunks_of(doc.doc_id)]
+        report = _ingest(svc, [tmp_path / "docs"])
+        assert _names(report.unchanged) == ["canteen.txt", "leave.txt"]
+        assert [c.text for c in svc.library.catalog.chunks_of(doc.doc_id)] == held
+    finally:
+        svc.close()
+
+
 @pytest.mark.gui
 def test_the_window_reads_an_outdated_library_again_once(qtbot: Any, tmp_path: Path) -> None:
     """Opened on a library an older text version read, the window reads its folders again in the
@@ -137,7 +180,6 @@ def test_the_window_reads_an_outdated_library_again_once(qtbot: Any, tmp_path: P
     from test_gui_libraries import close, factory, idle
     from test_gui_support import ScriptedGenerator
 
-    from rag_desktop.core.settings import Settings
     from rag_desktop.ui import i18n
     from rag_desktop.ui.main import build_window
 

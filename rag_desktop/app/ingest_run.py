@@ -270,12 +270,19 @@ class IngestRun:
     def _add_file(self, w: FileWork, i: int, n: int) -> Iterator[Progress]:
         """Read the ``i``-th of ``n`` files, embed its chunks and store it (or skip it if unreadable)."""
         meter, t = self.meter, self.t
+        if w.reread and t.ocr is None and t.ocr_cache.has(w.digest):
+            self.report.unchanged.append(printable(w.path))  # its recognised pages need OCR, off now: kept
+            return
         try:
             ocr_text = yield from self._ocr(w)
             yield meter.tag(Progress("parse", i, n, display_name(w.path), None, w.key), w.key,
                             PARSE_SHARE if ocr_text else 0.0)
             prepared = prepare_file(w.path, self.catalog, t.settings, t.tokenizer, t.kfilter, self.cancel, ocr_text)
         except UnreadableDocument as exc:
+            if w.reread:  # the file did not change, the reader did: the text read before stays
+                log.warning("kept as read before, the present reader fails on %s: %s", printable(w.path), exc.reason)
+                self.report.unchanged.append(printable(w.path))
+                return
             self._skip(w.path, w.key, w.old, exc.reason, w.st)
             return
         if w.reread and w.old is not None and not self._reread_changed(w.old, prepared):

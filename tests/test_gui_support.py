@@ -294,6 +294,9 @@ class FakeLibrary:
         self.catalog = FakeCatalog()
         self.ocr_cache = OcrCache(folder)  # the real cache: empty, so no document is marked OCR'd
 
+    def text_outdated(self) -> bool:
+        return False  # canned documents: read by the present reader
+
 
 class FakeService:
     """Stands in for RagService in the fast widget tests: canned results, real event shapes.

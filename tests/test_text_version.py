@@ -18,7 +18,7 @@ from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.readers import UnreadableDocument
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import OcrLine, OcrPage
+from rag_desktop.core.types import OcrLine, OcrPage, Progress
 
 pytestmark = pytest.mark.integration
 
@@ -203,11 +203,22 @@ def test_the_window_reads_an_outdated_library_again_once(qtbot: Any, tmp_path: P
         report = win.libraries.last_ingest_report
         assert _names(report.updated) == ["leave.txt"] and _names(report.unchanged) == ["canteen.txt"]
         assert any("reading the library's files again" in m for m in messages), messages
+        assert messages[-1].startswith("Library read again with this version: 0 added, 1 updated"), messages
         cat = win.service.library.catalog
         assert cat.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
         assert cat.chunks_of(_doc_id(win.service, "leave.txt"))[-1].text == now
         assert not win.libraries.listing.text_outdated
         qtbot.wait(500)
         assert win.libraries.last_ingest_report is report, "one catch-up, not a loop"
+
+        # While such an ingest runs, why it runs stands above its progress, and goes with it.
+        panel = win.libraries.panel
+        panel.set_busy(True, "why it runs")
+        panel.show_progress(Progress("parse", 1, 2, "leave.txt"))
+        assert panel.progress_label.text().startswith("why it runs\nReading 1/2: leave.txt")
+        panel.set_busy(False)
+        panel.set_busy(True)
+        assert panel.progress_label.text() == "Starting…"
+        panel.set_busy(False)
     finally:
         close(win)

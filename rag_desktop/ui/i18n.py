@@ -96,9 +96,9 @@ TABLE: dict[str, tuple[str, str]] = {
     "lib.eta": ("about {eta} left", "预计还需 {eta}"),
     "lib.progress_share": ("{pct} % of the whole", "总进度 {pct}%"),
     "lib.cancelled": ("Adding files was cancelled.", "已取消添加文件。"),
-    "lib.reread": ("This version of the app reads documents better: reading the library's files again "
-                   "(passages whose text stays keep their vectors)",
-                   "新版本能更好地读取文档：正在重新读取文档库的文件（文字未变的段落沿用原有向量）"),
+    "lib.reread": ("This version reads documents better: reading the library's files again",
+                   "新版本能更好地读取文档：正在重新读取文档库的文件"),
+    "lib.reread_done": ("Library read again with this version:", "已用新版本重新读取文档库："),
     "lib.report": ("{added} added, {updated} updated, {removed} removed, {unchanged} unchanged, {skipped} skipped "
                    "({s} s)",
                    "新增 {added}，更新 {updated}，移除 {removed}，未变 {unchanged}，跳过 {skipped}（{s} 秒）"),

@@ -67,6 +67,7 @@ class LibraryController(QObject):
         self.calibration_wizard: CalibrationWizard | None = None
         self.watcher: Any = None  # app.watcher.FolderWatcher while ingest.watch is on
         self._reread: set[str] = set()  # libraries read again for a newer text version this session
+        self._reread_running = False  # the ingest in progress is that re-read
         self._watch_key: tuple[object, ...] = ()
         self._watch_pending: set[Path] = set()
         self._watch_auto = False
@@ -104,7 +105,8 @@ class LibraryController(QObject):
             return
         self.start_ingest(roots)
 
-    def start_ingest(self, folders: list[Path]) -> None:
+    def start_ingest(self, folders: list[Path], why: str = "") -> None:
+        """Ingest ``folders`` in the background; ``why`` stands above its progress while it runs."""
         if self.ingesting:
             self.status.emit(tr("lib.already_ingesting"), 5000)
             return
@@ -112,7 +114,7 @@ class LibraryController(QObject):
             self.status.emit(tr("lib.busy_switching"), 5000)
             return
         self.ingesting = True
-        self.panel.set_busy(True)
+        self.panel.set_busy(True, why)
         render_pool = self.render_runner
 
         def job(ctx: TaskContext) -> Iterator[object]:
@@ -141,8 +143,9 @@ class LibraryController(QObject):
         roots = [Path(r) for r in listing.roots if Path(r).is_dir()]
         if roots:
             self._reread.add(listing.library)
+            self._reread_running = True
             self.status.emit(tr("lib.reread"), 15000)
-            self.start_ingest(roots)
+            self.start_ingest(roots, why=tr("lib.reread"))
 
     # ------------------------------------------------------------------ folder watching
     def _update_watcher(self) -> None:
@@ -195,6 +198,9 @@ class LibraryController(QObject):
                  unchanged=len(report.unchanged), skipped=len(report.skipped), s=fmt(report.seconds, 1))
         if report.cancelled:
             msg = tr("lib.cancelled") + " " + msg
+        elif self._reread_running:
+            msg = tr("lib.reread_done") + " " + msg
+        self._reread_running = False
         self.status.emit(msg, 15000)
 
     def _open_doc_from_library(self, doc_id: int) -> None:

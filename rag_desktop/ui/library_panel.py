@@ -142,8 +142,8 @@ class LibraryPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress_label = QLabel()
+        self._busy_why = ""  # set_busy: why the ingest in progress runs
         self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # shows file names
-        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)
         self.progress_label.setWordWrap(True)
         self.cancel_btn = QPushButton()
         prog = QHBoxLayout()
@@ -249,7 +249,10 @@ class LibraryPanel(QWidget):
         self.remove_lib_btn.setEnabled(sel is not None and sel != self.current_library)
 
     # -------------------------------------------------------------- ingest progress
-    def set_busy(self, busy: bool) -> None:
+    def set_busy(self, busy: bool, why: str = "") -> None:
+        """Show or hide the ingest's progress; ``why``: a line above it saying why the ingest runs
+        (the library read again for a newer reader), kept until it ends."""
+        self._busy_why = why if busy else ""
         self.progress.setVisible(busy)
         self.cancel_btn.setVisible(busy)
         self.progress_label.setVisible(busy)
@@ -257,7 +260,10 @@ class LibraryPanel(QWidget):
         self.rescan_btn.setEnabled(not busy)
         if busy:
             self.progress.setRange(0, 0)
-            self.progress_label.setText(tr("lib.starting"))
+            self._set_progress_text(tr("lib.starting"))
+
+    def _set_progress_text(self, text: str) -> None:
+        self.progress_label.setText(f"{self._busy_why}\n{text}" if self._busy_why else text)
 
     def show_progress(self, p: Progress) -> None:
         """The whole ingest's share on the bar when the event carries it (app.ingest_meter), the step's
@@ -277,7 +283,7 @@ class LibraryPanel(QWidget):
             text = tr("lib.progress_share", pct=int(p.overall * 100)) + " · " + text
         if eta:
             text += " · " + tr("lib.eta", eta=eta)
-        self.progress_label.setText(text)
+        self._set_progress_text(text)
 
     # -------------------------------------------------------------- listing
     def set_listing(self, listing: Listing | None) -> None:

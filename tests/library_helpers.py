@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
@@ -43,3 +44,18 @@ def built_library(root: Path, texts: dict[str, str], settings: Settings | None =
     svc.close()
     svc.runtime.close()
     return svc.library.folder
+
+
+class CountingEmbedder:
+    """The real embedder, counting the passages it is asked to embed (a test of what is embedded again)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.passages = 0
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        self.passages += len(texts)
+        return self.real.embed_passages(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from library_helpers import ingest_texts
+from library_helpers import CountingEmbedder, ingest_texts
 
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
@@ -21,21 +20,6 @@ TEXTS = {
     "canteen.txt": "The canteen opens at 11:30 every day and closes at 14:00. Soup is served on Fridays. " * 30,
 }
 Q = "How many days of paid leave do employees get?"
-
-
-class Counting:
-    """The real embedder, counting the passages it is asked to embed."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.passages = 0
-
-    def embed_passages(self, texts: list[str]) -> Any:
-        self.passages += len(texts)
-        return self.real.embed_passages(texts)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
 
 
 def _ingest(svc: RagService, folder: Path) -> IngestReport:
@@ -53,7 +37,7 @@ def test_a_file_added_back_unchanged_is_not_embedded_again(tmp_path: Path) -> No
     docs = tmp_path / "docs"
     try:
         before = _hits(svc)
-        counting = Counting(svc.runtime.embedder())
+        counting = CountingEmbedder(svc.runtime.embedder())
         svc.runtime._embedder = counting  # type: ignore[assignment]
         shutil.move(str(docs / "leave.txt"), str(tmp_path / "leave.txt"))
         assert [Path(p).name for p in _ingest(svc, docs).removed] == ["leave.txt"]
@@ -78,7 +62,7 @@ def test_the_kept_vectors_wait_one_ingest_only(tmp_path: Path) -> None:
         _ingest(svc, docs)  # the file did not come back: its vectors go
         assert svc.library.catalog.staged_counts() == {}
         (docs / "leave.txt").write_text(TEXTS["leave.txt"], encoding="utf-8")
-        counting = Counting(svc.runtime.embedder())
+        counting = CountingEmbedder(svc.runtime.embedder())
         svc.runtime._embedder = counting  # type: ignore[assignment]
         _ingest(svc, docs)
         assert counting.passages > 0  # embedded again, as any new file is

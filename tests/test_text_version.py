@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from library_helpers import ingest_texts
+from library_helpers import CountingEmbedder, ingest_texts
 
 from rag_desktop.app import ingest_run
 from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY
@@ -27,21 +27,6 @@ TEXTS = {
     "leave.txt": "Paid leave. Employees have fifteen days of paid leave per year; part-time staff have eight. " * 60,
     "canteen.txt": "The canteen opens at 11:30 every day and closes at 14:00. Soup is served on Fridays. " * 30,
 }
-
-
-class Counting:
-    """The real embedder, counting the passages it is asked to embed."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.passages = 0
-
-    def embed_passages(self, texts: list[str]) -> Any:
-        self.passages += len(texts)
-        return self.real.embed_passages(texts)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
 
 
 def _ingest(svc: RagService, folders: list[Path]) -> IngestReport:
@@ -86,7 +71,7 @@ def test_an_older_library_is_read_again_and_only_changed_chunks_are_embedded(
         n_leave = len(svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt")))
         assert n_leave >= 2
         now = _as_read_by_an_older_version(svc, "leave.txt")
-        counting = Counting(svc.runtime.embedder())
+        counting = CountingEmbedder(svc.runtime.embedder())
         svc.runtime._embedder = counting  # type: ignore[assignment]
         report = _ingest(svc, [docs])
         assert _names(report.updated) == ["leave.txt"]

@@ -92,6 +92,18 @@ def test_what_cannot_be_judged_is_kept() -> None:
     assert 0 < CHECK_SHARE < 0.5
 
 
+def test_a_lone_figure_is_checked_against_its_passage() -> None:
+    """Asked what the library does not hold, a model writes a figure from memory and cites a passage
+    that does not have it: with the question's words left out, the figure is all the sentence says."""
+    q = "What is the boiling point of ethanol?"
+    got = check_citations("The boiling point of ethanol is 78.3°C [2].", SOURCES, q)
+    assert got.text == "The boiling point of ethanol is 78.3°C." and [n for n, _ in got.dropped] == [2]
+    held = [*SOURCES, "Ethanol boils at 78.3 °C at sea level."]
+    assert check_citations("The boiling point of ethanol is 78.3°C [3].", held, q).text.endswith("[3].")
+    # a short sentence without a figure still cannot be judged
+    assert check_citations("Ethanol [2].", SOURCES, q).text == "Ethanol [2]."
+
+
 def test_a_dropped_sentence_is_matched_again_to_the_passage_that_holds_it() -> None:
     from rag_desktop.core.attribution import attribute
 

@@ -179,14 +179,25 @@ class Checked:
     repeats: int = 0
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _figures(tokens: set[str]) -> set[str]:
+    """The digit runs of ``tokens`` ("783°c" → "783"): a figure glued to its unit or not."""
+    return {d for t in tokens for d in _DIGITS.findall(t)}
+
+
 def _unsupported(sentence: str, n: int, source_tokens: Sequence[set[str]], exclude: frozenset[str]) -> bool:
-    """Whether passage n does not hold ``sentence`` (a sentence with fewer than MIN_TOKENS content
-    tokens of its own cannot be judged and is kept)."""
+    """Whether passage n does not hold ``sentence``. A sentence with fewer than MIN_TOKENS content
+    tokens of its own (the question's left out) is judged by its figures alone: a lone figure is the
+    claim ("The boiling point of ethanol is 78.3°C [2]", asked of a library without it), and it either
+    stands in the passage or not; without a figure it cannot be judged and is kept."""
     if not 1 <= n <= len(source_tokens):
         return False  # a number that names no source: parse_citations flags it as invalid
     words = content_tokens(sentence, exclude)
     if len(words) < MIN_TOKENS:
-        return False
+        figures = _figures(words)
+        return bool(figures) and not figures <= _figures(source_tokens[n - 1])
     return len(words & source_tokens[n - 1]) / len(words) < CHECK_SHARE
 
 

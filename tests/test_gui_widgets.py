@@ -160,6 +160,23 @@ def test_selecting_a_document_highlights_it_in_every_column(qtbot: Any, env: Any
     assert all(c.model.hover_doc == 4 for c in win.results.columns.values())
 
 
+def test_new_results_leave_every_column_at_its_top(qtbot: Any, env: Any) -> None:
+    """The app selects the causal column's first document for the details; another column where it
+    ranks lower is not scrolled down to it (that hid the column's own first places). A person's
+    choice is scrolled into view."""
+    win, _svc, _ = env
+    for col in win.results.columns.values():
+        col.view.setFixedHeight(40)  # a row or so: a lower-ranked row needs scrolling
+    ask_and_wait(qtbot, win)
+    first = win.results.columns["causal"].model.rows[0].hit.doc_id
+    base = win.results.columns["baseline"]
+    assert base.model.row_of_doc(first) > 0 and base.model.selected_doc == first
+    assert all(c.view.verticalScrollBar().value() == 0 for c in win.results.columns.values())
+    last = base.model.rows[-1].hit.doc_id
+    win.results.columns["causal"].select_row(win.results.columns["causal"].model.row_of_doc(last))
+    assert base.model.selected_doc == last and base.view.verticalScrollBar().value() > 0
+
+
 def test_answers_stream_and_citations_open_the_viewer_at_the_page(qtbot: Any, env: Any) -> None:
     win, _, _ = env
     ask_and_wait(qtbot, win)

@@ -604,8 +604,9 @@ class ResultColumn(QWidget):
         return max(0, lay.spacing()) if lay is not None else 0
 
     # -------------------------------------------------------------- selection sync
-    def highlight_doc(self, doc_id: int | None, select: bool = True) -> None:
-        """Mark ``doc_id``'s rows; move the current row to it without re-announcing."""
+    def highlight_doc(self, doc_id: int | None, select: bool = True, scroll: bool = True) -> None:
+        """Mark ``doc_id``'s rows; move the current row to it without re-announcing (and into view
+        with ``scroll``)."""
         self.model.set_selected_doc(doc_id)
         if not select or doc_id is None:
             return
@@ -616,7 +617,8 @@ class ResultColumn(QWidget):
             sm.setCurrentIndex(self.model.index(row, COL_TITLE),
                                sm.SelectionFlag.ClearAndSelect | sm.SelectionFlag.Rows)
             sm.blockSignals(False)
-            self.view.scrollTo(self.model.index(row, COL_TITLE))
+            if scroll:
+                self.view.scrollTo(self.model.index(row, COL_TITLE))
             self.view.viewport().update()
         elif row < 0:
             sm.blockSignals(True)

@@ -155,7 +155,7 @@ class QuestionView(QObject):
         line = crosslang_text(c.cross_language)
         self.status.emit(f"{status} · {line}" if line else status, 8000)
         if c.causal.hits:
-            self.results.columns["causal"].select_row(0)
+            self.results.select_first("causal")
         if wait:
             return  # the answers wait for the translated rankings
         if self._answers_on():

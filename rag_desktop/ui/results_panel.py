@@ -107,7 +107,9 @@ class ResultsPanel(QTabWidget):
         self.set_cf_collapsed(True)
         self.trace_view = TraceView()
         self.chart = RankChart()
-        self.chart.doc_clicked.connect(self.select_doc_id)
+        self.chart.doc_clicked.connect(lambda doc_id: self.select_doc_id(doc_id))
+        self._choosing = False  # select_first is choosing the row
+        self._chosen_by_app = False  # the selected document was the app's choice, not a person's
         for tab in (self.compare_split, self.trace_view, self.chart):
             self.addTab(tab, "")
 
@@ -288,7 +290,7 @@ class ResultsPanel(QTabWidget):
         if st.cfrag is not None:
             self.fill_cfrag(st)
         if self.selected_doc is not None:
-            self.select_doc_id(self.selected_doc)
+            self.select_doc_id(self.selected_doc, self._chosen_by_app)
 
     def fill_cfrag(self, st: QueryState) -> None:
         assert st.cfrag is not None
@@ -333,13 +335,26 @@ class ResultsPanel(QTabWidget):
         _h, e = self.causal_for_doc(doc_id)
         return split_terms(e.split) if e is not None else []
 
-    def select_hit(self, hit: Hit) -> None:
-        self.select_doc_id(hit.doc_id)
+    def select_first(self, method: str) -> None:
+        """New results: the first row of ``method``'s column chosen for the details, every column left
+        at its top (scrolled to that document, another column hid its own first places)."""
+        self._choosing = True
+        try:
+            self.columns[method].select_row(0)
+        finally:
+            self._choosing = False
 
-    def select_doc_id(self, doc_id: int) -> None:
+    def select_hit(self, hit: Hit) -> None:
+        self._chosen_by_app = self._choosing
+        self.select_doc_id(hit.doc_id, self._chosen_by_app)
+
+    def select_doc_id(self, doc_id: int, by_app: bool = False) -> None:
+        """Show ``doc_id`` in every column and the details; a document a person chose is scrolled
+        into view in each column, one the app chose (:meth:`select_first`) is not."""
+        self._chosen_by_app = by_app
         self.selected_doc = doc_id
         for col in self.columns.values():
-            col.highlight_doc(doc_id)
+            col.highlight_doc(doc_id, scroll=not by_app)
         self.chart.set_selected(doc_id)
         h, e = self.causal_for_doc(doc_id)
         surfaces = self.shown.surfaces if self.shown is not None else {}

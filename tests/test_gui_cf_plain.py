@@ -129,6 +129,10 @@ def test_a_standard_answer_that_stands_fills_the_cfrag_column_with_its_passages(
     assert not col.is_collapsed() and win.results.cf_card.isVisibleTo(win)
     said = win.results.cf_card.plain.sentences.text()
     assert said.startswith("• The standard answer is held by a passage it read (100 %") and "\n" not in said
+    tv = win.results.trace_view
+    tv.set_trace(trace)  # its details hold no empty tables of paths that did not run
+    assert all(b.isHidden() for b in (tv.cf_box, tv.ev_box, tv.cl_box, tv.hy_box)) and not tv.de_box.isHidden()
+    assert tv.de_label.text().startswith("Decision: the standard answer stands; the counterfactual paths did not run")
 
 
 def test_an_abstained_cfrag_says_so_in_its_folded_column(qtbot: Any, win: MainWindow) -> None:

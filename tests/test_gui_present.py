@@ -89,6 +89,34 @@ def test_cfrag_rows_show_what_cfrag_used_first_then_kept_then_filtered() -> None
     assert has_tr("trace.decision.reread") and has_tr("col.cf_read") and has_tr("col.cf_cited")
 
 
+def test_the_decision_line_says_only_what_was_measured_in_the_persons_language() -> None:
+    from rag_desktop.core.cfrag.arbitration import AGREEMENT_MEASURE
+    from rag_desktop.core.cfrag.types import StandardCheck
+    from rag_desktop.ui.present import decision_line, paths_ran
+
+    res = make_cf_result()
+    res = dataclasses.replace(res, trace=dataclasses.replace(
+        res.trace, decision=dataclasses.replace(res.trace.decision, agreement_measure=AGREEMENT_MEASURE)))
+    assert paths_ran(res.trace)
+    i18n.set_language("zh")
+    try:
+        zh = decision_line(res.trace)
+        assert "两两词元 F1" in zh and "mean pairwise" not in zh and zh.startswith("决策：")
+    finally:
+        i18n.set_language("en")
+    en = decision_line(res.trace)
+    assert "agreement" in en and "mean pairwise token F1 of normalised answers" in en
+    # the standard answer stood before any path ran: no agreement 1.00 against a threshold of 0.00
+    check = StandardCheck("Matching bias [1].", 1.0, False, 0.5, "confident")
+    d = dataclasses.replace(res.trace.decision, kind="standard", chosen=-1, read_ids=(), standard=check,
+                            agreement=1.0, threshold=0.0)
+    stood = dataclasses.replace(res.trace, evidence=(), hypotheses=(), counterfactuals=(),
+                                rejected_counterfactuals=(), decision=d)
+    assert not paths_ran(stood)
+    assert decision_line(stood) == ("Decision: the standard answer stands; the counterfactual paths did not run, "
+                                    "so no agreement was measured")
+
+
 def reference_spans(text: str, terms: list[tuple[str, str]]) -> set[tuple[int, int, str]]:
     """Slow reference: scan every position for every term (longest first), word-start for Latin."""
     taken = [False] * len(text)

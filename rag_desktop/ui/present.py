@@ -15,6 +15,7 @@ from typing import Any, Literal
 from rag_desktop.core import citations
 from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.cfrag import evidence_rows, margin_summary
+from rag_desktop.core.cfrag.arbitration import AGREEMENT_MEASURE
 from rag_desktop.core.cfrag.plain import hypothesis_name
 from rag_desktop.core.cfrag.types import CFTrace, DecisionTrace, EvidenceTrace
 from rag_desktop.core.text import HAN_RUN
@@ -110,6 +111,23 @@ def decision_key(d: DecisionTrace) -> str:
     own words: it showed the model no candidate, so "synthesised" would misstate it."""
     return "trace.decision.reread" if d.kind == "synthesize" and d.synthesis_style == "reread" \
         else f"trace.decision.{d.kind}"
+
+
+def paths_ran(trace: CFTrace) -> bool:
+    """Whether CF-RAG's counterfactual paths ran: where the standard answer stood before them, the
+    trace has no questions, evidence, clusters or drafts, and no agreement was measured."""
+    return bool(trace.hypotheses or trace.counterfactuals or trace.evidence)
+
+
+def decision_line(trace: CFTrace) -> str:
+    """The decision with its agreement and threshold, in the person's language; where the paths did
+    not run, the decision alone (an agreement of 1.00 against 0.00 would be numbers nothing measured)."""
+    d = trace.decision
+    if not paths_ran(trace):
+        return tr("trace.decision_not_run", kind=tr(decision_key(d)))
+    measure = tr("trace.agreement_measure") if d.agreement_measure == AGREEMENT_MEASURE else d.agreement_measure
+    return tr("trace.decision_line", kind=tr(decision_key(d)), agr=fmt(d.agreement, 2), measure=measure,
+              thr=fmt(d.threshold, 2))
 
 
 def cf_detail_lines(trace: CFTrace) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_desktop.core.cfrag.types import CFResult, to_jsonable
+from rag_desktop.core.cfrag.types import CFResult, CFTrace, to_jsonable
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Answer, Hit, RankedList
 from rag_desktop.ui import i18n
@@ -32,9 +32,10 @@ from rag_desktop.ui.present import (
     ce_label_text,
     cfrag_rows,
     citation_spans,
-    decision_key,
+    decision_line,
     explanation_for,
     fmt,
+    paths_ran,
     rank_change,
     tau_source_text,
     variant_text,
@@ -232,6 +233,8 @@ class DecisionReport:
         assert self.cfrag is not None
         t = self.cfrag.trace
         p: list[str] = [f"<h2>{esc(tr('trace.title'))}</h2>"]
+        if not paths_ran(t):  # the standard answer stood: no tables of what did not run
+            return "\n".join([*p, self._decision_html(t)])
         p.append(f"<h3>{esc(tr('trace.counterfactuals'))}</h3><table><tr><th></th><th>{esc(tr('trace.h.question'))}"
                  f"</th><th>{esc(tr('trace.h.kind'))}</th><th>{esc(tr('trace.h.sim'))}</th>"
                  f"<th>{esc(tr('trace.h.info'))}</th><th>{esc(tr('trace.h.reason'))}</th></tr>")
@@ -262,12 +265,13 @@ class DecisionReport:
                      f"<td>{_bar(h.phi_coh, '#E69F00')}</td><td>{fmt(h.phi_causal)}</td>"
                      f"<td>{_bar(h.psi, '#E69F00')}</td></tr>")
         p.append("</table>")
-        d = t.decision
-        line = tr("trace.decision_line", kind=tr(decision_key(d)), agr=fmt(d.agreement, 2),
-                  measure=d.agreement_measure, thr=fmt(d.threshold, 2))
-        p.append(f"<h3>{esc(tr('trace.decision'))}</h3><p>{esc(line)}"
-                 f"<br>{esc(tr('trace.final', a=d.final_answer))}</p>")
+        p.append(self._decision_html(t))
         return "\n".join(p)
+
+    @staticmethod
+    def _decision_html(t: CFTrace) -> str:
+        return (f"<h3>{esc(tr('trace.decision'))}</h3><p>{esc(decision_line(t))}"
+                f"<br>{esc(tr('trace.final', a=t.decision.final_answer))}</p>")
 
     # ------------------------------------------------------------------ files
     def write(self, path: Path) -> tuple[Path, Path]:

@@ -34,7 +34,7 @@ from rag_desktop.ui.cf_notes import cf_note, cf_plain, cf_reasons, cf_tag
 from rag_desktop.ui.cf_plain import PlainFold
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.plaintext import plain_label, plain_tooltip
-from rag_desktop.ui.present import decision_key, fmt, scorer_text
+from rag_desktop.ui.present import decision_line, fmt, paths_ran, scorer_text
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 10
 BAR_Q = QColor("#0072B2")
@@ -273,6 +273,8 @@ class TraceView(QScrollArea):
                     it.setForeground(QColor("#888"))
                 self.cf_table.setItem(r, col, it)
         _layout(self.cf_table, stretch=(1, 5))
+        for box in (self.cf_box, self.ev_box, self.cl_box, self.hy_box):  # empty where the paths did not run
+            box.setVisible(paths_ran(t))
         self._fill_evidence(t)
         self._fill_clusters(t)
         self._fill_hypotheses(t)
@@ -347,7 +349,6 @@ class TraceView(QScrollArea):
 
     def _fill_decision(self, t: CFTrace) -> None:
         d = t.decision
-        kind = tr(decision_key(d))
         if d.chosen >= 0:
             chosen = tr("trace.chosen", j=hypothesis_name(d.chosen))
         elif d.synthesis_style == "reread":
@@ -355,8 +356,7 @@ class TraceView(QScrollArea):
         else:
             chosen = tr("trace.synth_from", js=", ".join(hypothesis_name(j) for j in d.synthesized_from) or "—")
         self.de_label.setText("\n".join([
-            tr("trace.decision_line", kind=kind, agr=fmt(d.agreement, 2), measure=d.agreement_measure,
-               thr=fmt(d.threshold, 2)),
+            decision_line(t),
             chosen,
             tr("trace.final", a=d.final_answer.strip() or tr("trace.no_answer")),
             tr("trace.rationale", r=d.final_rationale.strip() or tr("trace.no_rationale")),

@@ -84,6 +84,9 @@ def psi(coh: float, causal: float, lam: float) -> float:
     return (1.0 - lam) * coh + lam * causal
 
 
+AGREEMENT_MEASURE = "mean pairwise token F1 of normalised answers"  # what agreement() computes
+
+
 def agreement(answers: Sequence[str]) -> float:
     """Agreement of the hypotheses: the mean pairwise token F1 of their normalised answers.
 

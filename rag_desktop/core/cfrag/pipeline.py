@@ -19,6 +19,7 @@ import numpy as np
 
 from rag_desktop.core.cfrag.anchor import answers_agree, claim_presence, says_not_found
 from rag_desktop.core.cfrag.arbitration import (
+    AGREEMENT_MEASURE,
     agreement,
     answer_presence,
     phi_causal,
@@ -107,7 +108,7 @@ def _standard_decision(check: StandardCheck, base: DecisionTrace | None = None) 
     """The decision that keeps the standard answer (``base``: the paths' decision it overrules)."""
     return DecisionTrace(
         agreement=base.agreement if base else 1.0,
-        agreement_measure=base.agreement_measure if base else "mean pairwise token F1 of normalised answers",
+        agreement_measure=base.agreement_measure if base else AGREEMENT_MEASURE,
         threshold=base.threshold if base else 0.0, kind="standard", chosen=-1, synthesized_from=(),
         read_ids=(), synthesis_raw=base.synthesis_raw if base else "", final_answer=check.answer,
         final_rationale="", synthesis_style=base.synthesis_style if base else "", standard=check)
@@ -379,7 +380,7 @@ def _decision(run: CFRun, st: CFState) -> CFState:
         final_ans = trim_to_sentence(final_ans)
         warnings.append(say("budget_used", limit=limit))
     decision = DecisionTrace(
-        agreement=agr, agreement_measure="mean pairwise token F1 of normalised answers",
+        agreement=agr, agreement_measure=AGREEMENT_MEASURE,
         threshold=s.agreement_threshold, kind=kind, chosen=chosen, synthesized_from=synth_from,
         read_ids=tuple(read_ids), synthesis_raw=synth_raw, final_answer=final_ans, final_rationale=final_rat,
         truncated=budget_hit, synthesis_style=style,

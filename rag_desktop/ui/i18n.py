@@ -820,7 +820,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "answer.src_doc": ("Document", "文档"),
     "answer.src_given": ("Given to the model", "提供给模型的文本"),
     "answer.src_original": ("Original (if translated)", "原文（如经翻译）"),
-    "answer.same_as_given": ("(not translated)", "（未翻译）"),
+    "answer.same_as_given": ("(the same: the model read the original)", "（同左：模型读的就是原文）"),
     # ------------------------------------------------------------------ viewer
     "viewer.title": ("Document viewer", "文档查看器"),
     "viewer.open_file": ("Open file", "打开文件"),

@@ -36,7 +36,7 @@ def test_watched_folder_follows_edits_while_the_app_is_open(qtbot: Any, tmp_path
         assert doc_names(win) == ["tea.txt"]
         qtbot.waitUntil(lambda: win.libraries.watcher is not None and win.libraries.watcher.watching == (docs,),
                         timeout=10000)
-        assert win.libraries.panel.watch_label.text() == "Watching 1 folders for changes"
+        assert win.libraries.panel.watch_label.text() == "Watching its folder for changes"
 
         (docs / "bikes.txt").write_text("A bicycle chain must be greased every ninety days. " * 3, encoding="utf-8")
         qtbot.waitUntil(lambda: doc_names(win) == ["bikes.txt", "tea.txt"], timeout=60000)

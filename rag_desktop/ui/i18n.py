@@ -109,6 +109,7 @@ TABLE: dict[str, tuple[str, str]] = {
                     "部分已嵌入：已保留 {n} 个片段，尚不可检索——重新扫描以完成"),
     "lib.pages": ("{n} pages", "{n} 页"),
     "lib.watching": ("Watching {n} folders for changes", "正在监视 {n} 个文件夹的变化"),
+    "lib.watching_one": ("Watching its folder for changes", "正在监视其文件夹的变化"),
     "lib.watch_off": ("Folder watching is off (Settings: ingest.watch)", "文件夹监视已关闭（设置：ingest.watch）"),
     "lib.watch_missing": ("not available: {names}", "不可用：{names}"),
     "lib.watch_updated": ("updated automatically: {summary}", "已自动更新：{summary}"),

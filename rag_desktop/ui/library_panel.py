@@ -411,7 +411,7 @@ class LibraryPanel(QWidget):
 
     def _label_watch(self) -> None:
         on, n, missing, updated = self._watch
-        parts = [tr("lib.watching", n=n) if on else tr("lib.watch_off")]
+        parts = [(tr("lib.watching_one") if n == 1 else tr("lib.watching", n=n)) if on else tr("lib.watch_off")]
         if on and missing:
             parts.append(tr("lib.watch_missing", names=", ".join(Path(m).name or m for m in missing)))
         if on and updated:

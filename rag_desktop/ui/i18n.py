@@ -330,7 +330,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "rank.new_tip": ("Not in the baseline list", "不在基线列表中"),
     "rank.delta_tip": ("Moved {n} places against the baseline (positive: up)", "相对基线移动 {n} 位（正数为上升）"),
     # ------------------------------------------------------------------ chips and why
-    "legend.a": ("A: shared with the question", "A：与问题共有"),
+    "legend.a": ("A: the question's words or close to them", "A：问题中的词或与之相近的词"),
     "legend.a_tip": ("Document terms that match a question term exactly or are absorbed by one (cosine ≥ τ); "
                      "they are removed before s_c is computed",
                      "与问题中的词完全相同、或被问题中的词吸收（余弦 ≥ τ）的文档词；计算 s_c 前会被移除"),
@@ -372,7 +372,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "why.hybrid_w": ("Hybrid score {v} = {w} × normalised s_sim + (1 − {w}) × normalised s_c.",
                      "混合得分 {v} = {w} × 归一化 s_sim + (1 − {w}) × 归一化 s_c。"),
     "why.a_terms": ("Shared with the question (A, {n}): {terms}.", "与问题共有（A，{n} 个）：{terms}。"),
-    "why.a_none": ("No terms shared with the question (A is empty).", "没有与问题共有的词（A 为空）。"),
+    "why.a_none": ("No terms that are the question's words or close to them (A is empty).",
+                   "没有问题中的词或与之相近的词（A 为空）。"),
     "why.b_terms": ("Residual terms (B, {n}): {terms}.", "剩余词（B，{n} 个）：{terms}。"),
     "why.b_none": ("No residual terms (B is empty).", "没有剩余词（B 为空）。"),
     "why.exact": ("exact", "完全相同"),

@@ -224,6 +224,9 @@ TABLE: dict[str, tuple[str, str]] = {
     "col.cf_waiting": ("CF-RAG runs after the answers (it uses the local model several times; Esc stops it).",
                        "CF-RAG 在生成回答之后运行（需要多次调用本地模型；按 Esc 停止）。"),
     "col.cf_running": ("CF-RAG: {stage} ({cur}/{total})…", "CF-RAG：{stage}（{cur}/{total}）…"),
+    "col.followup": ("Your question follows the conversation: how it will be asked is on the left. "
+                     "Check it, then Ask this (or Use my words).",
+                     "你的问题是接着对话的追问：左侧是它将被检索的完整问法。确认后点“按此提问”（或“用我的原话”）。"),
     "col.cf_off": ("Turn on “Generate answers” to run CF-RAG.", "勾选“生成回答”即可运行 CF-RAG。"),
     "col.cf_disabled": ("CF-RAG is switched off (the “CF-RAG” box beside “Generate answers”).",
                         "CF-RAG 已关闭（见“生成回答”旁的“CF-RAG”选项）。"),

@@ -66,6 +66,10 @@ class QuestionView(QObject):
             self.status.emit(tr("query.preparing"), 5000)
             return
         if typed is None and self.conversation.propose_rewrite(q, self._answers_on()):
+            # The last question's columns would stand under the new one for as long as the person
+            # takes to check its rewrite: say where the question is instead.
+            self.runner.cancel("query.")
+            self.results.reset("col.followup")
             return
         self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
         self._qid += 1

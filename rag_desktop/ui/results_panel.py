@@ -133,12 +133,13 @@ class ResultsPanel(QTabWidget):
         self.columns_split.addWidget(stack)
 
     # ------------------------------------------------------------------ a question's stages
-    def reset(self) -> None:
-        """Nothing shown (a library is being switched)."""
+    def reset(self, placeholder: str = "col.placeholder") -> None:
+        """Nothing shown (a library is being switched; a follow-up waits for its rewrite to be
+        checked), each column saying ``placeholder``."""
         self.shown = None
         self.selected_doc = None
         for m in METHODS:
-            self.columns[m].clear()
+            self.columns[m].clear(placeholder)
             self.answers[m].reset()
         self.stacks["cross_encoder"].setVisible(False)
         self.cf_card.set_trace(None)

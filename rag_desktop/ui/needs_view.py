@@ -76,6 +76,7 @@ class NeedsView(QObject):
 
     def show_needs(self, needs: tuple[SourceNeed, ...]) -> None:
         self._needs, self._progress = needs, None
+        self.button.setVisible(False)  # asked and answered: its lines take the pane's whole width
         self.label.setVisible(True)
         self.retranslate()
 

@@ -6,8 +6,10 @@ added to an in-memory copy of the document (opened from the file's bytes and nev
 saved), so the user's file is never touched.
 
 Matching uses MuPDF's own ``search_for`` (case-insensitive, across line breaks within a
-line's text); a snippet that cannot be found on the page is simply not marked, and the
-count per snippet is reported so callers (and tests) can tell.
+line's text); a piece of the passage it cannot find is looked for in the page's characters with
+whitespace left out (char_quads: a Chinese sentence that wraps on the page). A snippet that cannot
+be found on the page is simply not marked, and the count per snippet is reported so callers (and
+tests) can tell.
 """
 
 from __future__ import annotations
@@ -108,6 +110,44 @@ def ocr_quads(lines: Sequence[OcrLine], text: str) -> list[tuple[float, float, f
     return out
 
 
+def page_chars(pg: Any) -> list[tuple[str, int, tuple[float, float, float, float]]]:
+    """The page's visible characters in reading order: (character, line number, box); whitespace is
+    left out, so a text can be found across the page's line breaks."""
+    out: list[tuple[str, int, tuple[float, float, float, float]]] = []
+    line_no = 0
+    for block in pg.get_text("rawdict").get("blocks", []):
+        for line in block.get("lines", []):
+            line_no += 1
+            for span in line.get("spans", []):
+                for ch in span.get("chars", []):
+                    c = ch.get("c", "")
+                    if c and not c.isspace():
+                        out.append((c, line_no, tuple(ch["bbox"])))
+    return out
+
+
+def char_quads(chars: Sequence[tuple[str, int, tuple[float, float, float, float]]],
+               text: str) -> list[tuple[float, float, float, float]]:
+    """Rectangles of ``text`` in ``chars`` (page_chars), whitespace and case ignored: one per line the
+    text runs over. MuPDF's search_for does not find a Chinese sentence that wraps (its two lines
+    meet without a space in the cleaned text a passage comes from, with one on the page)."""
+    needle = "".join(text.split()).casefold()
+    hay_chars = [c.casefold() for c, _, _ in chars]
+    if not needle or any(len(c) != 1 for c in hay_chars):  # casefold changed a length (ß): not searched
+        return []
+    hay = "".join(hay_chars)
+    out: list[tuple[float, float, float, float]] = []
+    start = hay.find(needle)
+    while start >= 0:
+        by_line: dict[int, list[float]] = {}
+        for _c, line, (x0, y0, x1, y1) in chars[start:start + len(needle)]:
+            r = by_line.setdefault(line, [x0, y0, x1, y1])
+            r[:] = [min(r[0], x0), min(r[1], y0), max(r[2], x1), max(r[3], y1)]
+        out.extend((r[0], r[1], r[2], r[3]) for r in by_line.values())
+        start = hay.find(needle, start + len(needle))
+    return out
+
+
 def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (), zoom: float = 1.5,
                 words: LineMatcher | None = None, word_colors: dict[str, RGB] | None = None,
                 word_opacity: float = 0.6, ocr_lines: Sequence[OcrLine] = ()) -> RenderedPage:
@@ -131,11 +171,15 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
         pg = doc[number - 1]
         found: dict[str, int] = {}
         region_y: float | None = None  # the passage's top on the page, in PDF points
+        chars: list[tuple[str, int, tuple[float, float, float, float]]] | None = None
         for h in highlights:
             text = h.text.strip()
             if not text:
                 continue
             quads = pg.search_for(text, quads=True)
+            if not quads and h.kind == "region":  # the passage's piece wraps: found in the page's characters
+                chars = page_chars(pg) if chars is None else chars
+                quads = [fitz.Rect(*r).quad for r in char_quads(chars, text)]
             if not quads and ocr_lines:
                 quads = [fitz.Rect(*r).quad for r in ocr_quads(ocr_lines, text)]
             found[h.text] = found.get(h.text, 0) + len(quads)

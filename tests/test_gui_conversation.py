@@ -71,6 +71,7 @@ def test_follow_up_is_shown_rewritten_and_asked_only_when_confirmed(qtbot: Any, 
     # the last question's columns do not stand under the new one: each says where it is
     for col in win.results.columns.values():
         assert col.model.rowCount() == 0 and col.placeholder.text().startswith("Your question follows the conv")
+        assert col.subtitle.text() == "" and "\n" not in col.header.text()  # no heading left of the last question
     panel.edit.setText(STANDALONE + " ")  # editable: the user may change it
     qtbot.keyClick(panel.edit, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: win.state is not first_state and win.state.cfrag is not None and not win.runner.busy,

@@ -561,6 +561,7 @@ class ResultColumn(QWidget):
     def clear(self, key: str = "col.placeholder", **args: Any) -> None:
         self.model.set_rows([])
         self._subtitle = ""
+        self.subtitle.setText("")  # align_headings may show the label again, as room under the heading
         self.subtitle.setVisible(False)
         self.set_placeholder(key, **args)
         self._announce_collapse()

@@ -140,6 +140,7 @@ class ResultsPanel(QTabWidget):
         self.selected_doc = None
         for m in METHODS:
             self.columns[m].clear(placeholder)
+            self.columns[m].set_verdict(None)
             self.answers[m].reset()
         self.stacks["cross_encoder"].setVisible(False)
         self.cf_card.set_trace(None)

@@ -97,6 +97,28 @@ def test_answer_pane_tooltips_are_plain(qtbot: Any) -> None:
     assert pane.status.textFormat() == Qt.TextFormat.PlainText
 
 
+def test_a_refusal_after_a_cited_answer_is_not_drawn_as_a_link(qtbot: Any) -> None:
+    """An answer ending on a citation leaves the browser's current character format a link; the
+    next text (a refusal, a new answer) is plain."""
+    from PySide6.QtGui import QTextCursor
+
+    from rag_desktop.core.abstain import Abstention, Support
+
+    pane = AnswerPane("causal", "answer.causal")
+    qtbot.addWidget(pane)
+    src = hit("Doc", "It says so.")
+    pane.set_answer(Answer("It says so [1]", (Citation(1, True, 11, 1, "Doc", src.path, 3),), (src,), "causal"))
+    cur = pane.browser.textCursor()
+    cur.setPosition(pane.text().index("1]") + 1)  # where a click on the citation leaves it
+    pane.browser.setTextCursor(cur)
+    assert pane.browser.currentCharFormat().isAnchor()
+    refusal = Abstention(True, "off_topic", Support(3, 0, 0.80, 0.79))
+    pane.set_answer(Answer("", method="causal", abstention=refusal))
+    cur = QTextCursor(pane.browser.document())
+    cur.setPosition(3)
+    assert pane.text() and not cur.charFormat().isAnchor() and not cur.charFormat().fontUnderline()
+
+
 def test_chip_and_trace_tooltips_are_plain(qtbot: Any) -> None:
     """Keyword terms come from documents and trace cells from the model: their tooltips too."""
     from rag_desktop.ui.chips import Chip

@@ -156,10 +156,17 @@ class AnswerPane(QWidget):
         self.streaming = False
         self._ticker.stop()
         self._t0 = None
-        self.browser.clear()
+        self._set_plain("")
         self.sources.setRowCount(0)
         self.needs.clear()
         self._set_status(key)
+
+    def _set_plain(self, text: str) -> None:
+        """``text`` in the browser as plain text. QTextEdit writes new text in its current character
+        format, which after a click on a citation is that citation's link: a refusal shown next came
+        out blue and underlined."""
+        self.browser.setCurrentCharFormat(QTextCharFormat())
+        self.browser.setPlainText(text)
 
     def start(self) -> None:
         t0 = self._t0
@@ -200,7 +207,7 @@ class AnswerPane(QWidget):
         if answer.abstention is not None and answer.abstained:
             self._show_abstention(answer.abstention, took)
             return
-        self.browser.setPlainText(answer.text)
+        self._set_plain(answer.text)
         by_n = {c.n: c for c in answer.citations}
         matched = {(a, b) for a, b, _n in answer.matched}
         doc = self.browser.document()
@@ -267,7 +274,7 @@ class AnswerPane(QWidget):
         """The library holds no answer (core.abstain): said in words, the evidence in the tooltip; the
         passages the model judged are listed as an answer's sources are."""
         judged = abstention.reason == "not_held" and abstention.judged_yes is not None
-        self.browser.setPlainText(tr("answer.not_held_text" if judged else "answer.abstained_text"))
+        self._set_plain(tr("answer.not_held_text" if judged else "answer.abstained_text"))
         self._set_status("answer.not_held" if judged else "answer.abstained")
         if took:
             self.status.setText(f"{self.status.text()} · {took}")

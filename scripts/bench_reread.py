@@ -28,7 +28,6 @@ from typing import Any
 
 import bench_common as bc
 
-from rag_desktop.app.doc_prepare import TEXT_VERSION_KEY
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.readers import pdf as pdf_reader
@@ -49,9 +48,9 @@ def row(name: str, report: IngestReport, wall: float, cpu: float) -> dict[str, A
 
 
 def outdated(svc: RagService) -> None:
-    """The library as one made before its text version was recorded."""
+    """The library as one made before its documents' text version was recorded (version 1)."""
     with svc.library.catalog.transaction() as db:
-        db.execute("DELETE FROM meta WHERE key=?", (TEXT_VERSION_KEY,))
+        db.execute("UPDATE documents SET text_version = 1")
 
 
 def main() -> None:

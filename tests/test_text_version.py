@@ -1,8 +1,8 @@
-"""A library read by an older text version (doc_prepare.TEXT_VERSION) is read again by the next
-ingest: a file whose text now comes out differently is stored anew, with the vectors of its
-unchanged chunks kept; a file whose text is the same stays; the version is recorded once every
-file has been read. The real library, readers, catalog and embedder; the embedder and the file
-preparation are wrapped only to count their calls."""
+"""Files read by an older text version (doc_prepare.TEXT_VERSION, recorded per document) are read
+again by the next ingest: a file whose text now comes out differently is stored anew, with the
+vectors of its unchanged chunks kept; a file whose text is the same stays, its version recorded.
+The real library, readers, catalog and embedder; the embedder and the file preparation are wrapped
+only to count their calls."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from library_helpers import CountingEmbedder, ingest_texts
 
 from rag_desktop.app import ingest_run
-from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY
+from rag_desktop.app.doc_prepare import TEXT_VERSION
 from rag_desktop.app.library import IngestReport
 from rag_desktop.app.service import RagService
 from rag_desktop.backends.readers import UnreadableDocument
@@ -44,20 +44,44 @@ def _doc_id(svc: RagService, name: str) -> int:
 
 
 def _as_read_by_an_older_version(svc: RagService, name: str) -> str:
-    """Make the library look as an older reader left it: no text version recorded, and the last
-    chunk of ``name`` holding other text. Returns the text it should hold."""
+    """Make the library look as an older reader left it: every document read by version 1, and the
+    last chunk of ``name`` holding other text. Returns the text it should hold."""
     cat = svc.library.catalog
     last = cat.chunks_of(_doc_id(svc, name))[-1]
     with cat.transaction() as db:
-        db.execute("DELETE FROM meta WHERE key=?", (TEXT_VERSION_KEY,))
+        db.execute("UPDATE documents SET text_version = 1")
         db.execute("UPDATE chunks SET text=? WHERE chunk_id=?", ("bro\n\nken " + last.text, last.chunk_id))
     return last.text
+
+
+def _versions(svc: RagService) -> dict[str, int]:
+    return {Path(p).name: st.text_version for p, st in svc.library.catalog.file_states().items()}
 
 
 def test_a_new_library_records_the_text_version(tmp_path: Path) -> None:
     svc = ingest_texts(tmp_path, TEXTS)
     try:
-        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+        assert set(_versions(svc).values()) == {TEXT_VERSION} and not svc.library.text_outdated()
+    finally:
+        svc.close()
+
+
+def test_a_catalog_made_before_the_column_gets_it(tmp_path: Path) -> None:
+    """A library whose catalog predates documents.text_version opens with every document at version 1,
+    and its next ingest reads them again."""
+    import sqlite3
+
+    from library_helpers import built_library
+
+    folder = built_library(tmp_path, TEXTS)
+    with sqlite3.connect(folder / "catalog.sqlite") as db:
+        db.execute("ALTER TABLE documents DROP COLUMN text_version")
+    svc = RagService(folder, Settings())
+    try:
+        assert _versions(svc) == {"leave.txt": 1, "canteen.txt": 1} and svc.library.text_outdated()
+        report = _ingest(svc, [tmp_path / "docs"])
+        assert _names(report.unchanged) == ["canteen.txt", "leave.txt"]  # the same text: kept as it is
+        assert set(_versions(svc).values()) == {TEXT_VERSION}
     finally:
         svc.close()
 
@@ -79,7 +103,7 @@ def test_an_older_library_is_read_again_and_only_changed_chunks_are_embedded(
         assert counting.passages == 1, f"only the changed chunk is embedded, not the {n_leave - 1} kept nor canteen's"
         chunks = svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt"))
         assert len(chunks) == n_leave and chunks[-1].text == now
-        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+        assert set(_versions(svc).values()) == {TEXT_VERSION}, "both files: the stored one and the kept one"
         assert not svc.library.catalog.staged_counts(), "the kept vectors were used, then let go"
         hits = svc.compare("How many days of paid leave do employees get?", translate=False).baseline.hits
         assert Path(hits[0].path).name == "leave.txt"
@@ -99,8 +123,9 @@ def test_an_older_library_is_read_again_and_only_changed_chunks_are_embedded(
         svc.close()
 
 
-def test_the_version_waits_until_every_file_was_read(tmp_path: Path) -> None:
-    """An ingest of one of the library's two folders, or a cancelled one, leaves the version unrecorded."""
+def test_each_file_is_read_again_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ingest of one of the library's two folders reads that folder's files again; the other
+    folder's wait for an ingest that reaches them, and the first folder's are not read a second time."""
     svc = ingest_texts(tmp_path, TEXTS)
     other = tmp_path / "other"
     other.mkdir()
@@ -110,10 +135,19 @@ def test_the_version_waits_until_every_file_was_read(tmp_path: Path) -> None:
         _as_read_by_an_older_version(svc, "leave.txt")
         first = _ingest(svc, [other])
         assert _names(first.unchanged) == ["notes.txt"]
-        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) is None, "docs/ was not read"
+        assert _versions(svc) == {"notes.txt": TEXT_VERSION, "leave.txt": 1, "canteen.txt": 1}
+        assert svc.library.text_outdated()
+        prepared: list[str] = []
+        real_prepare = ingest_run.prepare_file
+
+        def counting_prepare(path: Path, *args: Any, **kwargs: Any) -> Any:
+            prepared.append(path.name)
+            return real_prepare(path, *args, **kwargs)
+
+        monkeypatch.setattr(ingest_run, "prepare_file", counting_prepare)
         second = _ingest(svc, [tmp_path / "docs", other])
-        assert _names(second.updated) == ["leave.txt"]
-        assert svc.library.catalog.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+        assert _names(second.updated) == ["leave.txt"] and sorted(prepared) == ["canteen.txt", "leave.txt"]
+        assert set(_versions(svc).values()) == {TEXT_VERSION} and not svc.library.text_outdated()
     finally:
         svc.close()
 
@@ -125,7 +159,7 @@ def test_a_file_the_present_reader_fails_on_keeps_its_text(tmp_path: Path, monke
     try:
         held = [c.text for c in svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt"))]
         with svc.library.catalog.transaction() as db:
-            db.execute("DELETE FROM meta WHERE key=?", (TEXT_VERSION_KEY,))
+            db.execute("UPDATE documents SET text_version = 1")
         real_prepare = ingest_run.prepare_file
 
         def failing(path: Path, *args: Any, **kwargs: Any) -> Any:
@@ -138,6 +172,7 @@ def test_a_file_the_present_reader_fails_on_keeps_its_text(tmp_path: Path, monke
         assert _names(report.unchanged) == ["canteen.txt", "leave.txt"]
         assert report.removed == [] and report.skipped == []
         assert [c.text for c in svc.library.catalog.chunks_of(_doc_id(svc, "leave.txt"))] == held
+        assert _versions(svc)["leave.txt"] == TEXT_VERSION, "the present reader had its chance"
     finally:
         svc.close()
 
@@ -154,6 +189,7 @@ def test_recognised_pages_stay_while_ocr_is_off(tmp_path: Path) -> None:
         report = _ingest(svc, [tmp_path / "docs"])
         assert _names(report.unchanged) == ["canteen.txt", "leave.txt"]
         assert [c.text for c in svc.library.catalog.chunks_of(doc.doc_id)] == held
+        assert _versions(svc)["leave.txt"] == 1, "read again once OCR is back"
     finally:
         svc.close()
 
@@ -190,7 +226,7 @@ def test_the_window_reads_an_outdated_library_again_once(qtbot: Any, tmp_path: P
         assert any("reading the library's files again" in m for m in messages), messages
         assert messages[-1].startswith("Library read again with this version: 0 added, 1 updated"), messages
         cat = win.service.library.catalog
-        assert cat.get_meta(TEXT_VERSION_KEY) == str(TEXT_VERSION)
+        assert not win.service.library.text_outdated()
         assert cat.chunks_of(_doc_id(win.service, "leave.txt"))[-1].text == now
         assert not win.libraries.listing.text_outdated
         qtbot.wait(500)

@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS documents (
     n_pages INTEGER NOT NULL,
     kind TEXT NOT NULL,
     warnings TEXT NOT NULL DEFAULT '[]',
-    vector BLOB
+    vector BLOB,
+    text_version INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS chunks (
     chunk_id INTEGER PRIMARY KEY,
@@ -148,6 +149,7 @@ class FileState:
     sha256: str
     size: int
     mtime_ns: int
+    text_version: int = 1  # the text version the file was read with (app.doc_prepare.TEXT_VERSION)
 
 
 class Catalog:
@@ -174,10 +176,19 @@ class Catalog:
             version = self.get_meta("schema_version")
         else:
             # An existing catalog gets the tables added since it was made (IF NOT EXISTS: the
-            # ones it has are left alone, without taking the write lock).
+            # ones it has are left alone, without taking the write lock), and the columns.
             self.db.executescript(_SCHEMA)
+            self._add_columns()
         if version is not None and int(version) > SCHEMA_VERSION:
             raise CatalogError(f"{path}: made by a newer rag_desktop (schema {version}); update the app")
+
+    def _add_columns(self) -> None:
+        """Columns added to a table after catalogs were made with it. documents.text_version: the
+        text version each file was read with (app.doc_prepare.TEXT_VERSION); files read before it
+        was recorded count as version 1."""
+        cols = {str(r[1]) for r in self.db.execute("PRAGMA table_info(documents)")}
+        if "text_version" not in cols:
+            self.db.execute("ALTER TABLE documents ADD COLUMN text_version INTEGER NOT NULL DEFAULT 1")
 
     def _schema_version(self) -> str | None:
         """The stored schema version, or None while the schema has not been created."""
@@ -216,8 +227,15 @@ class Catalog:
 
     # ------------------------------------------------------------------ documents
     def file_states(self) -> dict[str, FileState]:
-        rows = self.db.execute("SELECT path, doc_id, sha256, size, mtime_ns FROM documents")
-        return {r[0]: FileState(r[1], r[2], r[3], r[4]) for r in rows}
+        rows = self.db.execute("SELECT path, doc_id, sha256, size, mtime_ns, text_version FROM documents")
+        return {r[0]: FileState(r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+    def set_text_version(self, doc_id: int, version: int) -> None:
+        self.db.execute("UPDATE documents SET text_version=? WHERE doc_id=?", (version, doc_id))
+
+    def count_text_older(self, version: int) -> int:
+        """Documents read with a text version older than ``version``."""
+        return int(self.db.execute("SELECT COUNT(*) FROM documents WHERE text_version < ?", (version,)).fetchone()[0])
 
     def problem_states(self) -> dict[str, tuple[int, int, str]]:
         rows = self.db.execute("SELECT path, size, mtime_ns, reason FROM problems")
@@ -250,11 +268,12 @@ class Catalog:
         chunks: Sequence[ChunkSpan],
         chunk_vectors: npt.NDArray[np.float32],
         chunk_term_counts: Sequence[dict[str, int]],
+        text_version: int = 1,
     ) -> tuple[int, list[int]]:
         """Insert one file's rows (inside the caller's transaction); returns doc and chunk ids."""
         cur = self.db.execute(
             "INSERT INTO documents(path, root, sha256, size, mtime_ns, title, lang, n_pages, kind, warnings,"
-            " vector) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " vector, text_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 path,
                 root,
@@ -267,6 +286,7 @@ class Catalog:
                 kind,
                 json.dumps(list(warnings), ensure_ascii=False),
                 _blob(doc_vector),
+                text_version,
             ),
         )
         doc_id = int(cur.lastrowid or 0)

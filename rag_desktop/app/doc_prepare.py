@@ -24,11 +24,10 @@ from rag_desktop.core.types import CancelToken, Chunk, ChunkSpan, Document, Lang
 
 # The version of the text a file gives: the readers, the cleaning and the chunking together. Raise
 # it when a change makes a file already in a library read differently (a PDF's typeset lines joined,
-# say): the next ingest reads the library's files again and keeps the vectors of every chunk whose
-# text stayed (app.ingest_run; docs/architecture.md "Storage and crash safety"). A library made
-# before the version was recorded counts as version 1.
+# say): the next ingest reads each file of an older version again and keeps the vectors of every
+# chunk whose text stayed (app.ingest_run; docs/architecture.md "Storage and crash safety"). Each
+# document records its version (catalog documents.text_version); files read before that count as 1.
 TEXT_VERSION = 2
-TEXT_VERSION_KEY = "text_version"  # catalog meta
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,9 @@ its reason, or to read: this is where it is hashed), then read it (OCR first whe
 embed its chunks and store it in one transaction; then the files that disappeared leave. The
 library around the run (opening the embedder, the keyword sets at the end) is app.library's.
 
-A library whose files were read by an older text version (doc_prepare.TEXT_VERSION) has its
-unchanged files read again: a file whose text comes out the same stays as it is, one whose text
-changed is stored anew, with the vectors of its unchanged chunks kept (keep_vectors). The library
-records the new version once a run has read every file it holds.
+A file read by an older text version (doc_prepare.TEXT_VERSION, recorded per document) is read
+again though unchanged: if its text comes out the same it stays as it is (its version recorded), if
+the text changed it is stored anew, with the vectors of its unchanged chunks kept (keep_vectors).
 
 A cancel stops between steps and never inside a file's transaction: every file is fully in (its
 new version or its old one) or not in.
@@ -26,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, FileState, decode_path, encode_path, printable
-from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY, Prepared, prepare_file, same_text
+from rag_desktop.app.doc_prepare import TEXT_VERSION, Prepared, prepare_file, same_text
 from rag_desktop.app.embed_step import content_key, embed_file, text_hash
 from rag_desktop.app.folder_scan import scan_folder, sha256_file
 from rag_desktop.app.index_cache import IndexCache
@@ -142,7 +141,6 @@ class IngestRun:
         self.changed = False  # a document entered or left: the indexes are saved, the keyword sets redone
         self.seen: set[str] = set()
         self.meter = IngestMeter({})
-        self.stale_text = self.catalog.get_meta(TEXT_VERSION_KEY) != str(TEXT_VERSION)
         dim = tools.embedder.dim
         self.chunk_index = tools.indexes.get("chunk", dim)
         self.doc_index = tools.indexes.get("doc", dim)
@@ -154,7 +152,8 @@ class IngestRun:
         states = self.catalog.file_states()
         problem_states = self.catalog.problem_states()
         n = len(files)
-        self.meter = meter = IngestMeter(work_sizes(files, {} if self.stale_text else states))
+        current = {k: v for k, v in states.items() if v.text_version >= TEXT_VERSION}  # the others are read again
+        self.meter = meter = IngestMeter(work_sizes(files, current))
         key = ""
         try:
             for i, (root, path) in enumerate(files, start=1):
@@ -168,9 +167,6 @@ class IngestRun:
                     yield from self._add_file(work, i, n)
             meter.file_done(key)
             self._forget_vanished(roots, states, problem_states)
-            if self.stale_text and set(self.catalog.file_states()) <= self.seen:
-                with self.catalog.transaction():  # every file the library holds was read by this version
-                    self.catalog.set_meta(TEXT_VERSION_KEY, str(TEXT_VERSION))
         except Cancelled:
             self.report.cancelled = True
         except BaseException:
@@ -211,7 +207,7 @@ class IngestRun:
             self._skip(path, key, old, too_big, st)
             return None
         if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-            if self.stale_text:
+            if old.text_version < TEXT_VERSION:
                 return FileWork(root, path, key, old, st, old.sha256, reread=True)
             self.report.unchanged.append(printable(path))
             return None
@@ -230,7 +226,7 @@ class IngestRun:
         if old is not None and old.sha256 == digest:
             with self.catalog.transaction():
                 self.catalog.touch_document(old.doc_id, st.st_size, st.st_mtime_ns)
-            if self.stale_text:
+            if old.text_version < TEXT_VERSION:
                 return FileWork(root, path, key, old, st, digest, reread=True)
             self.report.unchanged.append(printable(path))
             return None
@@ -271,7 +267,8 @@ class IngestRun:
         """Read the ``i``-th of ``n`` files, embed its chunks and store it (or skip it if unreadable)."""
         meter, t = self.meter, self.t
         if w.reread and t.ocr is None and t.ocr_cache.has(w.digest):
-            self.report.unchanged.append(printable(w.path))  # its recognised pages need OCR, off now: kept
+            # Its recognised pages need OCR, off now: kept as read, and read again once OCR is back.
+            self.report.unchanged.append(printable(w.path))
             return
         try:
             ocr_text = yield from self._ocr(w)
@@ -279,13 +276,15 @@ class IngestRun:
                             PARSE_SHARE if ocr_text else 0.0)
             prepared = prepare_file(w.path, self.catalog, t.settings, t.tokenizer, t.kfilter, self.cancel, ocr_text)
         except UnreadableDocument as exc:
-            if w.reread:  # the file did not change, the reader did: the text read before stays
+            if w.reread and w.old is not None:  # the file did not change, the reader did: its text stays
                 log.warning("kept as read before, the present reader fails on %s: %s", printable(w.path), exc.reason)
+                self._mark_read(w.old)
                 self.report.unchanged.append(printable(w.path))
                 return
             self._skip(w.path, w.key, w.old, exc.reason, w.st)
             return
         if w.reread and w.old is not None and not self._reread_changed(w.old, prepared):
+            self._mark_read(w.old)
             self.report.unchanged.append(printable(w.path))
             return
         vecs = yield from meter.follow(embed_file(
@@ -293,6 +292,11 @@ class IngestRun:
             t.settings.ingest.embed_batch_size, self.cancel, content_key(w.digest)), w.key, PARSE_SHARE, 1.0)
         self.changed = True  # set first: a failure after the commit below still saves the indexes
         self._store(w, prepared, vecs)
+
+    def _mark_read(self, old: FileState) -> None:
+        """A file read again for a newer text version that stays as it was: read by this version."""
+        with self.catalog.transaction():
+            self.catalog.set_text_version(old.doc_id, TEXT_VERSION)
 
     def _reread_changed(self, old: FileState, prepared: Prepared) -> bool:
         """Whether a file read again for a newer text version reads differently; if so, its chunks'
@@ -344,7 +348,7 @@ class IngestRun:
                 path=w.key, root=str(w.root), sha256=w.digest, size=st.st_size, mtime_ns=st.st_mtime_ns,
                 title=prepared.title, lang=prepared.lang, n_pages=prepared.n_pages, kind=prepared.kind,
                 warnings=prepared.warnings, doc_vector=doc_vec, chunks=prepared.chunks, chunk_vectors=vecs,
-                chunk_term_counts=prepared.counts,
+                chunk_term_counts=prepared.counts, text_version=TEXT_VERSION,
             )
             if term_vecs is not None:
                 self.catalog.put_term_vectors(new_terms, surfaces, term_vecs)

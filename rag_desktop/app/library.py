@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_desktop.app.catalog import Catalog, CatalogError, printable
-from rag_desktop.app.doc_prepare import TEXT_VERSION, TEXT_VERSION_KEY, teach_user_words
+from rag_desktop.app.doc_prepare import TEXT_VERSION, teach_user_words
 from rag_desktop.app.folder_scan import scan_folder as scan_folder
 from rag_desktop.app.index_cache import IndexCache
 from rag_desktop.app.ingest_run import IngestReport as IngestReport
@@ -103,7 +103,7 @@ class Library:
     def text_outdated(self) -> bool:
         """Whether documents here were read by an older text version (doc_prepare.TEXT_VERSION): the
         next ingest of the library's folders reads them again (app.ingest_run)."""
-        return self.catalog.get_meta(TEXT_VERSION_KEY) != str(TEXT_VERSION) and self.catalog.count("documents") > 0
+        return self.catalog.count_text_older(TEXT_VERSION) > 0
 
     # ------------------------------------------------------------------ identity
     def check_embedder(self, embedder: Embedder) -> None:

@@ -72,13 +72,13 @@ def test_a_passage_piece_that_wraps_is_marked_on_both_lines() -> None:
     page's characters do, and each line it runs over is marked."""
     import pymupdf
 
-    from rag_desktop.backends.pdf_render import char_quads, page_chars
+    from rag_desktop.backends.pdf_render import char_quads, page_lines
 
     zh = PDF.parent / "zh_guideline_cross_border_assessment.pdf"
     piece = "自查报告：提供方在申报前对拟开展的跨境传输活动进行风险研判后形成的书面材料，即通常所称的风险自评估报告。"
     with pymupdf.open(zh) as doc:
         assert doc[1].search_for(piece) == []
-        rects = char_quads(page_chars(doc[1]), piece)
+        rects = char_quads(page_lines(doc[1]), piece)
     assert len(rects) == 2 and rects[1][1] > rects[0][3] - 1  # two lines, the second below the first
     yellow = (1.0, 1.0, 0.0)
     rp = render_page(zh, 2, [Highlight(piece, yellow, "region", opacity=1.0)], zoom=1.0)

@@ -65,29 +65,35 @@ def page_count(path: Path | str) -> int:
         doc.close()
 
 
-def _mark_words(fitz: ModuleType, pg: Any, words: LineMatcher, colors: dict[str, RGB], opacity: float,
-                found: dict[str, int]) -> int:
-    """Mark the spans ``words`` finds in each text line of the page, from the characters' boxes;
-    counts each marked word (lower-cased) in ``found``."""
+Box = tuple[float, float, float, float]
+
+
+def page_lines(pg: Any) -> list[list[tuple[str, Box]]]:
+    """The page's text lines as (character, box) lists, from MuPDF's rawdict."""
+    return [[(ch["c"], tuple(ch["bbox"])) for span in line.get("spans", []) for ch in span.get("chars", [])]
+            for block in pg.get_text("rawdict").get("blocks", []) for line in block.get("lines", [])]
+
+
+def _mark_words(fitz: ModuleType, pg: Any, lines: Sequence[Sequence[tuple[str, Box]]], words: LineMatcher,
+                colors: dict[str, RGB], opacity: float, found: dict[str, int]) -> int:
+    """Mark the spans ``words`` finds in each text line of the page (page_lines), from the characters'
+    boxes; counts each marked word (lower-cased) in ``found``."""
     n = 0
-    raw = pg.get_text("rawdict")
-    for block in raw.get("blocks", []):
-        for line in block.get("lines", []):
-            chars = [(ch["c"], ch["bbox"]) for span in line.get("spans", []) for ch in span.get("chars", [])]
-            text = "".join(c for c, _b in chars)
-            for s, e, kind in words(text):
-                if kind not in colors or not (0 <= s < e <= len(chars)):
-                    continue
-                rect = fitz.Rect(chars[s][1])
-                for _c, b in chars[s + 1 : e]:
-                    rect |= fitz.Rect(b)
-                annot = pg.add_highlight_annot(rect)
-                annot.set_colors(stroke=colors[kind])
-                annot.set_opacity(opacity)
-                annot.update()
-                n += 1
-                key = text[s:e].lower()
-                found[key] = found.get(key, 0) + 1
+    for chars in lines:
+        text = "".join(c for c, _b in chars)
+        for s, e, kind in words(text):
+            if kind not in colors or not (0 <= s < e <= len(chars)):
+                continue
+            rect = fitz.Rect(chars[s][1])
+            for _c, b in chars[s + 1 : e]:
+                rect |= fitz.Rect(b)
+            annot = pg.add_highlight_annot(rect)
+            annot.set_colors(stroke=colors[kind])
+            annot.set_opacity(opacity)
+            annot.update()
+            n += 1
+            key = text[s:e].lower()
+            found[key] = found.get(key, 0) + 1
     return n
 
 
@@ -110,33 +116,16 @@ def ocr_quads(lines: Sequence[OcrLine], text: str) -> list[tuple[float, float, f
     return out
 
 
-def page_chars(pg: Any) -> list[tuple[str, int, tuple[float, float, float, float]]]:
-    """The page's visible characters in reading order: (character, line number, box); whitespace is
-    left out, so a text can be found across the page's line breaks."""
-    out: list[tuple[str, int, tuple[float, float, float, float]]] = []
-    line_no = 0
-    for block in pg.get_text("rawdict").get("blocks", []):
-        for line in block.get("lines", []):
-            line_no += 1
-            for span in line.get("spans", []):
-                for ch in span.get("chars", []):
-                    c = ch.get("c", "")
-                    if c and not c.isspace():
-                        out.append((c, line_no, tuple(ch["bbox"])))
-    return out
-
-
-def char_quads(chars: Sequence[tuple[str, int, tuple[float, float, float, float]]],
-               text: str) -> list[tuple[float, float, float, float]]:
-    """Rectangles of ``text`` in ``chars`` (page_chars), whitespace and case ignored: one per line the
-    text runs over. MuPDF's search_for does not find a Chinese sentence that wraps (its two lines
-    meet without a space in the cleaned text a passage comes from, with one on the page)."""
+def char_quads(lines: Sequence[Sequence[tuple[str, Box]]], text: str) -> list[Box]:
+    """Rectangles of ``text`` in the page's lines (page_lines), whitespace and case ignored: one per
+    line the text runs over. MuPDF's search_for does not find a Chinese sentence that wraps (its two
+    lines meet without a space in the cleaned text a passage comes from, with one on the page)."""
+    chars = [(c.casefold(), i, box) for i, line in enumerate(lines) for c, box in line if not c.isspace()]
     needle = "".join(text.split()).casefold()
-    hay_chars = [c.casefold() for c, _, _ in chars]
-    if not needle or any(len(c) != 1 for c in hay_chars):  # casefold changed a length (ß): not searched
+    if not needle or any(len(c) != 1 for c, _, _ in chars):  # casefold changed a length (ß): not searched
         return []
-    hay = "".join(hay_chars)
-    out: list[tuple[float, float, float, float]] = []
+    hay = "".join(c for c, _, _ in chars)
+    out: list[Box] = []
     start = hay.find(needle)
     while start >= 0:
         by_line: dict[int, list[float]] = {}
@@ -171,15 +160,15 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
         pg = doc[number - 1]
         found: dict[str, int] = {}
         region_y: float | None = None  # the passage's top on the page, in PDF points
-        chars: list[tuple[str, int, tuple[float, float, float, float]]] | None = None
+        lines: list[list[tuple[str, Box]]] | None = None  # page_lines, read once when first needed
         for h in highlights:
             text = h.text.strip()
             if not text:
                 continue
             quads = pg.search_for(text, quads=True)
             if not quads and h.kind == "region":  # the passage's piece wraps: found in the page's characters
-                chars = page_chars(pg) if chars is None else chars
-                quads = [fitz.Rect(*r).quad for r in char_quads(chars, text)]
+                lines = page_lines(pg) if lines is None else lines
+                quads = [fitz.Rect(*r).quad for r in char_quads(lines, text)]
             if not quads and ocr_lines:
                 quads = [fitz.Rect(*r).quad for r in ocr_quads(ocr_lines, text)]
             found[h.text] = found.get(h.text, 0) + len(quads)
@@ -192,7 +181,10 @@ def render_page(path: Path | str, page: int, highlights: Sequence[Highlight] = (
             annot.set_colors(stroke=h.color)
             annot.set_opacity(h.opacity)
             annot.update()
-        marked = _mark_words(fitz, pg, words, word_colors or {}, word_opacity, found) if words is not None else 0
+        marked = 0
+        if words is not None:
+            lines = page_lines(pg) if lines is None else lines
+            marked = _mark_words(fitz, pg, lines, words, word_colors or {}, word_opacity, found)
         pix = pg.get_pixmap(matrix=fitz.Matrix(zoom, zoom), annots=True, alpha=False)
         return RenderedPage(pix.tobytes("png"), number, n, int(pix.width), int(pix.height), found, marked,
                             str(pg.get_label() or ""),

@@ -65,13 +65,12 @@ class QuestionView(QObject):
             # way answers it, so the press is ignored (a changed question restarts, as before).
             self.status.emit(tr("query.preparing"), 5000)
             return
+        self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
         if typed is None and self.conversation.propose_rewrite(q, self._answers_on()):
             # The last question's columns would stand under the new one for as long as the person
             # takes to check its rewrite: say where the question is instead.
-            self.runner.cancel("query.")
             self.results.reset("col.followup")
             return
-        self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
         self._qid += 1
         flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
                             cross_language=self._settings().retrieval.cross_language)

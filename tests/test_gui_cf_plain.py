@@ -132,7 +132,10 @@ def test_a_standard_answer_that_stands_fills_the_cfrag_column_with_its_passages(
     tv = win.results.trace_view
     tv.set_trace(trace)  # its details hold no empty tables of paths that did not run
     assert all(b.isHidden() for b in (tv.cf_box, tv.ev_box, tv.cl_box, tv.hy_box)) and not tv.de_box.isHidden()
-    assert tv.de_label.text().startswith("Decision: the standard answer stands; the counterfactual paths did not run")
+    said = tv.de_label.text().splitlines()
+    assert said[0].startswith("Decision: the standard answer stands; the counterfactual paths did not run")
+    assert len(said) == 2 and "Matching bias [1]." in said[1]  # no "synthesised from: —", no rationale asked for
+    assert "0 counterfactual" not in tv.summary.text()  # no counts of steps that never ran
 
 
 def test_an_abstained_cfrag_says_so_in_its_folded_column(qtbot: Any, win: MainWindow) -> None:

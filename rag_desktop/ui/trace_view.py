@@ -249,11 +249,14 @@ class TraceView(QScrollArea):
 
     def _fill(self, t: CFTrace) -> None:
         self.plain.set_sentences(cf_plain(t))
-        self.summary.setText(tr("trace.summary", n=len(t.counterfactuals), rejected=len(t.rejected_counterfactuals),
-                                pool=len(t.evidence), kept=len(t.kept_evidence), k=t.spectral.k_used,
-                                m=len(t.hypotheses), lam=fmt(t.lam, 2),
-                                scorer=scorer_text(t.scorer, t.scorer_is_substitute))
-                             + ("\n" + "\n".join("⚠ " + cf_note(w) for w in t.warnings) if t.warnings else ""))
+        ran = paths_ran(t)
+        # The counts of the paths' steps, where they ran (zeros of steps that never ran say nothing).
+        counts = [tr("trace.summary", n=len(t.counterfactuals), rejected=len(t.rejected_counterfactuals),
+                     pool=len(t.evidence), kept=len(t.kept_evidence), k=t.spectral.k_used,
+                     m=len(t.hypotheses), lam=fmt(t.lam, 2),
+                     scorer=scorer_text(t.scorer, t.scorer_is_substitute))] if ran else []
+        self.summary.setText("\n".join([*counts, *("⚠ " + cf_note(w) for w in t.warnings)]))
+        self.summary.setVisible(bool(counts or t.warnings))
         cands: Sequence[CounterfactualCandidate] = (*t.counterfactuals, *t.rejected_counterfactuals)
         self.cf_table.setRowCount(len(cands))
         for r, c in enumerate(cands):
@@ -274,7 +277,7 @@ class TraceView(QScrollArea):
                 self.cf_table.setItem(r, col, it)
         _layout(self.cf_table, stretch=(1, 5))
         for box in (self.cf_box, self.ev_box, self.cl_box, self.hy_box):  # empty where the paths did not run
-            box.setVisible(paths_ran(t))
+            box.setVisible(ran)
         self._fill_evidence(t)
         self._fill_clusters(t)
         self._fill_hypotheses(t)
@@ -349,6 +352,10 @@ class TraceView(QScrollArea):
 
     def _fill_decision(self, t: CFTrace) -> None:
         d = t.decision
+        final = tr("trace.final", a=d.final_answer.strip() or tr("trace.no_answer"))
+        if not paths_ran(t):  # no hypothesis was chosen or synthesised, and no rationale asked for
+            self.de_label.setText("\n".join([decision_line(t), final]))
+            return
         if d.chosen >= 0:
             chosen = tr("trace.chosen", j=hypothesis_name(d.chosen))
         elif d.synthesis_style == "reread":
@@ -358,7 +365,7 @@ class TraceView(QScrollArea):
         self.de_label.setText("\n".join([
             decision_line(t),
             chosen,
-            tr("trace.final", a=d.final_answer.strip() or tr("trace.no_answer")),
+            final,
             tr("trace.rationale", r=d.final_rationale.strip() or tr("trace.no_rationale")),
         ]))
 

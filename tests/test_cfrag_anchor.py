@@ -83,6 +83,8 @@ def test_an_answer_no_passage_holds_is_unsupported_and_one_claiming_nothing_is_n
     "资料中没有提到评估结果的有效期。",
     "文档未提及该期限。",
     "根据资料，无法确定答案。",
+    "The sources do not explicitly mention who designed it [2].",
+    "资料中没有直接提到承建澜川大桥的公司创始人毕业于哪所学校的信息[4]。",
 ])
 def test_an_answer_saying_the_sources_lack_it_is_recognised(text: str) -> None:
     assert says_not_found(text)
@@ -94,6 +96,7 @@ def test_an_answer_saying_the_sources_lack_it_is_recognised(text: str) -> None:
     "评估结果自出具之日起2年内有效 [1]。",
     "未满十八周岁的劳动者不得从事夜班工作 [2]。",
     "The card with a vowel must be turned, not the consonant [1].",
+    "The firm not only provided the funds but also built the barrier [1].",
 ])
 def test_an_ordinary_answer_is_not_taken_for_a_refusal(text: str) -> None:
     assert not says_not_found(text)

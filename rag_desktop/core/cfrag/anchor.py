@@ -27,14 +27,16 @@ from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.text import arabic_numerals
 
 # "The sources do not say …", "no information about …", "资料中没有提到 …": the answer prompt asks
-# the model to say so plainly when the sources lack the answer (prompts/answer_*.txt).
+# the model to say so plainly when the sources lack the answer (prompts/answer_*.txt). One adverb may
+# stand between the negation and the verb ("do not explicitly mention", "没有直接提到": the 1.5B's
+# words for a question about another subject); "not only provided …" is no refusal.
 _NOT_FOUND = re.compile(
-    r"\b(?:do|does|did)\s+not\s+(?:say|state|mention|specify|contain|provide|include|give|indicate)\b"
-    r"|\b(?:doesn't|don't|didn't)\s+(?:say|state|mention|specify|contain|provide|include|give)\b"
-    r"|\bnot\s+(?:mentioned|stated|specified|provided|given|found|available|contained)\b"
+    r"\b(?:do|does|did)\s+not\s+(?:(?!only\b)\w+ly\s+)?(?:say|state|mention|specify|contain|provide|include|give|indicate)\b"
+    r"|\b(?:doesn't|don't|didn't)\s+(?:(?!only\b)\w+ly\s+)?(?:say|state|mention|specify|contain|provide|include|give)\b"
+    r"|\bnot\s+(?:(?!only\b)\w+ly\s+)?(?:mentioned|stated|specified|provided|given|found|available|contained)\b"
     r"|\bno\s+(?:information|mention|answer|details?|data)\b"
     r"|\b(?:cannot|can't|unable\s+to)\s+(?:be\s+)?(?:determine|determined|answer|find|found|tell)\b"
-    r"|(?:没有|未|并未|并没有|不)(?:提到|提及|说明|给出|包含|涉及|记载|规定|明确)"
+    r"|(?:没有|未|并未|并没有|不)(?:直接|明确|具体|详细|专门)?(?:提到|提及|说明|给出|包含|涉及|记载|规定|明确)"
     r"|(?:没有|无)(?:相关|答案|此|该)(?:信息|内容|答案|说明)?"
     r"|无法(?:确定|回答|得知|判断|找到)",
     re.IGNORECASE,

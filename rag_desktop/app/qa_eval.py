@@ -268,6 +268,8 @@ def _table(results: _Rows) -> dict[str, dict[str, float]]:
                 row["matched_share"] = sum(1 for r in rows if r[4].get("matched_citations")) / len(rows)
             if ttfts:
                 row["mean_ttft_s"] = sum(ttfts) / len(ttfts)
+            if any("abstained" in r[4] for r in rows):  # "not in your documents", before or after the answer
+                row["abstained_share"] = sum(1 for r in rows if r[4].get("abstained")) / len(rows)
             judged = [r for r in rows if "doubted" in r[4]]
             if judged:
                 # The passages' judgement (generation.judge_passages, docs/evaluation.md §5.1): the
@@ -376,8 +378,11 @@ def _predict(svc: RagService, method: str, question: str, standard: Answer | Non
                                  "doubted": "doubted" in answer.warnings,
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
-                                 "translate_s": round(cross.seconds, 3), "answer": answer}
-        return answer.text, extra
+                                 "translate_s": round(cross.seconds, 3), "answer": answer,
+                                 "abstained": answer.abstention.reason if answer.abstention else ""}
+        # An answer said "not in your documents" after it was written (core.abstain.after_answer) is scored
+        # as what the person is told, not as the text shown beside it for reference.
+        return ("" if answer.abstained else answer.text), extra
     res = cfrag_result(svc.cfrag(question, standard=standard))
     return res.answer.text, cf_digest(res.trace)
 

@@ -162,7 +162,9 @@ class QuestionFlow:
         svc = self.service
         c = self.comparison
         first = self.written.get(c.first_column) if c is not None else None
-        if first is not None and first.abstained:  # its passages judged not to hold the answer: said once
+        # Abstained before a word was written (its passages judged not to hold the answer): said once. One
+        # said after the answer was written leaves CF-RAG its search, as an unheld answer does (§2.5).
+        if first is not None and first.abstained_unwritten:
             yield Abstained(dataclasses.replace(first, method="cfrag"))
             return
         standard = self.standard()

@@ -39,11 +39,11 @@ from rag_desktop.app.verdict import answers_off, decide_verdict
 from rag_desktop.app.verdict import causal_off_reason as causal_off_reason
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.abstain import Abstention
+from rag_desktop.core.abstain import Abstention, after_answer
 from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
-from rag_desktop.core.cfrag.anchor import unsupported
+from rag_desktop.core.cfrag.anchor import says_not_found, unsupported
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
 from rag_desktop.core.conversation import (
     NOTES,
@@ -477,12 +477,18 @@ class RagService:
         warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
                                          ("unsupported", unsupported(text, query, read)),
                                          ("doubted", doubted is not None)) if on)
+        # Said "not in your documents" after the answer where it says so itself, or where the judgement
+        # and the passage check agree that nothing read holds it (core.abstain.after_answer); its text stays.
+        verdict = doubted
+        if abstention is not None and text and not (cancel and cancel.is_set):
+            verdict = after_answer(abstention, doubted, said_not_found=says_not_found(text),
+                                   unsupported="unsupported" in warnings)
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
         done = Answer(text, citations, tuple(used), ranked.method,
                       locators=tuple(locators[: len(used)]) if locators is not None else (),
                       original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped,
-                      abstention=doubted)
+                      abstention=verdict)
         yield done
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
@@ -564,7 +570,9 @@ class RagService:
             if standard is None and self.cfrag_settings().keep_standard:
                 yield Progress("cfrag.standard", 0, 1, "writing the standard answer CF-RAG starts from")
                 first = first_answer(self, query, cancel)
-                if first is not None and first.abstained:  # its passages judged not to hold the answer
+                # abstained before writing (its passages judged not to hold the answer); one said after
+                # the answer leaves CF-RAG its search from that answer, as the window does
+                if first is not None and first.abstained_unwritten:
                     yield dataclasses.replace(first, method="cfrag")
                     return
                 standard = first if first is not None and first.text.strip() else None

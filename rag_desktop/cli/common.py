@@ -109,9 +109,19 @@ NOT_HELD_LINE = ("Not in your documents: the model read the passages below and j
                  "the answer (P(yes) {yes}). (generation.judge_passages = \"warn\" answers and marks it.)")
 
 
+# Decided on the written answer (core.abstain.after_answer), which was printed as it streamed.
+UNHELD_LINE = ("Not in your documents: the model judged that the passages below do not hold the answer (P(yes) "
+               "{yes}), and none of them holds what it wrote above.")
+SAID_NOT_FOUND_LINE = "Not in your documents: so says the answer above, written from the passages below."
+
+
 def abstained_line(answer: Answer) -> str:
     """The line that says why ``answer`` abstained."""
     a = answer.abstention
+    if a is not None and a.written:
+        line = UNHELD_LINE if a.reason == "unheld" else SAID_NOT_FOUND_LINE
+        yes = "–" if a.judged_yes is None else f"{a.judged_yes:.0%}"
+        return line.format(yes=yes)
     if a is not None and a.reason == "not_held" and a.judged_yes is not None:
         return NOT_HELD_LINE.format(yes=f"{a.judged_yes:.0%}")
     return ABSTAINED_LINE

@@ -156,6 +156,8 @@ def _print_answer(answer: Answer, as_json: bool, needs: tuple[SourceNeed, ...] |
         print_json(out)
         return 0
     if answer.abstained:
+        if answer.text:  # decided on the answer streamed above (core.abstain.after_answer)
+            print()
         print(abstained_line(answer))
         if answer.sources:  # the passages the model judged
             _print_sources(answer)

@@ -81,8 +81,8 @@ class Support:
 @dataclass(frozen=True)
 class Abstention:
     """The decision and why: ``reason`` is "" when the question is answered, else "off_topic" (the
-    library's words and similarities, :func:`decide`) or "not_held" (the model's judgement of the
-    passages, :func:`judged`)."""
+    library's words and similarities, :func:`decide`), "not_held" (the model's judgement of the
+    passages, :func:`judged`), or one of AFTER_ANSWER (:func:`after_answer`)."""
 
     abstained: bool
     reason: str
@@ -92,6 +92,11 @@ class Abstention:
     translated: str = ""
     # The model's log-odds that the passages hold the answer (JUDGE), None when it was not asked.
     judged: float | None = None
+
+    @property
+    def written(self) -> bool:
+        """Decided on an answer already written (AFTER_ANSWER), whose text is there to be shown."""
+        return self.abstained and self.reason in AFTER_ANSWER
 
     @property
     def judged_yes(self) -> float | None:
@@ -127,6 +132,35 @@ def log_odds(logprobs: Sequence[float], n_yes: int) -> float:
         return top + math.log(sum(math.exp(x - top) for x in xs))
 
     return lse(logprobs[:n_yes]) - lse(logprobs[n_yes:])
+
+
+# Decided after the answer is written, whose text the person still sees beside the verdict: the
+# answer says itself that the sources lack it, or two independent checks agree that nothing read
+# holds it (:func:`after_answer`).
+AFTER_ANSWER = ("said_not_found", "unheld")
+
+
+def after_answer(first: Abstention, doubted: Abstention | None, *, said_not_found: bool,
+                 unsupported: bool) -> Abstention | None:
+    """The verdict on a written answer that ``first`` (the library's words) let through: abstained as
+    "said_not_found" when the answer says the sources do not hold it (core.cfrag.anchor.says_not_found),
+    as "unheld" when the model judged its passages not to hold the answer (``doubted``: :func:`judged`,
+    asked after the answer) *and* no passage holds what the answer adds to the question
+    (``unsupported``: core.cfrag.anchor.unsupported); else ``doubted`` (a warning, or None).
+
+    Why both for "unheld": each alone marks right answers. The judgement doubted 13 of 112 right answers
+    of the answer sets, where people ask in their own words (statutes, data-set descriptions), and the
+    passage check marked 10 others, whose words differ from the passages' (manuals); no right answer was
+    marked by both, while an answer invented for a question about another subject usually is. The one is
+    the model's reading of the passages, the other the answer's words against them: a right answer in
+    everyday words passes the second, a paraphrase of the passages the first (docs/evaluation.md, "Not
+    in your documents"). No threshold of its own: each check keeps its own."""
+    if said_not_found:
+        return dataclasses.replace(first, abstained=True, reason="said_not_found",
+                                   judged=doubted.judged if doubted is not None else first.judged)
+    if doubted is not None and unsupported:
+        return dataclasses.replace(doubted, abstained=True, reason="unheld")
+    return doubted
 
 
 def judged(abstention: Abstention, odds: float, min_judged: float = MIN_JUDGED) -> Abstention:

@@ -286,7 +286,8 @@ class GenerationSettings:
     abstain: bool = True
     # With abstain: the model is asked whether the answer's passages hold the answer (core.abstain.JUDGE;
     # a prompt evaluation it shares with the answer). "warn": asked after the answer, which is marked
-    # when they do not; "abstain": asked before, and "not in your documents" instead of the answer (on
+    # when they do not, and said "not in your documents" when no passage holds it either
+    # (core.abstain.after_answer); "abstain": asked before, and "not in your documents" instead of the answer (on
     # held-out statutes it lost 3 of 8 answers, on a second held-out set 5 of 24: docs/evaluation.md §5.1).
     judge_passages: JudgeMode = "warn"
     # Follow-up questions: a rewrite that takes longer falls back to the user's words.

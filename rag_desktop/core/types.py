@@ -299,6 +299,11 @@ class Answer:
     def abstained(self) -> bool:
         return self.abstention is not None and self.abstention.abstained
 
+    @property
+    def abstained_unwritten(self) -> bool:
+        """Abstained before a word was written (the library's words, or its passages judged first)."""
+        return self.abstention is not None and self.abstention.abstained and not self.abstention.written
+
 
 # --------------------------------------------------------------------------- progress
 

@@ -32,7 +32,7 @@ from rag_desktop.core.types import Answer, Citation, Hit
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.needs_view import NeedsView
 from rag_desktop.ui.plaintext import plain_tooltip
-from rag_desktop.ui.present import citation_spans
+from rag_desktop.ui.present import abstention_key, citation_spans
 
 LINK = QColor("#1F5FBF")
 BAD = QColor("#B3261E")
@@ -273,9 +273,21 @@ class AnswerPane(QWidget):
     def _show_abstention(self, abstention: Abstention, took: str) -> None:
         """The library holds no answer (core.abstain): said in words, the evidence in the tooltip; the
         passages the model judged are listed as an answer's sources are."""
-        judged = abstention.reason == "not_held" and abstention.judged_yes is not None
-        self._set_plain(tr("answer.not_held_text" if judged else "answer.abstained_text"))
-        self._set_status("answer.not_held" if judged else "answer.abstained")
+        key = abstention_key(abstention)
+        if abstention.written:  # decided on the written answer (core.abstain.after_answer): shown below the verdict
+            text = self.answer.text if self.answer is not None else ""
+            self._set_plain(f"{tr(key + '_text')}\n\n{text}")
+            self._set_status(key)
+            if took:
+                self.status.setText(f"{self.status.text()} · {took}")
+            yes = abstention.judged_yes
+            self.status.setToolTip(plain_tooltip(tr(key + "_tip", yes="–" if yes is None else f"{yes:.0%}",
+                                                    need=f"{yes_share(MIN_JUDGED):.0%}")))
+            self._fill_sources()
+            return
+        judged = key == "answer.not_held"
+        self._set_plain(tr(key + "_text"))
+        self._set_status(key)
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
         s = abstention.support

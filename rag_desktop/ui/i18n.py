@@ -812,6 +812,23 @@ TABLE: dict[str, tuple[str, str]] = {
                             "hold the answer” turns this off.",
                             "被问到这些段落中是否有答案时，模型回答“有”的把握为 {yes}（达到 {need} 才生成回答）。"
                             "可在设置“先让模型判断段落中是否有答案”中关闭。"),
+    "answer.unheld": ("not in your documents: judged from the passages and the answer",
+                      "文档中没有答案：依据段落和回答判断"),
+    "answer.unheld_text": ("Not in your documents. The model judged that the passages listed below do not hold the "
+                           "answer, and none of them holds what it wrote, shown here only for reference:",
+                           "文档中没有答案。模型判断下面列出的段落中没有这个问题的答案，它写出的内容也不在任何段落中；"
+                           "仅供参考："),
+    "answer.unheld_tip": ("Asked whether these passages hold the answer, the model said yes with {yes} (below {need}), "
+                          "and no passage it read holds most of what its answer adds to the question. Either alone "
+                          "only marks the answer.",
+                          "被问到这些段落中是否有答案时，模型回答“有”的把握为 {yes}（低于 {need}），"
+                          "而且它所读的段落都不包含回答在问题之外所说的大部分内容。只有其中一项时，只标注回答。"),
+    "answer.said_not_found": ("not in your documents: the answer says so", "文档中没有答案：回答如是说"),
+    "answer.said_not_found_text": ("Not in your documents. The model read the passages listed below and wrote:",
+                                   "文档中没有答案。模型阅读了下面列出的段落后写道："),
+    "answer.said_not_found_tip": ("The answer says the sources do not hold it. Rephrase the question in the documents' "
+                                  "words, or add the documents that hold the answer.",
+                                  "回答说资料中没有答案。可以换用文档里的说法再问，或者添加包含答案的文档。"),
     "answer.failed": ("failed: {msg}", "失败：{msg}"),
     "answer.stopped": ("stopped", "已停止"),
     "answer.cite_tip": ("Open {title} at page {page}", "打开“{title}”第 {page} 页"),
@@ -1165,10 +1182,12 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.generation.judge_passages": ("Ask the model whether the passages hold the answer",
                                       "先让模型判断段落中是否有答案"),
     "set.generation.judge_passages.tip": ("The model says whether the answer's passages hold the answer; when they "
-                                          "do not, the answer is marked, or “not in your documents” is said instead "
-                                          "of it. Under a second: the answer reads the same prompt",
-                                          "让模型判断回答所读的段落中是否有答案；没有时在回答旁提示，或改为说明“文档中没有"
-                                          "答案”。不到一秒：回答读的是同一个提示"),
+                                          "do not, the answer is marked (and called “not in your documents” when no "
+                                          "passage holds what it says either), or “not in your documents” is said "
+                                          "instead of it. Under a second: the answer reads the same prompt",
+                                          "让模型判断回答所读的段落中是否有答案；没有时在回答旁提示（若段落也不包含回答"
+                                          "所说的内容，则说明“文档中没有答案”），或改为说明“文档中没有答案”。"
+                                          "不到一秒：回答读的是同一个提示"),
     "set.generation.check_citations": ("Check the model's citations", "检查模型的引用"),
     "set.generation.check_citations.tip": ("A [n] whose passage does not hold the sentence it ends is removed, "
                                            "and a repeated marker is written once",

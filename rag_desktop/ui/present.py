@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rag_desktop.core import citations
+from rag_desktop.core.abstain import Abstention
 from rag_desktop.core.causal_context import WordSpan
 from rag_desktop.core.cfrag import evidence_rows, margin_summary
 from rag_desktop.core.cfrag.arbitration import AGREEMENT_MEASURE
@@ -111,6 +112,15 @@ def decision_key(d: DecisionTrace) -> str:
     own words: it showed the model no candidate, so "synthesised" would misstate it."""
     return "trace.decision.reread" if d.kind == "synthesize" and d.synthesis_style == "reread" \
         else f"trace.decision.{d.kind}"
+
+
+def abstention_key(abstention: Abstention) -> str:
+    """The i18n key of the status that says why an answer is "not in your documents" (core.abstain's
+    reasons; "not_held" without recorded odds reads as the words' decision)."""
+    if abstention.written:
+        return f"answer.{abstention.reason}"
+    return "answer.not_held" if abstention.reason == "not_held" and abstention.judged is not None \
+        else "answer.abstained"
 
 
 def paths_ran(trace: CFTrace) -> bool:

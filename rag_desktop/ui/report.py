@@ -28,6 +28,7 @@ from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.present import (
     COLOR_A,
     COLOR_B,
+    abstention_key,
     causal_off_text,
     ce_label_text,
     cfrag_rows,
@@ -149,8 +150,11 @@ class DecisionReport:
         return "".join(f"<span class='chip {k}' title='{esc(tip)}'>{esc(t)}</span>" for t, k, tip in terms)
 
     def _answer_html(self, a: Answer) -> str:
-        """Escaped answer text with [n] marked valid/invalid (no links: a report opens no files)."""
+        """Escaped answer text with [n] marked valid/invalid (no links: a report opens no files); an answer
+        that is "not in your documents" says so first, as the window does."""
         text = a.text
+        verdict = f"<p class='meta'>{esc(tr(abstention_key(a.abstention)))}</p>" \
+            if a.abstention is not None and a.abstained else ""
         valid = {ct.n: ct for ct in a.citations}
         out: list[str] = []
         pos = 0
@@ -165,7 +169,7 @@ class DecisionReport:
             pos = e
         out.append(esc(text[pos:]))
         srcs = "".join(f"<li>[{i}] {esc(h.title)} — p. {h.page}</li>" for i, h in enumerate(a.sources, start=1))
-        return f"<p class='answer'>{''.join(out)}</p><ol class='src'>{srcs}</ol>"
+        return f"{verdict}<p class='answer'>{''.join(out)}</p><ol class='src'>{srcs}</ol>"
 
     def _html(self) -> str:
         c = self.comparison

@@ -1,0 +1,130 @@
+"""Saying "not in your documents" after the answer is written (core.abstain.after_answer).
+
+The rule is pure; the service's passages, their check and the library are real, the generator is the
+scripted collaborator of tests/test_abstain.py (its answer text and its judgement set per test).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_abstain import WASON, Judge, _answered, _panes, svc  # noqa: F401  (svc: the module's library fixture)
+
+from rag_desktop.app.service import RagService
+from rag_desktop.core.abstain import AFTER_ANSWER, MIN_JUDGED, Support, after_answer, decide, judged
+from rag_desktop.core.types import Answer
+
+INVENTED = "The Wason selection task was designed in London in 1962 by Harold Pemberton [1]."
+REFUSAL = "The sources do not explicitly mention it [1]."
+
+
+class Writer(Judge):
+    """The scripted judge whose answer is ``text``."""
+
+    def __init__(self, yes: float, text: str) -> None:
+        super().__init__(yes)
+        self.text = text
+
+    def _reply(self, messages):  # type: ignore[no-untyped-def]
+        kind, reply = super()._reply(messages)
+        return (kind, self.text) if kind == "answer" else (kind, reply)
+
+
+def test_abstained_after_the_answer_only_when_it_says_so_or_both_checks_agree() -> None:
+    first = decide(Support(3, 2, 0.9, 0.8))
+    doubted = judged(first, MIN_JUDGED - 1.0)
+    assert doubted.abstained  # what judged says; the service passes it on as a warning
+    warn = doubted.__class__(False, "", doubted.support, judged=doubted.judged)
+    # the judgement alone, or the passage check alone, only marks the answer
+    assert after_answer(first, warn, said_not_found=False, unsupported=False) is warn
+    assert after_answer(first, None, said_not_found=False, unsupported=True) is None
+    # both: not in your documents, the odds kept for the person
+    both = after_answer(first, warn, said_not_found=False, unsupported=True)
+    assert both is not None and both.abstained and both.reason == "unheld" and both.written
+    assert both.judged == warn.judged
+    # the answer saying the sources lack it, judged or not
+    said = after_answer(first, None, said_not_found=True, unsupported=False)
+    assert said is not None and said.abstained and said.reason == "said_not_found" and said.written
+    assert set(AFTER_ANSWER) == {"unheld", "said_not_found"}
+    assert not first.written and not judged(first, -3.0).written  # decided before a word is written
+
+
+@pytest.mark.integration
+def test_an_invented_answer_judged_not_held_is_said_not_in_your_documents_and_kept(svc: RagService) -> None:  # noqa: F811
+    svc.runtime._generator = gen = Writer(0.2, INVENTED)
+    answer = _answered(svc)
+    assert gen.calls == ["answer", "judge"]  # the first token waited for nothing
+    assert {"unsupported", "doubted"} <= set(answer.warnings)
+    assert answer.abstained and answer.abstention is not None and answer.abstention.reason == "unheld"
+    # what it wrote (its [1] dropped: that passage does not hold the sentence) and read, kept to be shown
+    assert answer.text.startswith(INVENTED.removesuffix(" [1].")) and answer.sources
+    assert not answer.abstained_unwritten
+
+
+@pytest.mark.integration
+def test_an_invented_answer_the_model_judges_held_is_written_and_marked(svc: RagService) -> None:  # noqa: F811
+    svc.runtime._generator = Writer(0.9, INVENTED)
+    answer = _answered(svc)
+    assert "unsupported" in answer.warnings and not answer.abstained
+
+
+@pytest.mark.integration
+def test_an_answer_saying_the_sources_lack_it_is_said_not_in_your_documents(svc: RagService) -> None:  # noqa: F811
+    svc.runtime._generator = Writer(0.9, REFUSAL)
+    answer = _answered(svc)
+    assert answer.abstained and answer.abstention is not None and answer.abstention.reason == "said_not_found"
+    assert answer.text.startswith("The sources do not explicitly mention it")
+
+
+@pytest.mark.integration
+def test_cfrag_still_searches_after_an_answer_said_not_in_your_documents(svc: RagService) -> None:  # noqa: F811
+    from rag_desktop.app.flow_events import Abstained, CFProgress
+    from rag_desktop.app.question_flow import QuestionFlow
+
+    svc.runtime._generator = Writer(0.2, INVENTED)
+    flow = QuestionFlow(svc, WASON, highlights=False, prepare=False)
+    list(flow.events(cfrag=False))
+    assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
+    first = next(iter(flow.cfrag()))
+    assert isinstance(first, CFProgress) and not isinstance(first, Abstained)
+
+
+def test_the_cli_says_why_after_the_answer_it_printed() -> None:
+    from rag_desktop.cli.common import abstained_line
+
+    first = decide(Support(3, 2, 0.9, 0.8))
+    unheld = after_answer(first, judged(first, -1.0), said_not_found=False, unsupported=True)
+    line = abstained_line(Answer(INVENTED, abstention=unheld))
+    assert line.startswith("Not in your documents") and "27%" in line and INVENTED not in line
+    said = after_answer(first, None, said_not_found=True, unsupported=False)
+    assert "so says the answer above" in abstained_line(Answer(REFUSAL, abstention=said))
+
+
+@pytest.mark.gui
+def test_the_answer_pane_says_not_in_your_documents_above_what_was_written(qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    from rag_desktop.ui.i18n import tr
+
+    svc.runtime._generator = Writer(0.25, INVENTED)
+    answer = _answered(svc)
+    for pane in _panes(qtbot, answer):
+        assert pane.text() == f"{tr('answer.unheld_text')}\n\n{answer.text}" and "Pemberton" in answer.text
+        assert pane.status.text().startswith(tr("answer.unheld"))
+        assert "25%" in pane.status.toolTip() and "62%" in pane.status.toolTip()
+        assert pane.sources.rowCount() == len(answer.sources)
+
+
+def test_the_exported_report_says_not_in_your_documents_above_the_text() -> None:
+    from test_gui_support import SURFACES, make_comparison
+
+    from rag_desktop.core.settings import Settings
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.i18n import tr
+    from rag_desktop.ui.report import DecisionReport
+
+    first = decide(Support(3, 2, 0.9, 0.8))
+    unheld = after_answer(first, judged(first, -1.0), said_not_found=False, unsupported=True)
+    comp = make_comparison()
+    for lang in ("en", "zh"):
+        with i18n.using(lang):
+            page = DecisionReport(comp.query, comp, {"baseline": Answer(INVENTED, abstention=unheld)}, None,
+                                  SURFACES, lang, Settings()).to_html()
+            assert page.index(tr("answer.unheld")) < page.index("Harold Pemberton")

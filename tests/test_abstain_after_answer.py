@@ -6,6 +6,8 @@ scripted collaborator of tests/test_abstain.py (its answer text and its judgemen
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_abstain import WASON, Judge, _answered, _panes, svc  # noqa: F401  (svc: the module's library fixture)
 
@@ -58,6 +60,25 @@ def test_an_invented_answer_judged_not_held_is_said_not_in_your_documents_and_ke
     # what it wrote (its [1] dropped: that passage does not hold the sentence) and read, kept to be shown
     assert answer.text.startswith(INVENTED.removesuffix(" [1].")) and answer.sources
     assert not answer.abstained_unwritten
+    # the library also holds Chinese, reached by a translation only: the person is told where else to ask,
+    # unless a passage in Chinese was read (then the verdict saw it)
+    english_only = all(h.lang == "en" for h in answer.sources)
+    assert answer.abstention.other_language == ("zh" if english_only else "")
+
+
+def test_a_verdict_on_passages_of_one_language_says_where_else_to_ask() -> None:
+    from rag_desktop.cli.common import abstained_line
+    from rag_desktop.ui import i18n
+    from rag_desktop.ui.i18n import tr
+
+    first = decide(Support(3, 2, 0.9, 0.8))
+    unheld = after_answer(first, judged(first, -1.0), said_not_found=False, unsupported=True)
+    assert unheld is not None
+    line = abstained_line(Answer(INVENTED, abstention=dataclasses.replace(unheld, other_language="zh")))
+    assert "documents in Chinese" in line and "retrieval.cross_language" in line
+    assert "Chinese" not in abstained_line(Answer(INVENTED, abstention=unheld))
+    with i18n.using("zh"):
+        assert "中文" in tr("answer.other_language", lang=tr("lang.zh"))
 
 
 @pytest.mark.integration
@@ -110,6 +131,10 @@ def test_the_answer_pane_says_not_in_your_documents_above_what_was_written(qtbot
         assert pane.status.text().startswith(tr("answer.unheld"))
         assert "25%" in pane.status.toolTip() and "62%" in pane.status.toolTip()
         assert pane.sources.rowCount() == len(answer.sources)
+    assert answer.abstention is not None
+    elsewhere = dataclasses.replace(answer, abstention=dataclasses.replace(answer.abstention, other_language="zh"))
+    for pane in _panes(qtbot, elsewhere):
+        assert pane.text().endswith(tr("answer.other_language", lang=tr("lang.zh")))
 
 
 def test_the_exported_report_says_not_in_your_documents_above_the_text() -> None:

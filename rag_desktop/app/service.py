@@ -483,6 +483,10 @@ class RagService:
         if abstention is not None and text and not (cancel and cancel.is_set):
             verdict = after_answer(abstention, doubted, said_not_found=says_not_found(text),
                                    unsupported="unsupported" in warnings)
+            other = needs_translation(lang, self.library_languages())
+            if verdict is not None and verdict.written and other and not self.settings.retrieval.cross_language \
+                    and all(h.lang == lang for h in used):
+                verdict = dataclasses.replace(verdict, other_language=other)
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
         done = Answer(text, citations, tuple(used), ranked.method,

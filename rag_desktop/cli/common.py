@@ -113,6 +113,9 @@ NOT_HELD_LINE = ("Not in your documents: the model read the passages below and j
 UNHELD_LINE = ("Not in your documents: the model judged that the passages below do not hold the answer (P(yes) "
                "{yes}), and none of them holds what it wrote above.")
 SAID_NOT_FOUND_LINE = "Not in your documents: so says the answer above, written from the passages below."
+OTHER_LANGUAGE_LINE = (" The library also holds documents in {lang}, which a question in another language reaches only "
+                       "through its translation: ask it in {lang}, or set retrieval.cross_language = true.")
+LANGUAGE_NAMES = {"zh": "Chinese", "en": "English"}
 
 
 def abstained_line(answer: Answer) -> str:
@@ -121,7 +124,9 @@ def abstained_line(answer: Answer) -> str:
     if a is not None and a.written:
         line = UNHELD_LINE if a.reason == "unheld" else SAID_NOT_FOUND_LINE
         yes = "–" if a.judged_yes is None else f"{a.judged_yes:.0%}"
-        return line.format(yes=yes)
+        where = OTHER_LANGUAGE_LINE.format(lang=LANGUAGE_NAMES.get(a.other_language, a.other_language)) \
+            if a.other_language else ""
+        return line.format(yes=yes) + where
     if a is not None and a.reason == "not_held" and a.judged_yes is not None:
         return NOT_HELD_LINE.format(yes=f"{a.judged_yes:.0%}")
     return ABSTAINED_LINE

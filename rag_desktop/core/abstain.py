@@ -92,6 +92,10 @@ class Abstention:
     translated: str = ""
     # The model's log-odds that the passages hold the answer (JUDGE), None when it was not asked.
     judged: float | None = None
+    # A verdict on passages in the question's language only, in a library that also holds this
+    # language ("zh"/"en"), searched only through a translation (retrieval.cross_language): the answer
+    # may stand there, so the person is told where else to ask.
+    other_language: str = ""
 
     @property
     def written(self) -> bool:

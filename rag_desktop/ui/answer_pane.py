@@ -276,7 +276,9 @@ class AnswerPane(QWidget):
         key = abstention_key(abstention)
         if abstention.written:  # decided on the written answer (core.abstain.after_answer): shown below the verdict
             text = self.answer.text if self.answer is not None else ""
-            self._set_plain(f"{tr(key + '_text')}\n\n{text}")
+            where = f"\n\n{tr('answer.other_language', lang=tr('lang.' + abstention.other_language))}" \
+                if abstention.other_language else ""
+            self._set_plain(f"{tr(key + '_text')}\n\n{text}{where}")
             self._set_status(key)
             if took:
                 self.status.setText(f"{self.status.text()} · {took}")

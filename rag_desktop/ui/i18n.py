@@ -823,6 +823,13 @@ TABLE: dict[str, tuple[str, str]] = {
                           "only marks the answer.",
                           "被问到这些段落中是否有答案时，模型回答“有”的把握为 {yes}（低于 {need}），"
                           "而且它所读的段落都不包含回答在问题之外所说的大部分内容。只有其中一项时，只标注回答。"),
+    "answer.other_language": ("This library also holds documents in {lang}, which a question in another language "
+                              "reaches only through its translation: ask it in {lang}, or turn on “Search across "
+                              "languages” in Settings.",
+                              "这个文库里还有{lang}文档，用另一种语言提问时只有翻译后才能检索到：请用{lang}再问一次，"
+                              "或在设置中打开“跨语言检索”。"),
+    "lang.zh": ("Chinese", "中文"),
+    "lang.en": ("English", "英文"),
     "answer.said_not_found": ("not in your documents: the answer says so", "文档中没有答案：回答如是说"),
     "answer.said_not_found_text": ("Not in your documents. The model read the passages listed below and wrote:",
                                    "文档中没有答案。模型阅读了下面列出的段落后写道："),

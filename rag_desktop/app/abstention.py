@@ -22,7 +22,8 @@ import numpy.typing as npt
 
 from rag_desktop.app.crosslang import CrossLanguage, needs_translation
 from rag_desktop.app.retrieval import Retriever
-from rag_desktop.core.abstain import JUDGE, Abstention, Support, decide, judged, log_odds
+from rag_desktop.core.abstain import JUDGE, Abstention, Support, after_answer, decide, judged, log_odds
+from rag_desktop.core.cfrag.anchor import says_not_found
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.prompting import template_lang
 from rag_desktop.core.protocols import TokenScorer
@@ -109,3 +110,17 @@ def judge(gen: object, messages: Sequence[ChatMessage], sources: Sequence[Hit], 
         log.info("the passages are not judged: %s", exc)
         return first
     return judged(first, log_odds(lp, len(yes)))
+
+
+def after(first: Abstention, doubted: Abstention | None, text: str, warnings: Sequence[str], lang: Lang,
+          read: Sequence[Hit], languages: Mapping[str, int], cross_language: bool) -> Abstention | None:
+    """The verdict on a written answer (core.abstain.after_answer): "not in your documents" where the
+    answer says so itself, or where the judgement (``doubted``) and the passage check (``warnings``'
+    "unsupported") agree that nothing ``read`` holds it; else ``doubted``. A verdict on passages all in the
+    question's language, in a library that also holds the other one and searches it only through a
+    translation (``cross_language`` off), names that language: the answer may stand there."""
+    verdict = after_answer(first, doubted, said_not_found=says_not_found(text), unsupported="unsupported" in warnings)
+    other = needs_translation(lang, languages)
+    if verdict is not None and verdict.written and other and not cross_language and all(h.lang == lang for h in read):
+        return dataclasses.replace(verdict, other_language=other)
+    return verdict

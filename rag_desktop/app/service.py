@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag_desktop.app.abstention import after, judge
 from rag_desktop.app.abstention import check as check_abstention
-from rag_desktop.app.abstention import judge
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.library_gate import LibraryGate
@@ -39,11 +39,11 @@ from rag_desktop.app.verdict import answers_off, decide_verdict
 from rag_desktop.app.verdict import causal_off_reason as causal_off_reason
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.abstain import Abstention, after_answer
+from rag_desktop.core.abstain import Abstention
 from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
-from rag_desktop.core.cfrag.anchor import says_not_found, unsupported
+from rag_desktop.core.cfrag.anchor import unsupported
 from rag_desktop.core.cfrag.types import CFResult, to_jsonable
 from rag_desktop.core.conversation import (
     NOTES,
@@ -455,7 +455,8 @@ class RagService:
         text = "".join(parts).strip()
         _record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
         doubted = None  # "warn": judged after the answer, from its cache, so the first token waits for nothing
-        if abstention is not None and g.judge_passages == "warn" and used and not (cancel and cancel.is_set):
+        cancelled = bool(cancel and cancel.is_set)
+        if abstention is not None and g.judge_passages == "warn" and used and not cancelled:
             judged = judge(gen, msgs, used, lang, abstention, cancel, after=True)
             doubted = dataclasses.replace(judged, abstained=False, reason="") if judged.abstained else None
         # The model's own markers first: one whose passage does not hold its sentence goes, and so
@@ -477,16 +478,8 @@ class RagService:
         warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
                                          ("unsupported", unsupported(text, query, read)),
                                          ("doubted", doubted is not None)) if on)
-        # Said "not in your documents" after the answer where it says so itself, or where the judgement
-        # and the passage check agree that nothing read holds it (core.abstain.after_answer); its text stays.
-        verdict = doubted
-        if abstention is not None and text and not (cancel and cancel.is_set):
-            verdict = after_answer(abstention, doubted, said_not_found=says_not_found(text),
-                                   unsupported="unsupported" in warnings)
-            other = needs_translation(lang, self.library_languages())
-            if verdict is not None and verdict.written and other and not self.settings.retrieval.cross_language \
-                    and all(h.lang == lang for h in used):
-                verdict = dataclasses.replace(verdict, other_language=other)
+        verdict = after(abstention, doubted, text, warnings, lang, used, self.library_languages(),  # its text kept
+                        self.settings.retrieval.cross_language) if abstention and text and not cancelled else doubted
         originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
         citations = parse_citations(text, used)
         done = Answer(text, citations, tuple(used), ranked.method,
@@ -574,9 +567,7 @@ class RagService:
             if standard is None and self.cfrag_settings().keep_standard:
                 yield Progress("cfrag.standard", 0, 1, "writing the standard answer CF-RAG starts from")
                 first = first_answer(self, query, cancel)
-                # abstained before writing (its passages judged not to hold the answer); one said after
-                # the answer leaves CF-RAG its search from that answer, as the window does
-                if first is not None and first.abstained_unwritten:
+                if first is not None and first.abstained_unwritten:  # after the answer: CF-RAG still searches
                     yield dataclasses.replace(first, method="cfrag")
                     return
                 standard = first if first is not None and first.text.strip() else None

@@ -64,6 +64,7 @@ def test_an_invented_answer_judged_not_held_is_said_not_in_your_documents_and_ke
     # unless a passage in Chinese was read (then the verdict saw it)
     english_only = all(h.lang == "en" for h in answer.sources)
     assert answer.abstention.other_language == ("zh" if english_only else "")
+    assert answer.abstention.as_json()["other_language"] == answer.abstention.other_language
 
 
 def test_a_verdict_on_passages_of_one_language_says_where_else_to_ask() -> None:

@@ -114,7 +114,7 @@ class Abstention:
                 "coverage": None if cov is None else round(cov, 3), "terms": s.n_terms, "known_terms": s.n_known,
                 "lift": round(s.lift, 4), "top_sim": round(s.top_sim, 4), "library_sim": round(s.library_sim, 4),
                 "translated": self.translated,
-                "judged": None if self.judged is None else round(self.judged, 3)}
+                "judged": None if self.judged is None else round(self.judged, 3), "other_language": self.other_language}
 
 
 def decide(support: Support, min_lift: float = MIN_LIFT) -> Abstention:

@@ -59,7 +59,7 @@ def test_an_invented_answer_judged_not_held_is_said_not_in_your_documents_and_ke
     assert answer.abstained and answer.abstention is not None and answer.abstention.reason == "unheld"
     # what it wrote (its [1] dropped: that passage does not hold the sentence) and read, kept to be shown
     assert answer.text.startswith(INVENTED.removesuffix(" [1].")) and answer.sources
-    assert not answer.abstained_unwritten
+    assert answer.settles_cfrag
     # the library also holds Chinese, reached by a translation only: the person is told where else to ask,
     # unless a passage in Chinese was read (then the verdict saw it)
     english_only = all(h.lang == "en" for h in answer.sources)
@@ -98,16 +98,23 @@ def test_an_answer_saying_the_sources_lack_it_is_said_not_in_your_documents(svc:
 
 
 @pytest.mark.integration
-def test_cfrag_still_searches_after_an_answer_said_not_in_your_documents(svc: RagService) -> None:  # noqa: F811
+def test_cfrag_says_the_same_after_an_unheld_answer_and_searches_after_a_refusal(svc: RagService) -> None:  # noqa: F811
     from rag_desktop.app.flow_events import Abstained, CFProgress
     from rag_desktop.app.question_flow import QuestionFlow
 
-    svc.runtime._generator = Writer(0.2, INVENTED)
-    flow = QuestionFlow(svc, WASON, highlights=False, prepare=False)
-    list(flow.events(cfrag=False))
-    assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
-    first = next(iter(flow.cfrag()))
-    assert isinstance(first, CFProgress) and not isinstance(first, Abstained)
+    for text, settles in ((INVENTED, True), (REFUSAL, False)):
+        svc.runtime._generator = gen = Writer(0.2, text)
+        flow = QuestionFlow(svc, WASON, highlights=False, prepare=False)
+        list(flow.events(cfrag=False))
+        assert flow.comparison is not None and flow.written[flow.comparison.first_column].abstained
+        n_calls = len(gen.calls)
+        first = next(iter(flow.cfrag()))
+        if settles:  # said once for both columns; CF-RAG asked the model nothing
+            assert isinstance(first, Abstained) and first.answer.method == "cfrag"
+            assert first.answer.abstention is not None and first.answer.abstention.reason == "unheld"
+            assert len(gen.calls) == n_calls
+        else:  # the answer says the sources lack it: CF-RAG searches other passages
+            assert isinstance(first, CFProgress)
 
 
 def test_the_cli_says_why_after_the_answer_it_printed() -> None:

@@ -162,9 +162,9 @@ class QuestionFlow:
         svc = self.service
         c = self.comparison
         first = self.written.get(c.first_column) if c is not None else None
-        # Abstained before a word was written (its passages judged not to hold the answer): said once. One
-        # said after the answer was written leaves CF-RAG its search, as an unheld answer does (§2.5).
-        if first is not None and first.abstained_unwritten:
+        # Not in your documents (before the answer, or after it by both checks): said once, in both columns;
+        # beside it, CF-RAG's search answered a question about another subject from whatever it found.
+        if first is not None and first.settles_cfrag:
             yield Abstained(dataclasses.replace(first, method="cfrag"))
             return
         standard = self.standard()

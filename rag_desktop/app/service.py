@@ -567,7 +567,7 @@ class RagService:
             if standard is None and self.cfrag_settings().keep_standard:
                 yield Progress("cfrag.standard", 0, 1, "writing the standard answer CF-RAG starts from")
                 first = first_answer(self, query, cancel)
-                if first is not None and first.abstained_unwritten:  # after the answer: CF-RAG still searches
+                if first is not None and first.settles_cfrag:  # said once, as the window does
                     yield dataclasses.replace(first, method="cfrag")
                     return
                 standard = first if first is not None and first.text.strip() else None

@@ -300,9 +300,11 @@ class Answer:
         return self.abstention is not None and self.abstention.abstained
 
     @property
-    def abstained_unwritten(self) -> bool:
-        """Abstained before a word was written (the library's words, or its passages judged first)."""
-        return self.abstention is not None and self.abstention.abstained and not self.abstention.written
+    def settles_cfrag(self) -> bool:
+        """Abstained so that CF-RAG says the same and searches nothing: before a word was written, or
+        after it by both checks ("unheld"). An answer that says itself the sources lack it leaves CF-RAG
+        its search from other passages (core.cfrag: the standard answer says "not found")."""
+        return self.abstained and self.abstention is not None and self.abstention.reason != "said_not_found"
 
 
 # --------------------------------------------------------------------------- progress

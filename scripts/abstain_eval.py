@@ -153,7 +153,7 @@ def _answer_rows(svc: RagService, rows: list[dict[str, Any]], n: int, gold: dict
                          "doubted": "doubted" in answer.warnings,
                          "odds": answer.abstention.judged if answer.abstention is not None else None,
                          "abstained": answer.abstention.reason if answer.abstention is not None else "",
-                         "question": row["q"], "passages": [h.text for h in answer.sources],
+                         "passages": [h.text for h in answer.sources],
                          "not_found": says_not_found(answer.text), "citations": len(answer.citations),
                          "right": (containment_match(answer.text, gold[row["q"]]) > 0) if row["q"] in gold else None,
                          "seconds": round(time.perf_counter() - t0, 1)}

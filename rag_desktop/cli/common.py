@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from rag_desktop.app.catalog import printable
 from rag_desktop.app.config import default_library_dir, load_settings
 from rag_desktop.app.service import RagService
+from rag_desktop.core.prompting import LANG_NAMES
 from rag_desktop.core.types import Answer, Progress
 
 
@@ -115,7 +116,6 @@ UNHELD_LINE = ("Not in your documents: the model judged that the passages below 
 SAID_NOT_FOUND_LINE = "Not in your documents: so says the answer above, written from the passages below."
 OTHER_LANGUAGE_LINE = (" The library also holds documents in {lang}, which a question in another language reaches only "
                        "through its translation: ask it in {lang}, or set retrieval.cross_language = true.")
-LANGUAGE_NAMES = {"zh": "Chinese", "en": "English"}
 
 
 def abstained_line(answer: Answer) -> str:
@@ -124,7 +124,7 @@ def abstained_line(answer: Answer) -> str:
     if a is not None and a.written:
         line = UNHELD_LINE if a.reason == "unheld" else SAID_NOT_FOUND_LINE
         yes = "–" if a.judged_yes is None else f"{a.judged_yes:.0%}"
-        where = OTHER_LANGUAGE_LINE.format(lang=LANGUAGE_NAMES.get(a.other_language, a.other_language)) \
+        where = OTHER_LANGUAGE_LINE.format(lang=LANG_NAMES["en"].get(a.other_language, a.other_language)) \
             if a.other_language else ""
         return line.format(yes=yes) + where
     if a is not None and a.reason == "not_held" and a.judged_yes is not None:

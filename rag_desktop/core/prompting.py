@@ -380,7 +380,8 @@ def build_answer_messages(
 
 # --------------------------------------------------------------------------- translation
 
-_LANG_NAMES: dict[str, dict[str, str]] = {
+# Language names, by the language they are written in: the translation prompt's and the CLI's.
+LANG_NAMES: dict[str, dict[str, str]] = {
     "en": {"zh": "Chinese", "en": "English", "other": "the original language"},
     "zh": {"zh": "中文", "en": "英文", "other": "原文语言"},
 }
@@ -414,7 +415,7 @@ def build_question_translation_messages(question: str, source_lang: Lang, target
 def _translation_messages(template: str, text: str, source_lang: Lang, target_lang: Lang) -> tuple[ChatMessage, ...]:
     """``template``'s fixed turns, then ``text`` as the user turn, the source language named in the target's."""
     tpl = load_template(template)
-    name = _LANG_NAMES[target_lang][source_lang]
+    name = LANG_NAMES[target_lang][source_lang]
     return (*tpl.prefix(source_language=name),
             ChatMessage("user", tpl.render("user", text=text, source_language=name)))
 

@@ -304,7 +304,8 @@ class Answer:
         """Abstained so that CF-RAG says the same and searches nothing: before a word was written, or
         after it by both checks ("unheld"). An answer that says itself the sources lack it leaves CF-RAG
         its search from other passages (core.cfrag: the standard answer says "not found")."""
-        return self.abstained and self.abstention is not None and self.abstention.reason != "said_not_found"
+        a = self.abstention
+        return a is not None and a.abstained and a.reason != "said_not_found"
 
 
 # --------------------------------------------------------------------------- progress

@@ -274,31 +274,22 @@ class AnswerPane(QWidget):
         """The library holds no answer (core.abstain): said in words, the evidence in the tooltip; the
         passages the model judged are listed as an answer's sources are."""
         key = abstention_key(abstention)
+        text = tr(key + "_text")
         if abstention.written:  # decided on the written answer (core.abstain.after_answer): shown below the verdict
-            text = self.answer.text if self.answer is not None else ""
-            where = f"\n\n{tr('answer.other_language', lang=tr('lang.' + abstention.other_language))}" \
-                if abstention.other_language else ""
-            self._set_plain(f"{tr(key + '_text')}\n\n{text}{where}")
-            self._set_status(key)
-            if took:
-                self.status.setText(f"{self.status.text()} · {took}")
-            yes = abstention.judged_yes
-            self.status.setToolTip(plain_tooltip(tr(key + "_tip", yes="–" if yes is None else f"{yes:.0%}",
-                                                    need=f"{yes_share(MIN_JUDGED):.0%}")))
-            self._fill_sources()
-            return
-        judged = key == "answer.not_held"
-        self._set_plain(tr(key + "_text"))
+            text += "\n\n" + (self.answer.text if self.answer is not None else "")
+            if abstention.other_language:
+                text += "\n\n" + tr("answer.other_language", lang=tr("lang." + abstention.other_language))
+        self._set_plain(text)
         self._set_status(key)
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
-        s = abstention.support
-        cov = s.coverage
-        if judged:
-            tip = tr("answer.not_held_tip", yes=f"{abstention.judged_yes:.0%}", need=f"{yes_share(MIN_JUDGED):.0%}")
-        else:
+        s, yes = abstention.support, abstention.judged_yes
+        if key == "answer.abstained":  # the library's words decided
+            cov = s.coverage
             tip = tr("answer.abstained_tip", known=s.n_known, terms=s.n_terms,
                      coverage="–" if cov is None else f"{cov:.0%}", lift=f"{s.lift:.3f}")
+        else:  # the model's judgement, before the answer or after it
+            tip = tr(key + "_tip", yes="–" if yes is None else f"{yes:.0%}", need=f"{yes_share(MIN_JUDGED):.0%}")
         self.status.setToolTip(plain_tooltip(tip))
         self._fill_sources()
 

@@ -12,24 +12,50 @@ from test_cfrag_pipeline import BALE, QUERY, SETTINGS, WATER, ScriptedGenerator,
 from rag_desktop.core.cfrag import SYSTEM_HYPOTHESIS, cfrag_result, iter_cfrag
 from rag_desktop.core.cfrag.anchor import answers_agree, claim_presence, says_not_found, unsupported
 from rag_desktop.core.cfrag.types import CFResult
+from rag_desktop.core.prompting import sources_as_read
 from rag_desktop.core.text import arabic_numerals
 from rag_desktop.core.types import Answer, ChatMessage, Hit
 
 
+FORM_WORDS = {"which", "what", "where", "when", "why", "how", "in", "on", "at", "of", "the", "a", "an", "is", "was",
+              "are", "were", "did", "does", "do", "to", "for", "by", "and", "or", "with", "from", "s", "its", "their",
+              "his", "her"}
+FORM_CHARS = set("哪里个座所什么几多少何吗呢在于是的由其了被为位有")
+
+
 def reference_presence(answer: str, query: str, texts: Sequence[str]) -> float:
-    """Obviously correct: lower-cased words and single Han characters, question-shaping words out."""
-    form = {"which", "what", "where", "when", "why", "how", "in", "on", "at", "of", "the", "a", "an", "is", "was",
-            "are", "were", "did", "does", "do", "to", "for", "by", "and", "or", "with", "from", "s", "its", "their",
-            "his", "her"} | set("哪里个座所什么几多少何吗呢在于是的由其了被为位有")
+    """Obviously correct: lower-cased words; Han text as overlapping character pairs (a lone character
+    as itself), pairs of question-shaping characters out; the answer's 《titles》, (brackets) and
+    "第 N 页" out; a pair made of the question's characters claims nothing; a passage holds a pair it
+    contains and a single character it contains anywhere."""
+    def clean(t: str) -> str:
+        return arabic_numerals(re.sub(r"\[\d+\]", " ", t)).lower()
 
-    def toks(t: str) -> set[str]:
-        t = arabic_numerals(re.sub(r"\[\d+\]", " ", t)).lower()
-        return {w for w in re.findall(r"[a-z0-9]+|[\u4e00-\u9fff]", t) if w not in form}
+    def units(t: str) -> set[str]:
+        out = {w for w in re.findall(r"[a-z0-9]+", clean(t)) if w not in FORM_WORDS}
+        for run in re.findall(r"[\u4e00-\u9fff]+", clean(t)):
+            if len(run) == 1 and run not in FORM_CHARS:
+                out.add(run)
+            for i in range(len(run) - 1):
+                if not set(run[i:i + 2]) <= FORM_CHARS:
+                    out.add(run[i:i + 2])
+        return out
 
-    claim = toks(answer) - toks(query)
+    said = re.sub(r"《[^》]*》|\([^()]*\)|（[^（）]*）|第\s*\d+\s*[页条章节款项]", " ", arabic_numerals(answer))
+    q_chars = set(re.findall(r"[\u4e00-\u9fff]", clean(query))) | FORM_CHARS
+    claim = {u for u in units(said) - units(query)
+             if not (re.fullmatch(r"[\u4e00-\u9fff]+", u) and set(u) <= q_chars)}
     if not claim:
         return 0.0
-    return max((len(claim & toks(t)) / len(claim) for t in texts), default=0.0)
+    return max((len(claim & (units(t) | set(re.findall(r"[\u4e00-\u9fff]", clean(t))))) / len(claim)
+                for t in texts), default=0.0)
+
+
+INVENTED = "承建澜川大桥的公司创始人毕业于上海交通大学 [1]。"
+BRIDGE = "承建澜川大桥的公司创始人毕业于哪所学校？"
+# A long passage that holds every character of the invented university, none of them side by side.
+SCATTERED = ["澜川大桥由青岚公司承建，全长三公里。大桥通车那天，上游的水面很宽，海鸟成群；交警在桥头疏导，"
+             "通行的车辆排成长队。公司的创始人早年学习土木，后来在本地开设工程大学的夜校。"]
 
 
 @pytest.mark.parametrize(("answer", "query", "texts"), [
@@ -39,9 +65,42 @@ def reference_presence(answer: str, query: str, texts: Sequence[str]) -> float:
     ("评估结果有效期为2年 [1]。", "评估结果的有效期是多久？", ["评估结果自出具之日起二年内有效。"]),
     ("Water boils at 100 degrees.", "At what temperature does water boil?", [WATER, BALE[0]]),
     ("", QUERY, BALE),
+    (INVENTED, BRIDGE, SCATTERED),
+    ("用 zhnumber 的古体写法，数字 40 会写成 卌 [1]。", "古体写法中，数字 40 会写成哪个字？", ["四十古作卌，三十作卅。"]),
+    ("根据《导演苏映》，苏映出生在临州 [1]。", "《澜川往事》的导演出生在哪个城市？", ["《导演苏映》（第 1 页）\n苏映生于临州。"]),
+    ("The director was born in Linzhou (Director Su Ying, page 1) [1].", "Where was the director born?",
+     ["Director Su Ying (page 1)\nSu Ying was born in Linzhou."]),
 ])
 def test_claim_presence_matches_the_reference(answer: str, query: str, texts: list[str]) -> None:
     assert claim_presence(answer, query, texts) == pytest.approx(reference_presence(answer, query, texts))
+
+
+def test_character_pairs_do_not_hold_an_invented_answer_a_long_passage_spells_out() -> None:
+    # Every character of "上海交通大学" is in the passage; no pair of them is (character by character it
+    # was held at more than half).
+    assert claim_presence(INVENTED, BRIDGE, SCATTERED) < 0.5
+    assert unsupported(INVENTED, BRIDGE, SCATTERED)
+    assert not unsupported("承建澜川大桥的是青岚公司 [1]。", "澜川大桥由哪家公司承建？", SCATTERED)
+
+
+def test_a_one_character_answer_is_held_where_the_character_stands() -> None:
+    assert not unsupported("数字 40 会写成 卌 [1]。", "古体写法中，数字 40 会写成哪个字？", ["四十古作卌，三十作卅。"])
+    assert unsupported("数字 40 会写成 圩 [1]。", "古体写法中，数字 40 会写成哪个字？", ["四十古作卌，三十作卅。"])
+
+
+def test_the_source_an_answer_names_is_held_by_its_header_and_claims_nothing() -> None:
+    q = "《澜川往事》的导演出生在哪个城市？"
+    read = sources_as_read([Hit(unit_id=1, doc_id=1, level="chunk", title="导演苏映", path="/d.txt", page=1,
+                                text="苏映 1970 年出生在临州，毕业于临州艺术学院。", s_sim=0.9, rank=1, lang="zh")],
+                           None, "zh")
+    assert read == ["《导演苏映》（第 1 页）\n苏映 1970 年出生在临州，毕业于临州艺术学院。"]
+    assert not unsupported("根据《导演苏映》第 1 页，苏映出生在临州 [1]。", q, read)
+    # The answer in the title itself ("由周启明扮演" over a source titled 《演员周启明》) is held by it.
+    actor = sources_as_read([Hit(unit_id=2, doc_id=2, level="chunk", title="演员周启明", path="/a.txt", page=1,
+                                 text="他在剧中饰演男主角。", s_sim=0.9, rank=1, lang="zh")], None, "zh")
+    assert not unsupported("电视剧《澜川往事》的男主角由周启明扮演 [1]。", "电视剧《澜川往事》的男主角由谁扮演？", actor)
+    # Naming a source does not hold what is invented beside it.
+    assert unsupported("根据《导演苏映》第 1 页，苏映出生在南京 [1]。", q, read)
 
 
 def test_claim_presence_reads_what_the_answer_adds() -> None:

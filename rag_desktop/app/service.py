@@ -476,7 +476,8 @@ class RagService:
         read = [h.text for h in used]
         # And what it adds to the question held by no passage it read: said beside it (core.cfrag.anchor).
         warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
-                                         ("unsupported", unsupported(text, query, read)),
+                                         ("unsupported", unsupported(text, query,
+                                                                     prompting.sources_as_read(used, locators, lang))),
                                          ("doubted", doubted is not None)) if on)
         verdict = after(abstention, doubted, text, warnings, lang, used, self.library_languages(),  # its text kept
                         self.settings.retrieval.cross_language) if abstention and text and not cancelled else doubted

@@ -252,6 +252,15 @@ def source_where(hit: Hit, locator: Locator | None, lang: Lang) -> str:
     return title + (f" — {heading}" if heading else "") + f" (page {page})"
 
 
+def sources_as_read(hits: Sequence[Hit], locators: Sequence[Locator] | None, lang: Lang) -> list[str]:
+    """Each source as the answer prompt shows it (its header, source_where, over its text): what a
+    check of the answer against its sources reads (core.cfrag.anchor), so a title or article the answer
+    names is held by the source that carries it. ``lang``: the question's."""
+    tl = template_lang(lang)
+    locs = tuple(locators or ())
+    return [f"{source_where(h, locs[i] if i < len(locs) else None, tl)}\n{h.text}" for i, h in enumerate(hits)]
+
+
 def answer_prefix(lang: Lang) -> tuple[ChatMessage, ...]:
     """What every answer prompt in ``lang`` starts with (system and worked example), with a
     placeholder last turn: the messages a generator evaluates ahead of the first question

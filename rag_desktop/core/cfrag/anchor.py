@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_desktop.core.cfrag.counterfactuals import content_tokens
+from rag_desktop.core.cfrag.counterfactuals import FORM_CHARS, content_tokens
 from rag_desktop.core.cfrag.tuning import DEFAULT_TUNING
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.text import arabic_numerals
+from rag_desktop.core.text import HAN_CLASS, HAN_RUN, arabic_numerals
 
 # "The sources do not say …", "no information about …", "资料中没有提到 …": the answer prompt asks
 # the model to say so plainly when the sources lack the answer (prompts/answer_*.txt). One adverb may
@@ -48,21 +48,66 @@ def says_not_found(answer: str) -> bool:
     return bool(_NOT_FOUND.search(answer))
 
 
-def _tokens(text: str) -> set[str]:
-    return content_tokens(arabic_numerals(re.sub(r"\[\d+\]", " ", text)))
+# Where an answer says it read something — a 《title》, a bracketed locator "(Staff handbook, §3.2)",
+# "第 4 页" / "第十二条" — is no claim about the question: the answer prompt asks for it
+# (prompts/answer_*.txt, "say where the answer stands"), and a title the answer names is in the
+# source's header whether the rest is read from the page or invented beside it.
+_WHERE = re.compile(r"《[^》]*》|\([^()]*\)|（[^（）]*）|第\s*\d+\s*[页条章节款项]")
+
+
+_HAN = re.compile(f"[{HAN_CLASS}]")
+
+
+def _clean(text: str) -> str:
+    """Citation markers out, numerals as digits ("二年" holds "2年"), lower case."""
+    return arabic_numerals(re.sub(r"\[\d+\]", " ", text)).lower()
+
+
+def _units(text: str) -> set[str]:
+    """Words and numbers (lower-cased; question-shaping words out), and Han text in overlapping
+    character pairs — a one-character run as itself — leaving out pairs of question-shaping characters.
+
+    Pairs, not single characters: a long Chinese passage holds most single characters of any
+    sentence, invented or not, so a character-level measure holds invented answers too
+    (docs/evaluation.md, "After the answer").
+    """
+    text = _clean(text)
+    units = {t for t in content_tokens(text) if not HAN_RUN.fullmatch(t)}
+    for run in HAN_RUN.findall(text):
+        if len(run) == 1:
+            units.update(content_tokens(run))
+        units.update(p for p in (run[i:i + 2] for i in range(len(run) - 1)) if not set(p) <= FORM_CHARS)
+    return units
+
+
+def _held_units(text: str) -> set[str]:
+    """What ``text`` can hold of a claim: its units and its single Han characters (so a claim's
+    one-character run — "卌", "年" beside a number — is held wherever the character stands)."""
+    return _units(text) | set(_HAN.findall(_clean(text)))
+
+
+def _claim(answer: str, query: str) -> set[str]:
+    """What ``answer`` adds to ``query``: its units without the question's, without the places it
+    names (``_WHERE``), and without pairs made of the question's own characters (and question-shaping
+    ones): "评估结果有效期" against "评估结果的有效期…" adds no "果有"."""
+    asked = _units(query)
+    q_chars = set(_HAN.findall(_clean(query))) | FORM_CHARS
+    return {u for u in _units(_WHERE.sub(" ", arabic_numerals(answer)))
+            if u not in asked and not (HAN_RUN.fullmatch(u) and set(u) <= q_chars)}
 
 
 def claim_presence(answer: str, query: str, texts: Sequence[str]) -> float:
     """Share of what ``answer`` adds to ``query`` that one passage of ``texts`` holds, in [0, 1].
 
-    claim(a) = content tokens of a (words and numbers; each Han character) not in q, citation
-    markers removed; presence = max_e |claim(a) ∩ tok(e)| / |claim(a)|. An answer that adds no
-    token to the question scores 0: it states nothing the passages could hold.
+    claim(a) = units of a (words and numbers; Han character pairs) not in q, citation markers and
+    named places removed (``_claim``); presence = max_e |claim(a) ∩ held(e)| / |claim(a)|, where a
+    passage e is read as the model read it, header included (core.prompting.sources_as_read). An
+    answer that adds nothing to the question scores 0: it states nothing the passages could hold.
     """
-    claim = _tokens(answer) - _tokens(query)
+    claim = _claim(answer, query)
     if not claim:
         return 0.0
-    return max((len(claim & _tokens(t)) / len(claim) for t in texts), default=0.0)
+    return max((len(claim & _held_units(t)) / len(claim) for t in texts), default=0.0)
 
 
 def unsupported(answer: str, query: str, texts: Sequence[str],
@@ -73,7 +118,7 @@ def unsupported(answer: str, query: str, texts: Sequence[str],
     the options it names: "白鹭湖还是青梅湖？" → "白鹭湖"), one saying the sources lack the answer,
     and an empty one are not flagged: they claim nothing a passage could hold. Measured as a warning
     in docs/evaluation.md ("Not in your documents")."""
-    if not answer.strip() or says_not_found(answer) or not _tokens(answer) - _tokens(query):
+    if not answer.strip() or says_not_found(answer) or not _claim(answer, query):
         return False
     # The measure is lexical: an answer in one language shares few tokens with a passage in the other
     # however faithful, so it is measured only against passages in its own language, and with none,

@@ -94,13 +94,13 @@ _FORM_WORDS = frozenset((
 # Single characters, compared one by one with the Han characters of a counterfactual, so not the
 # question words of core.text (ZH_QUESTION_WORDS tell whether a text asks; these, whether a change
 # is one of form): question characters without 谁 (see above) and the function characters around them.
-_FORM_CHARS = frozenset("哪里个座所什么几多少何吗呢在于是的由其了被为位有")
+FORM_CHARS = frozenset("哪里个座所什么几多少何吗呢在于是的由其了被为位有")
 _CONTENT_TOKEN = re.compile(rf"[a-z0-9]+|[{HAN_CLASS}]")  # words, and each Han character (core.text)
 
 
 def content_tokens(text: str) -> set[str]:
     toks = _CONTENT_TOKEN.findall(text.lower())
-    return {t for t in toks if t not in _FORM_WORDS and t not in _FORM_CHARS}
+    return {t for t in toks if t not in _FORM_WORDS and t not in FORM_CHARS}
 
 
 def adds_content(query: str, candidate: str) -> bool:

@@ -60,6 +60,8 @@ from rag_desktop.core.cfrag.types import (
 from rag_desktop.core.citations import cited_numbers
 from rag_desktop.core.errors import UserInputError
 from rag_desktop.core.generation import GenRequest
+from rag_desktop.core.lang import detect_lang
+from rag_desktop.core.prompting import sources_as_read
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Generator
 from rag_desktop.core.replies import parse_hypothesis, trim_to_sentence
 from rag_desktop.core.settings import CFRagSettings, check_setting, validate_section
@@ -97,7 +99,7 @@ def _standard(run: CFRun, st: CFState) -> CFState:
     std = run.standard
     if std is None or not run.settings.keep_standard:
         return st
-    presence = claim_presence(std.text, run.query, [h.text for h in std.sources])
+    presence = claim_presence(std.text, run.query, sources_as_read(std.sources, std.locators, detect_lang(run.query)))
     check = StandardCheck(std.text, presence, says_not_found(std.text), run.tuning.presence_min, "confident")
     if not check.confident:
         return dataclasses.replace(st, standard_check=check)
@@ -121,7 +123,10 @@ def _against_standard(run: CFRun, st: CFState) -> CFState:
     if check is None or d is None or run.standard is None:
         return st
     cand = d.final_answer if d.kind != "no_evidence" else ""
-    presence = claim_presence(cand, run.query, [h.text for h in st.sources]) if cand else 0.0
+    # The paths' passages with a header of their title and page, as the standard answer's are read
+    # (their own prompt names them alike: core.cfrag.prompts).
+    read = sources_as_read(st.sources, None, detect_lang(run.query))
+    presence = claim_presence(cand, run.query, read) if cand else 0.0
     if cand and answers_agree(cand, check.answer, run.query):
         outcome: StandardOutcome = "agrees"
     elif cand and presence >= check.presence_min and not says_not_found(cand):
@@ -133,7 +138,7 @@ def _against_standard(run: CFRun, st: CFState) -> CFState:
         rationale = d.final_rationale
         if not cited_numbers(d.citing_text):
             # Where CF-RAG overrides the standard answer it cites: the passage that holds it.
-            best = max(range(len(st.sources)), key=lambda i: claim_presence(cand, run.query, [st.sources[i].text]))
+            best = max(range(len(st.sources)), key=lambda i: claim_presence(cand, run.query, [read[i]]))
             rationale = f"{rationale} [{best + 1}]".strip()
         return dataclasses.replace(st, decision=dataclasses.replace(d, standard=check, final_rationale=rationale))
     return dataclasses.replace(st, decision=_standard_decision(check, d), sources=tuple(run.standard.sources))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from rag_desktop.app.config import load_settings
+from rag_desktop.app.crosslang import CrossLanguage
 from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
 from rag_desktop.app.service import RagService
 from rag_desktop.core import prompting
@@ -44,7 +45,7 @@ from rag_desktop.core.generation import ReplayGenerator
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import QAScores, citation_precision, mean_scores, score_answer
 from rag_desktop.core.settings import Settings, SynthesisPrompt
-from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress
+from rag_desktop.core.types import Answer, GenEvent, GenEventKind, Progress, RankedList
 
 # cfrag_synth_<style>: the full method with cfrag.synthesis_prompt = <style> (not paper ablations:
 # variants of the one step the paper leaves unspecified, paired with cfrag through the replay).
@@ -350,16 +351,21 @@ def asked_question(method: str, question: str, settings: Settings, as_standard: 
     return Asked(question, prompting.ANSWER_SOURCES)
 
 
+def answer_ranking(svc: RagService, question: str) -> tuple[RankedList, CrossLanguage]:
+    """What ``standard`` and ``passages`` answer from: the baseline as the app ranks it. Across languages
+    (retrieval.cross_language) the question's translation also retrieves, and the two rankings are fused
+    as the columns are (core.fusion); with the keyword leg, as the app's answers read it."""
+    ctxs, cross = svc.query_contexts(question, "chunk")
+    ranked = fuse([c.baseline for c in ctxs], svc.settings.retrieval.k).ranked
+    return svc.answer_list(ranked, ctxs) or ranked, cross
+
+
 def _predict(svc: RagService, method: str, question: str, standard: Answer | None = None,
              *, as_standard: bool = False) -> tuple[str, dict[str, Any]]:
     """The method's answer text and, for CF-RAG, a digest of its trace for the JSON report
     (``standard``: the standard answer CF-RAG starts from; standard RAG's Answer is ``extra["answer"]``)."""
     if method in ("standard", "passages"):
-        # The baseline as the app ranks it: across languages (retrieval.cross_language) the question's
-        # translation also retrieves, and the two rankings are fused as the columns are (core.fusion).
-        ctxs, cross = svc.query_contexts(question, "chunk")
-        ranked = fuse([c.baseline for c in ctxs], svc.settings.retrieval.k).ranked
-        ranked = svc.answer_list(ranked, ctxs) or ranked  # with the keyword leg, as the app's answers read it
+        ranked, cross = answer_ranking(svc, question)
         asked = asked_question(method, question, svc.settings, as_standard)
         answer: Answer | None = None
         t0 = time.perf_counter()

@@ -16,7 +16,6 @@ from rag_desktop.core.prompting import sources_as_read
 from rag_desktop.core.text import arabic_numerals
 from rag_desktop.core.types import Answer, ChatMessage, Hit
 
-
 FORM_WORDS = {"which", "what", "where", "when", "why", "how", "in", "on", "at", "of", "the", "a", "an", "is", "was",
               "are", "were", "did", "does", "do", "to", "for", "by", "and", "or", "with", "from", "s", "its", "their",
               "his", "her"}
@@ -66,8 +65,10 @@ SCATTERED = ["澜川大桥由青岚公司承建，全长三公里。大桥通车
     ("Water boils at 100 degrees.", "At what temperature does water boil?", [WATER, BALE[0]]),
     ("", QUERY, BALE),
     (INVENTED, BRIDGE, SCATTERED),
-    ("用 zhnumber 的古体写法，数字 40 会写成 卌 [1]。", "古体写法中，数字 40 会写成哪个字？", ["四十古作卌，三十作卅。"]),
-    ("根据《导演苏映》，苏映出生在临州 [1]。", "《澜川往事》的导演出生在哪个城市？", ["《导演苏映》（第 1 页）\n苏映生于临州。"]),
+    ("用 zhnumber 的古体写法，数字 40 会写成 卌 [1]。", "古体写法中，数字 40 会写成哪个字？",
+     ["四十古作卌，三十作卅。"]),
+    ("根据《导演苏映》，苏映出生在临州 [1]。", "《澜川往事》的导演出生在哪个城市？",
+     ["《导演苏映》（第 1 页）\n苏映生于临州。"]),
     ("The director was born in Linzhou (Director Su Ying, page 1) [1].", "Where was the director born?",
      ["Director Su Ying (page 1)\nSu Ying was born in Linzhou."]),
 ])
@@ -98,7 +99,8 @@ def test_the_source_an_answer_names_is_held_by_its_header_and_claims_nothing() -
     # The answer in the title itself ("由周启明扮演" over a source titled 《演员周启明》) is held by it.
     actor = sources_as_read([Hit(unit_id=2, doc_id=2, level="chunk", title="演员周启明", path="/a.txt", page=1,
                                  text="他在剧中饰演男主角。", s_sim=0.9, rank=1, lang="zh")], None, "zh")
-    assert not unsupported("电视剧《澜川往事》的男主角由周启明扮演 [1]。", "电视剧《澜川往事》的男主角由谁扮演？", actor)
+    assert not unsupported("电视剧《澜川往事》的男主角由周启明扮演 [1]。", "电视剧《澜川往事》的男主角由谁扮演？",
+                           actor)
     # Naming a source does not hold what is invented beside it.
     assert unsupported("根据《导演苏映》第 1 页，苏映出生在南京 [1]。", q, read)
 

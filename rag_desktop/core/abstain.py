@@ -154,7 +154,8 @@ def after_answer(first: Abstention, doubted: Abstention | None, *, said_not_foun
 
     Why both for "unheld": each alone marks right answers. The judgement doubted 13 of 112 right answers
     of the answer sets, where people ask in their own words (statutes, data-set descriptions), and the
-    passage check marked 11 others, whose words differ from the passages' (manuals); no right answer was
+    passage check marked others whose words differ from the passages' (manuals: 4 of 111 right answers as it
+    reads now, docs/evaluation.md §5.3); no right answer was
     marked by both, while an answer invented for a question about another subject usually is. The one is
     the model's reading of the passages, the other the answer's words against them: a right answer in
     everyday words passes the second, a paraphrase of the passages the first (docs/evaluation.md, "Not

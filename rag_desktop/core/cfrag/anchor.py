@@ -53,8 +53,6 @@ def says_not_found(answer: str) -> bool:
 # (prompts/answer_*.txt, "say where the answer stands"), and a title the answer names is in the
 # source's header whether the rest is read from the page or invented beside it.
 _WHERE = re.compile(r"《[^》]*》|\([^()]*\)|（[^（）]*）|第\s*\d+\s*[页条章节款项]")
-
-
 _HAN = re.compile(f"[{HAN_CLASS}]")
 
 
@@ -69,7 +67,7 @@ def _units(text: str) -> set[str]:
 
     Pairs, not single characters: a long Chinese passage holds most single characters of any
     sentence, invented or not, so a character-level measure holds invented answers too
-    (docs/evaluation.md, "After the answer").
+    (docs/evaluation.md §5.3).
     """
     text = _clean(text)
     units = {t for t in content_tokens(text) if not HAN_RUN.fullmatch(t)}

@@ -142,7 +142,9 @@ def test_the_answer_pane_says_not_in_your_documents_above_what_was_written(qtbot
     assert answer.abstention is not None
     elsewhere = dataclasses.replace(answer, abstention=dataclasses.replace(answer.abstention, other_language="zh"))
     for pane in _panes(qtbot, elsewhere):
-        assert pane.text().endswith(tr("answer.other_language", lang=tr("lang.zh")))
+        # Where else to ask stands between the verdict and the kept text, so no scroll hides it.
+        assert pane.text() == (f"{tr('answer.unheld_text')}\n\n{tr('answer.other_language', lang=tr('lang.zh'))}"
+                               f"\n\n{answer.text}")
 
 
 def test_the_exported_report_says_not_in_your_documents_above_the_text() -> None:

@@ -276,9 +276,10 @@ class AnswerPane(QWidget):
         key = abstention_key(abstention)
         text = tr(key + "_text")
         if abstention.written:  # decided on the written answer (core.abstain.after_answer): shown below the verdict
-            text += "\n\n" + (self.answer.text if self.answer is not None else "")
+            # Where else to ask, before the kept text: below a long answer a 1280×800 pane hid it.
             if abstention.other_language:
                 text += "\n\n" + tr("answer.other_language", lang=tr("lang." + abstention.other_language))
+            text += "\n\n" + (self.answer.text if self.answer is not None else "")
         self._set_plain(text)
         self._set_status(key)
         if took:

@@ -9,8 +9,9 @@ path placed them (qa_eval.answer_ranking and app.service.answer_prompt for ``eva
 column for ``abstain_eval``, whose ``--libraries`` folder keeps the libraries), checks that they are the
 recorded ones, and measures the present check against the recorded one:
 
-* ``--eval-qa``: of the right answers (containment > 0) and the wrong ones, how many each check marks,
-  and how many the after-answer rule (core.abstain.after_answer: judged not held *and* marked) would end;
+* ``--eval-qa``: of the right answers (containment > 0) and the wrong ones, per question language, how many
+  each check marks, and how many the after-answer rule (core.abstain.after_answer: judged not held *and*
+  marked) would end;
 * ``--abstain``: per split, question kind and language, the answered rows the rule ends, then and now.
 
 Retrieval and passages need the embedder and the generator's tokenizer only; nothing is decoded.
@@ -67,7 +68,7 @@ def eval_qa(rec: Path, data: Path, docs: Path | None, library: Path | None) -> d
                 if [f"{h.title} p.{h.page}" for h in used] != r["sources"]:  # not this answer's passages
                     c["passages differ"] += 1
                     continue
-                kind = "right" if r["containment"] > 0 else "wrong"
+                kind = f"{'right' if r['containment'] > 0 else 'wrong'} {r.get('lang', '?')}"
                 now = unsupported(r["prediction"], q, read)
                 c[f"{kind}"] += 1
                 c[f"{kind} marked then"] += bool(r["unsupported"])
@@ -75,7 +76,7 @@ def eval_qa(rec: Path, data: Path, docs: Path | None, library: Path | None) -> d
                 c[f"{kind} ended now"] += now and bool(r["doubted"])
         finally:
             svc.close()
-    return dict(c)
+    return dict(sorted(c.items()))
 
 
 def abstain(rec: Path, libraries: Path) -> dict[str, int]:
@@ -90,8 +91,9 @@ def abstain(rec: Path, libraries: Path) -> dict[str, int]:
                     a = row.get("answer")
                     if not a or "passages" not in a:
                         continue
-                    comp = svc.compare(a["question"], translate=False)
-                    used, read = _as_read(svc, a["question"], comp.answer_list(comp.first_column))
+                    q = row["q"]  # the row's question (abstain_eval records it once, with the row)
+                    comp = svc.compare(q, translate=False)
+                    used, read = _as_read(svc, q, comp.answer_list(comp.first_column))
                     recorded = ast.literal_eval(a["passages"]) if isinstance(a["passages"], str) else a["passages"]
                     if [h.text for h in used] != recorded:  # the library changed since: not this answer's passages
                         c["passages differ"] += 1
@@ -100,7 +102,7 @@ def abstain(rec: Path, libraries: Path) -> dict[str, int]:
                     said = says_not_found(a["text"])
                     c[key] += 1
                     c[f"{key} ended then"] += said or (a["doubted"] and a["unsupported"])
-                    c[f"{key} ended now"] += said or (a["doubted"] and unsupported(a["text"], a["question"], read))
+                    c[f"{key} ended now"] += said or (a["doubted"] and unsupported(a["text"], q, read))
         finally:
             svc.close()
     return dict(sorted(c.items()))

@@ -6,19 +6,21 @@ rankings, a scripted generator). No module here imports PySide6.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from test_gui_support import ANSWER_TEXT, FakeService, ScriptedGenerator
+from test_gui_support import ANSWER_TEXT, FakeService, ScriptedGenerator, make_comparison
 
 from rag_desktop.app import flow_events as fe
 from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.core.abstain import Abstention, Support
 from rag_desktop.core.cfrag.types import CFResult
 from rag_desktop.core.settings import Settings
-from rag_desktop.core.types import Answer, CancelToken, Progress
+from rag_desktop.core.types import Answer, CancelToken, Hit, Progress, RankedList
 
 QUESTION = "Why do people fail the Wason selection task?"
 
@@ -159,3 +161,32 @@ def test_one_column_alone_as_the_cli_asks_it(tmp_path: Path) -> None:
     assert not any(isinstance(e, fe.AnswerProgress) for e in events)  # no model preparation asked for
     done = [e for e in events if isinstance(e, fe.AnswerDone)]
     assert len(done) == 1 and done[0].column == "baseline" and done[0].answer.method == "baseline"
+
+
+class SamePassagesService(FakeService):
+    """Columns with different rankings whose answers read the same passages: the real service then
+    shows the first answer again (RagService.answer keeps the last prompt's answer), as this one does."""
+
+    def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
+               cancel: CancelToken | None = None) -> Iterator[Any]:
+        for ev in super().answer(query, ranked, n_sources, cancel):
+            yield dataclasses.replace(ev, sources=self.passages()) if isinstance(ev, Answer) else ev
+
+    def passages(self) -> tuple[Hit, ...]:
+        """The same passages each time; their scores, which the column's other hits move, differ."""
+        return tuple(dataclasses.replace(h, s_sim=h.s_sim + len(self.answer_calls))
+                     for h in make_comparison(QUESTION).baseline.hits[:1])
+
+
+def test_a_later_answer_reading_the_same_passages_is_said_to_share_them(tmp_path: Path) -> None:
+    seen = run(SamePassagesService(tmp_path / "lib", Settings()))
+    done = [e for e in seen if isinstance(e, fe.AnswerDone)]
+    assert [(d.column, d.shared_from) for d in done] == [("causal", ""), ("baseline", "causal")]
+    assert done[0].answer.text == done[1].answer.text and done[1].answer.method == "baseline"
+
+
+def test_a_later_answer_with_other_passages_is_its_own(tmp_path: Path) -> None:
+    seen = run(FakeService(tmp_path / "lib", Settings()))
+    done = [e for e in seen if isinstance(e, fe.AnswerDone)]
+    assert done[0].answer.text == done[1].answer.text  # the scripted text is one for all prompts
+    assert done[0].answer.sources != done[1].answer.sources and all(d.shared_from == "" for d in done)

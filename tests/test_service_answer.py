@@ -170,3 +170,48 @@ def test_wizard_probes_come_from_sampled_chunks(svc: RagService) -> None:
     doc_ids = {d.doc_id for d in svc.library.catalog.documents()}
     for p in probes:
         assert p.source == "generated" and p.question and len(p.relevant) == 1 and p.relevant <= doc_ids
+
+
+def test_a_column_handing_the_model_the_last_prompt_shows_that_answer_without_writing_it(svc: RagService) -> None:
+    """Two columns whose answers read the same passages (the same prompt) get one written answer: the
+    second is the first's, with its own column's method; a new seed or an unfinished answer writes again."""
+    q = "Why do people fail the Wason selection task?"
+    ranked = svc.compare(q).causal
+    gen = svc.runtime._generator
+    assert isinstance(gen, ScriptedGenerator)
+
+    def answer(r: object) -> tuple[list[object], Answer]:
+        events = list(svc.answer(q, r, n_sources=2))  # type: ignore[arg-type]
+        assert isinstance(events[-1], Answer)
+        return events, events[-1]
+
+    _, first = answer(ranked)
+    calls = len(gen.calls)
+    events, second = answer(dataclasses.replace(ranked, method="baseline"))
+    assert len(gen.calls) == calls  # not written again
+    assert second.method == "baseline" and first.method == ranked.method
+    assert (second.text, second.sources, second.locators, second.warnings) == (
+        first.text, first.sources, first.locators, first.warnings)
+    tokens = [e for e in events if isinstance(e, GenEvent) and e.kind == GenEventKind.TOKEN]
+    assert tokens and "".join(t.text for t in tokens).strip() == ANSWER_TEXT.strip()  # a pane still sees its text
+    assert any(isinstance(e, GenEvent) and e.kind == GenEventKind.DONE for e in events)
+
+    before = svc.settings
+    svc.settings = svc.settings.replace("generation", seed=before.generation.seed + 1)
+    try:
+        answer(ranked)
+        assert len(gen.calls) == calls + 1  # another seed: another text, written
+    finally:
+        svc.settings = before
+    answer(ranked)
+    assert len(gen.calls) == calls + 2  # the kept answer is the last prompt's only
+
+    from rag_desktop.core.types import CancelToken
+
+    stop = CancelToken()
+    for ev in svc.answer("Why do people fail the four-card problem?", ranked, n_sources=2, cancel=stop):
+        if isinstance(ev, GenEvent) and ev.kind == GenEventKind.TOKEN:
+            stop.set()  # stopped after its first words
+    n = len(gen.calls)
+    list(svc.answer("Why do people fail the four-card problem?", ranked, n_sources=2))
+    assert len(gen.calls) == n + 1  # a stopped answer is not kept

@@ -149,10 +149,13 @@ class QuestionFlow:
                 if ev.kind == GenEventKind.TOKEN and ev.text:
                     yield Token(group, ev.text)
             elif isinstance(ev, Answer):
+                # A group whose columns differ from an earlier one's but whose passages do not gets that
+                # answer again (RagService.answer keeps the last prompt's answer): said as shared.
+                same = next((m for m, a in self.written.items() if a.text and _as_read(a) == _as_read(ev)), "")
                 for i, (m, ranked) in enumerate(zip(group.members, group.lists, strict=True)):
                     shown = ev if i == 0 else dataclasses.replace(ev, method=ranked.method)
                     self.written[m] = shown
-                    yield AnswerDone(m, shown, ranked, group.lead if i else "")
+                    yield AnswerDone(m, shown, ranked, group.lead if i else same)
 
     # ------------------------------------------------------------------ CF-RAG
     def cfrag(self, cancel: CancelToken | None = None) -> Iterator[CFProgress | CFDone | Abstained]:
@@ -230,6 +233,12 @@ class QuestionFlow:
                 return
         if cfrag:
             yield from _step("cfrag", ("cfrag",), self.cfrag(cancel))
+
+
+def _as_read(answer: Answer) -> tuple[object, ...]:
+    """An answer's text and the passages it was written from, as the model read them (their scores,
+    which depend on the column's other hits, aside)."""
+    return answer.text, tuple((h.unit_id, h.page, h.text) for h in answer.sources), answer.locators
 
 
 def _step(step: str, columns: tuple[str, ...], events: Iterator[FlowEvent]) -> Generator[FlowEvent, None, bool]:

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from rag_desktop.app.verdict import answers_off, decide_verdict
 from rag_desktop.app.verdict import causal_off_reason as causal_off_reason
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.abstain import Abstention
+from rag_desktop.core.abstain import Abstention, judged
 from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
@@ -58,7 +58,7 @@ from rag_desktop.core.generation import generate_line
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.needs import SourceNeed
 from rag_desktop.core.replies import parse_citations, parse_rewrite
-from rag_desktop.core.settings import CFRagSettings, Settings
+from rag_desktop.core.settings import CFRagSettings, GenerationSettings, Settings
 from rag_desktop.core.types import (
     Answer,
     Cancelled,
@@ -137,6 +137,7 @@ class RagService:
         self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
+        self._written: _Written | None = None  # the last answer the model wrote in full (answer())
         self.library_gate = LibraryGate(self.library.catalog, self.retriever, lambda: self.settings.retrieval)
 
     def close(self) -> None:
@@ -437,57 +438,34 @@ class RagService:
         p = answer_prompt(self, gen, query, ranked, n_sources, g.passages if passages is None else passages, cancel)
         if p.found is not None:
             yield Progress("passages", len(p.found.hits), p.found.n_candidates, f"{p.found.seconds:.2f}")
-        lang, hits, locators, msgs, used, n_prompt = p.lang, p.hits, p.locators, p.messages, p.used, p.tokens(gen)
+        lang, msgs, used, n_prompt = p.lang, p.messages, p.used, p.tokens(gen)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
         if abstention is not None and g.judge_passages == "abstain" and used:  # asked first: do they hold it?
             abstention = judge(gen, msgs, used, lang, abstention, cancel)
             if abstention.abstained:  # the passages it judged are listed
                 yield Answer("", sources=used, method=ranked.method, abstention=abstention,
-                             locators=tuple((locators or ())[: len(used)]))
+                             locators=tuple((p.locators or ())[: len(used)]))
                 return
-        parts: list[str] = []
-        meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
-        for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
-            if ev.kind == GenEventKind.TOKEN:
-                meter.token()
-                parts.append(ev.text)
-            yield ev
-        text = "".join(parts).strip()
-        _record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
+        # A column that hands the model the prompt the last answer read shows that answer: with the fixed
+        # seed it would be the same text (docs/architecture.md, "The question's path").
+        key = (id(gen), gen.identity, msgs, g)
+        kept = self._written if self._written is not None and self._written.key == key else None
+        if kept is None:
+            kept = yield from _write(gen, g, msgs, n_prompt, cancel)
+        else:
+            yield GenEvent(GenEventKind.TOKEN, kept.text)
+            yield GenEvent(GenEventKind.DONE, finish_reason=kept.finish)
+        cancelled = kept.finish == "cancelled" or bool(cancel and cancel.is_set)
         doubted = None  # "warn": judged after the answer, from its cache, so the first token waits for nothing
-        cancelled = bool(cancel and cancel.is_set)
         if abstention is not None and g.judge_passages == "warn" and used and not cancelled:
-            judged = judge(gen, msgs, used, lang, abstention, cancel, after=True)
-            doubted = dataclasses.replace(judged, abstained=False, reason="") if judged.abstained else None
-        # The model's own markers first: one whose passage does not hold its sentence goes, and so
-        # does a repeat; then sentences left uncited get the source that holds their words, marked
-        # as matched (generation.check_citations / match_citations = false keep the model's text).
-        dropped: tuple[tuple[int, str], ...] = ()
-        if g.check_citations and used:
-            checked = check_citations(text, [h.text for h in used], query)
-            text, dropped = checked.text, checked.dropped
-        matched: tuple[tuple[int, int, int], ...] = ()
-        if g.match_citations and used:
-            att = attribute(text, [h.text for h in used], query)
-            text, matched = att.text, att.added
-        # A small model sometimes repeats the worked example of the prompt (its answer with a real
-        # title pasted in): said, not shown as an answer from the documents.
-        example = next((m.content for m in msgs if m.role == "assistant"), "")
-        read = [h.text for h in used]
-        # And what it adds to the question held by no passage it read: said beside it (core.cfrag.anchor).
-        warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
-                                         ("unsupported", unsupported(text, query,
-                                                                     prompting.sources_as_read(used, locators, lang))),
-                                         ("doubted", doubted is not None)) if on)
-        verdict = after(abstention, doubted, text, warnings, lang, used, self.library_languages(),  # its text kept
-                        self.settings.retrieval.cross_language) if abstention and text and not cancelled else doubted
-        originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, hits, strict=False))
-        citations = parse_citations(text, used)
-        done = Answer(text, citations, tuple(used), ranked.method,
-                      locators=tuple(locators[: len(used)]) if locators is not None else (),
-                      original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped,
-                      abstention=verdict)
-        yield done
+            if kept.key != key:  # written just now: its cache holds this prompt
+                kept = dataclasses.replace(kept, key=key, odds=judge(gen, msgs, used, lang, abstention, cancel,
+                                                                     after=True).judged)
+            judged_ = abstention if kept.odds is None else judged(abstention, kept.odds)
+            doubted = dataclasses.replace(judged_, abstained=False, reason="") if judged_.abstained else None
+        if not cancelled:
+            self._written = dataclasses.replace(kept, key=key)
+        yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled)
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -672,6 +650,70 @@ def answer_prompt(svc: RagService, gen: Any, query: str, ranked: RankedList, n_s
         query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
     )
     return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What the model wrote for one answer prompt: kept (RagService._written) so that the next column
+    handing it the same prompt shows this answer instead of writing it again."""
+
+    key: tuple[object, ...]  # (generator, messages, generation settings); () until the answer is kept
+    text: str
+    finish: str  # the stream's finish reason
+    odds: float | None = None  # the passages' judgement after it (core.abstain.judged); None: not judged
+
+
+def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_prompt: int,
+           cancel: CancelToken | None) -> Generator[GenEvent, None, _Written]:
+    """Stream the model's answer to ``msgs``; returns its text and how it finished."""
+    parts: list[str] = []
+    finish = "stop"
+    meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
+    for ev in gen.stream(msgs, max_tokens=g.max_tokens, temperature=g.temperature, seed=g.seed, cancel=cancel):
+        if ev.kind == GenEventKind.TOKEN:
+            meter.token()
+            parts.append(ev.text)
+        elif ev.kind == GenEventKind.DONE:
+            finish = ev.finish_reason or finish
+        yield ev
+    text = "".join(parts).strip()
+    _record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
+    return _Written((), text, finish)
+
+
+def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: _AnswerPrompt,
+                   abstention: Abstention | None, doubted: Abstention | None, cancelled: bool) -> Answer:
+    """The Answer to ``query`` from the model's ``text`` to prompt ``p``: its citations checked, what no
+    passage holds said, and the verdict on it (:meth:`RagService.answer`)."""
+    g = svc.settings.generation
+    used, locators = p.used, p.locators
+    # The model's own markers first: one whose passage does not hold its sentence goes, and so
+    # does a repeat; then sentences left uncited get the source that holds their words, marked
+    # as matched (generation.check_citations / match_citations = false keep the model's text).
+    dropped: tuple[tuple[int, str], ...] = ()
+    if g.check_citations and used:
+        checked = check_citations(text, [h.text for h in used], query)
+        text, dropped = checked.text, checked.dropped
+    matched: tuple[tuple[int, int, int], ...] = ()
+    if g.match_citations and used:
+        att = attribute(text, [h.text for h in used], query)
+        text, matched = att.text, att.added
+    # A small model sometimes repeats the worked example of the prompt (its answer with a real
+    # title pasted in): said, not shown as an answer from the documents.
+    example = next((m.content for m in p.messages if m.role == "assistant"), "")
+    read = [h.text for h in used]
+    # And what it adds to the question held by no passage it read: said beside it (core.cfrag.anchor).
+    warnings = tuple(w for w, on in (("copied_example", echoes_example(text, example, read)),
+                                     ("unsupported", unsupported(text, query,
+                                                                 prompting.sources_as_read(used, locators, p.lang))),
+                                     ("doubted", doubted is not None)) if on)
+    verdict = after(abstention, doubted, text, warnings, p.lang, used, svc.library_languages(),  # its text kept
+                    svc.settings.retrieval.cross_language) if abstention and text and not cancelled else doubted
+    originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, p.hits, strict=False))
+    return Answer(text, parse_citations(text, used), tuple(used), ranked.method,
+                  locators=tuple(locators[: len(used)]) if locators is not None else (),
+                  original_texts=originals, matched=matched, warnings=warnings, dropped_citations=dropped,
+                  abstention=verdict)
 
 
 def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: CancelToken | None = None

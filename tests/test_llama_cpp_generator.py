@@ -230,6 +230,44 @@ def test_stream_reuses_the_saved_prefix_state_and_a_seed_keeps_its_text(smol: Ll
         plain.close()
 
 
+def _sources_prompt(sources: list[str], question: str) -> list[ChatMessage]:
+    """An answer prompt as core.prompting builds it: its sources and question marked as pieces."""
+    from rag_desktop.core.prompting import SOURCE_SEPARATOR, source_breaks
+
+    blocks = [f"[{i}] {s}" for i, s in enumerate(sources, start=1)]
+    content = f"Sources:\n\n{SOURCE_SEPARATOR.join(blocks)}\n\nQuestion: {question}"
+    return [*_answer_prompt("?")[:3], ChatMessage("user", content, source_breaks(content, blocks))]
+
+
+def test_the_next_prompt_keeps_the_sources_it_shares_and_a_seed_keeps_its_text(smol: LlamaCppGenerator) -> None:
+    """The second answer column reads the same first sources as the first: they stay in the cache,
+    and the text for a seed is the one a generator that read nothing before writes."""
+    # long enough for a piece each (llama_segments.MIN_PIECE)
+    opens = "The city museum opens at ten in the morning, every day of the week except Mondays and holidays. " * 14
+    closes = "On weekdays it closes at six in the evening; on Saturdays and Sundays it stays open until eight. " * 14
+    first = _sources_prompt([opens, closes, "Tickets cost five euros."], "When does the museum close?")
+    second = _sources_prompt([opens, closes, "The cafe on the roof closes at five."], "When does the museum close?")
+    smol.generate(first, max_tokens=24, temperature=0.8, seed=5)
+    b = smol.generate(second, max_tokens=24, temperature=0.8, seed=5)
+    from rag_desktop.backends.llama_segments import cuts
+
+    def render(ms: object) -> list[int]:
+        return smol._prompt(smol._llm, ms)[0]  # type: ignore[arg-type]  # the prompt's own tokens
+
+    at = cuts(render, second, render(second))
+    assert len(at) >= 3 and smol.last_prefix_reused == at[-1]  # the fixed prefix and the first two sources
+    fresh = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx)
+    try:
+        assert fresh.generate(second, max_tokens=24, temperature=0.8, seed=5) == b
+        assert fresh.last_prefix_reused == 0
+        # read after a prompt that shares only the fixed prefix: the same text again
+        fresh.generate(_sources_prompt(["Bread is baked daily."], "When is bread baked?"), max_tokens=8,
+                       temperature=0.8, seed=1)
+        assert fresh.generate(second, max_tokens=24, temperature=0.8, seed=5) == b
+    finally:
+        fresh.close()
+
+
 def test_a_warmed_prefix_is_loaded_by_the_first_request_and_gives_the_same_text() -> None:
     """``warm`` evaluates the fixed prefix ahead of the first question: that question then
     loads it (the wait it saves), and its text for a seed is the text an unwarmed generator gives."""

@@ -23,8 +23,10 @@ Choices the design leaves open, made here (each one tested in tests/test_llama_c
 * **Seeded sampling** is reproducible only if the prompt is evaluated the same way each
   time: llama-cpp-python's prefix reuse re-evaluates the last prompt token on its own,
   which changes its logits in the last bits and, measured with SmolLM2 at temperature
-  0.7, the sampled text. So the KV cache is cleared before every request unless
-  ``cache_prompt=True`` (faster for repeated prefixes, not reproducible).
+  0.7, the sampled text. So a request keeps of the cache only what it would have read the
+  same way from a cleared one: prompts are read in pieces cut where their messages say, and
+  the next prompt keeps the pieces it shares (backends/llama_segments.py); or, with
+  ``cache_prompt=True``, whatever llama-cpp-python matches (faster, not reproducible).
 * **Cancelled generation** ends with ``GenEvent(DONE, finish_reason="cancelled")`` rather
   than an exception, so a caller keeps the partial answer.
 * **Batched decoding** (:meth:`LlamaCppGenerator.generate_many`): delegated to
@@ -40,7 +42,6 @@ import ctypes
 import logging
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from rag_desktop.backends.gguf_meta import (
 )
 from rag_desktop.backends.llama_batch import BatchDecoder, BatchStats, longest_common_prefix
 from rag_desktop.backends.llama_prompt import render_prompt
+from rag_desktop.backends.llama_segments import PromptCache, cuts, prefix_cut
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -114,8 +116,8 @@ class LlamaCppGenerator:
         self.check_memory = check_memory
         self.cache_prompt = cache_prompt
         self.keep_prefix = keep_prefix  # generate_many keeps the last shared prefix's KV (see backends/llama_batch.py)
-        self.reuse_prefix_state = reuse_prefix_state  # stream: the fixed prefix's saved KV (see _start_from_prefix)
-        self.last_prefix_reused = 0  # prompt tokens the last stream() took from a saved state
+        self.reuse_prefix_state = reuse_prefix_state  # stream: keep what the last prompt read (llama_segments)
+        self.last_prefix_reused = 0  # prompt tokens the last stream() took from a saved state or the cache
         self.metadata: dict[str, Any] = {}
         self.last_thinking = ""
         self.load_attempts: list[int] = []  # n_ctx values tried by the last load()
@@ -130,8 +132,7 @@ class LlamaCppGenerator:
         self._set_abort: Any = None
         self._lc: Any = None  # llama_cpp.llama_cpp, the low-level bindings (set by load())
         self._batcher = BatchDecoder(self)  # generate_many: its batch context and last_batch
-        # stream(): llama.cpp states after the fixed prefix of a prompt, most recent last
-        self._prefix_states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._cache = PromptCache()  # stream(): the pieces the context holds, the fixed prefixes' states
         self._kept: tuple[int, ...] | None = None  # first_token_logprobs(keep=True)'s prompt, for the next stream
 
     # -- protocol properties -------------------------------------------------------
@@ -252,7 +253,7 @@ class LlamaCppGenerator:
     def _free_locked(self) -> None:
         llm, self._llm = self._llm, None
         self._closing = False
-        self._prefix_states.clear()
+        self._cache.clear()
         self._kept = None
         self._batcher.free()
         if llm is not None:
@@ -353,7 +354,7 @@ class LlamaCppGenerator:
                     kept = None
                     if first:
                         kept, self._kept = self._kept, None
-                        if not self.cache_prompt and kept is None:
+                        if not self.cache_prompt and kept is None and not self.reuse_prefix_state:
                             llm.reset()  # reproducibility: see the module doc ("Seeded sampling")
                         self._arm_abort(llm, cancel, on=True)
                     try:
@@ -363,7 +364,7 @@ class LlamaCppGenerator:
                                 self.last_prefix_reused = longest_common_prefix(
                                     [list(kept), self._prompt(llm, messages)[0]])
                             elif not self.cache_prompt and self.reuse_prefix_state:
-                                self._start_from_prefix(llm, messages)
+                                self.last_prefix_reused = self._read_in_pieces(llm, messages)
                             chunks = llm.create_chat_completion(
                                 messages=self._chat_messages(messages),
                                 max_tokens=max_tokens,
@@ -379,6 +380,7 @@ class LlamaCppGenerator:
                         # Aborted during prefill: the KV cache past n_tokens is discarded by
                         # the next eval; resetting also drops the reusable prefix (safe choice).
                         llm.reset()
+                        self._cache.forget()
                         finish = "cancelled"
                     except ValueError as exc:
                         if "exceed context window" in str(exc):
@@ -425,7 +427,7 @@ class LlamaCppGenerator:
 
     def warm(self, prompts: Sequence[Sequence[ChatMessage]], cancel: CancelToken | None = None) -> int:
         """Evaluate the fixed prefix of each of ``prompts`` and keep its state (see
-        :meth:`_start_from_prefix`), so the first request with that prefix loads it instead of
+        backends/llama_segments.py), so the first request with that prefix loads it instead of
         evaluating it. Returns the number of prefixes made. The caller guarantees nothing else
         uses the model meanwhile (``app.runtime.Runtime.generator`` warms before it hands the
         generator out)."""
@@ -438,46 +440,23 @@ class LlamaCppGenerator:
             if self._stopping(cancel) or not self._enter(llm):
                 break
             try:
-                llm.reset()
-                made += self._start_from_prefix(llm, messages)
+                full, _ = self._prompt(llm, messages)
+                cut = prefix_cut(lambda ms: self._prompt(llm, ms)[0], messages, full)
+                if cut and not self._cache.prefix(llm, full, cut):  # 0 tokens loaded: made here
+                    made += 1
             finally:
                 self._leave()
         return made
 
-    def _start_from_prefix(self, llm: Any, messages: Sequence[ChatMessage]) -> bool:
-        """Put the KV cache of the prompt's fixed prefix in place before ``create_chat_completion``.
+    def _read_in_pieces(self, llm: Any, messages: Sequence[ChatMessage]) -> int:
+        """Put ``messages``' prompt in the cache up to its last cut before ``create_chat_completion``,
+        keeping what the last prompt read the same way (backends/llama_segments.py); llama-cpp-python's
+        prefix match then evaluates only the rest. Returns the tokens kept or loaded from a state."""
+        def render(ms: Sequence[ChatMessage]) -> list[int]:
+            return self._prompt(llm, ms)[0]
 
-        The fixed prefix is what every prompt of a kind shares — the system message and a worked
-        example, i.e. all turns but the last (the answer prompts of the baseline and causal
-        columns, of the next question, the translations): the tokens ``messages`` and
-        ``messages[:-1]`` have in common. It is *always* evaluated on its own, from a cleared
-        cache, and the state after it is kept (the last four prefixes): a later request with
-        the same prefix loads that state instead of evaluating it (the prefix of an answer
-        prompt is ~250 tokens, seconds of prefill on a CPU). llama-cpp-python's
-        prefix match then evaluates only the rest. Because the split does not depend on what
-        ran before, a seed gives the same text whether the state was loaded or made — the
-        reproducibility that ``llm.reset()`` before every request is there for (module doc).
-        Returns whether a new prefix state was made here.
-        """
-        if len(messages) < 2:
-            return False
-        full, _ = self._prompt(llm, messages)
-        head, _ = self._prompt(llm, messages[:-1])
-        n = longest_common_prefix([full, head])
-        if n < 16 or n >= len(full) - 1:  # nothing worth keeping, or no suffix left to evaluate
-            return False
-        key = tuple(full[:n])
-        state = self._prefix_states.get(key)
-        if state is not None:
-            llm.load_state(state)
-            self._prefix_states.move_to_end(key)
-            self.last_prefix_reused = n
-            return False
-        llm.eval(list(key))
-        self._prefix_states[key] = llm.save_state()
-        while len(self._prefix_states) > 4:
-            self._prefix_states.popitem(last=False)
-        return True
+        full = render(messages)
+        return self._cache.read(llm, full, cuts(render, messages, full), prefix_cut(render, messages, full))
 
     # -- scoring (core.protocols.TokenScorer) -------------------------------------------
 
@@ -513,16 +492,19 @@ class LlamaCppGenerator:
             self._kept = None
             shared = longest_common_prefix([list(llm.input_ids[: llm.n_tokens]), toks]) if after else 0
             llm.reset()
+            self._cache.keep_below(shared if shared >= len(toks) // 2 else 0)
             if shared >= len(toks) // 2:  # the cache up to there stays: eval() drops only what follows
                 llm.n_tokens = min(shared, len(toks) - 1)
             self._arm_abort(llm, cancel, on=True)
             try:
                 if keep and not shared and self.reuse_prefix_state and not self.cache_prompt:
-                    self._start_from_prefix(llm, messages)
+                    full, _ = self._prompt(llm, messages)
+                    self._cache.prefix(llm, full, prefix_cut(lambda ms: self._prompt(llm, ms)[0], messages, full))
                 llm.eval(toks[llm.n_tokens:])
             except RuntimeError as exc:
                 if self._stopping(cancel) and "llama_decode" in str(exc):
                     llm.reset()
+                    self._cache.forget()
                     raise Cancelled() from exc
                 raise
             finally:

@@ -384,7 +384,24 @@ def build_answer_messages(
         used[-1] = dataclasses.replace(last, text=shorter)
         blocks[-1] = block(len(used), last, shorter)
 
-    return (*prefix, ChatMessage("user", user_message(blocks))), tuple(used)
+    content = user_message(blocks)
+    return (*prefix, ChatMessage("user", content, source_breaks(content, blocks))), tuple(used)
+
+
+def source_breaks(content: str, blocks: Sequence[str]) -> tuple[int, ...]:
+    """Where in the user message ``content`` each source block after the first starts, and where the
+    sources end (the question follows): the pieces a local model reads the prompt in, so that the
+    next answer of the question that starts with the same sources keeps them (ChatMessage.breaks)."""
+    joined = SOURCE_SEPARATOR.join(blocks)
+    start = content.find(joined) if blocks else -1
+    if start < 0:
+        return ()
+    out = []
+    pos = start
+    for b in blocks[:-1]:
+        pos += len(b) + len(SOURCE_SEPARATOR)
+        out.append(pos)
+    return (*out, start + len(joined))
 
 
 # --------------------------------------------------------------------------- translation

@@ -247,6 +247,10 @@ class GenEvent:
 class ChatMessage:
     role: Literal["system", "user", "assistant"]
     content: str
+    # Offsets in ``content`` where a new piece of the prompt starts (an answer prompt's sources after
+    # the first, its question): a local model reads the prompt in these pieces, so that the next
+    # prompt that starts alike keeps them (backends/llama_segments.py). Not part of what is sent.
+    breaks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,141 @@
+"""A prompt read in pieces, so that the next prompt keeps what this one read (docs/architecture.md,
+"The question's path").
+
+Owned by :class:`rag_desktop.backends.llama_cpp_generator.LlamaCppGenerator`. An answer prompt is a
+fixed prefix (the system message and the worked example), then the sources one by one, then the
+question. Two prompts of one question often start alike: the second answer column's reads the same
+first sources when the two rankings agree at the top, and "which sources the answer needs" asks
+again without one cited source, so every source before it is the same. Prefill is most of what a
+person waits for on a CPU (docs/benchmarks.md §9), so what one prompt read is worth keeping.
+
+llama.cpp's numbers depend on how a prompt is split into decode calls, though: the key/value rows
+of a token decoded in a batch of 130 are not bit for bit those of the same token in a batch of 512,
+and a seed must give one text whatever was asked before (the generator's module doc, "Seeded
+sampling"). So every prompt is read in the same pieces, cut at points that depend on its messages
+alone — the end of the fixed prefix, then each of the last message's ``ChatMessage.breaks`` (each
+source after the first, the question) — and a prompt keeps the cache only up to a cut that both it
+and the prompt before have, with the same cuts before it, inside the tokens the two share. The
+rest of the prompt after its last cut is read by ``create_chat_completion``, as before.
+
+The saved state after a fixed prefix (``states``) serves the first prompt of a kind: a cleared
+cache loads it instead of reading the prefix again (the window evaluates them at launch,
+``RagService.prepare_generator``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rag_desktop.backends.llama_batch import longest_common_prefix
+from rag_desktop.core.types import ChatMessage
+
+Render = Callable[[Sequence[ChatMessage]], list[int]]  # messages -> the prompt's tokens
+
+MIN_PREFIX = 16  # a fixed prefix shorter than this is not worth a saved state
+# llama.cpp's CPU matrix kernels read a batch of tokens fastest when it is a multiple of 32 long: measured
+# on the embedded 1.5B, 2 threads, 1,100 tokens read in pieces of 128 (or 96, 160, 192) at the speed of one
+# piece and in pieces of 130–136 10–15 % slower (docs/benchmarks.md §12). Pieces under 64 tokens cost more.
+PIECE = 32
+MIN_PIECE = 256
+MAX_STATES = 4  # prefix states kept: the answer prompts of two languages, a translation, a rewrite
+
+
+def prefix_cut(render: Render, messages: Sequence[ChatMessage], full: Sequence[int]) -> int:
+    """Where ``full`` (``messages`` rendered) leaves its fixed prefix: the tokens it shares with the
+    messages before the last one; 0 when that is too short to keep or leaves nothing to read."""
+    if len(messages) < 2:
+        return 0
+    n = longest_common_prefix([list(full), render(messages[:-1])])
+    return n if MIN_PREFIX <= n < len(full) - 1 else 0
+
+
+def cuts(render: Render, messages: Sequence[ChatMessage], full: Sequence[int], *, piece: int = PIECE,
+         min_piece: int = MIN_PIECE) -> tuple[int, ...]:
+    """The token positions ``full`` is read in pieces at: its fixed prefix's end, then at or before each
+    break of the last message. A break's position is where the prompt rendered with the last message
+    cut there stops agreeing with ``full`` (a token spanning the break goes with what follows it); the
+    piece up to it is then shortened to a multiple of ``piece`` tokens (its last tokens join the next
+    piece), and a break that would leave a piece under ``min_piece`` is passed over."""
+    if not messages:
+        return ()
+    head = prefix_cut(render, messages, full)
+    last = messages[-1]
+    found = []
+    for k in last.breaks:
+        cut = dataclasses.replace(last, content=last.content[:k], breaks=())
+        found.append(longest_common_prefix([list(full), render([*messages[:-1], cut])]))
+    out = [head] if head else []
+    for c in sorted(found):
+        prev = out[-1] if out else 0
+        at = prev + (c - prev) // piece * piece
+        if at - prev >= min_piece and at < len(full) - 1:
+            out.append(at)
+    return tuple(out)
+
+
+def _same_before(a: Sequence[int], b: Sequence[int], cut: int) -> bool:
+    return [c for c in a if c <= cut] == [c for c in b if c <= cut]
+
+
+class PromptCache:
+    """What a llama.cpp context holds for the next prompt: the cuts its tokens were read at, and the
+    saved state after each fixed prefix. Anything else that uses the context calls :meth:`forget`
+    (or :meth:`keep_below` when it kept the tokens up to a point)."""
+
+    def __init__(self) -> None:
+        self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.cuts: tuple[int, ...] = ()
+
+    def clear(self) -> None:
+        self.states.clear()
+        self.cuts = ()
+
+    def forget(self) -> None:
+        self.cuts = ()
+
+    def keep_below(self, n: int) -> None:
+        self.cuts = tuple(c for c in self.cuts if c <= n)
+
+    def prefix(self, llm: Any, full: Sequence[int], cut: int) -> int:
+        """From a cleared cache, ``full``'s first ``cut`` tokens: loaded from their saved state, or read
+        and saved. Returns the tokens loaded (0 when read here)."""
+        llm.reset()
+        self.cuts = ()
+        if cut <= 0:
+            return 0
+        key = tuple(full[:cut])
+        state = self.states.get(key)
+        if state is not None:
+            llm.load_state(state)
+            self.states.move_to_end(key)
+            self.cuts = (cut,)
+            return cut
+        llm.eval(list(key))
+        self.states[key] = llm.save_state()
+        while len(self.states) > MAX_STATES:
+            self.states.popitem(last=False)
+        self.cuts = (cut,)
+        return 0
+
+    def read(self, llm: Any, full: Sequence[int], at: Sequence[int], prefix: int) -> int:
+        """``full``'s tokens up to its last cut in ``llm``'s cache, read in pieces at ``at`` (its
+        :func:`cuts`; ``prefix`` is the first when the prompt has a fixed prefix, else 0), keeping what
+        the cache holds up to the longest cut both prompts share. Returns the tokens kept or loaded."""
+        shared = longest_common_prefix([list(llm.input_ids[: llm.n_tokens]), list(full)])
+        keep = max((c for c in at if c <= shared and c in self.cuts and _same_before(self.cuts, at, c)), default=0)
+        if keep:
+            llm.reset()  # n_tokens only: the cache up to ``keep`` stays, eval() drops what follows
+            llm.n_tokens = keep
+            self.cuts = tuple(c for c in at if c <= keep)
+            reused = keep
+        else:
+            reused = self.prefix(llm, full, prefix)
+        for c in at:
+            start = self.cuts[-1] if self.cuts else 0
+            if c > start:
+                llm.eval(list(full[start:c]))
+                self.cuts = (*self.cuts, c)  # piece by piece: a stop keeps what was read whole
+        return reused

@@ -108,6 +108,29 @@ def pieces(svc: Any, question: str, i: int) -> dict[str, Any]:
     return {"question": question[:32], "prompt tokens": p.tokens(gen), "pieces": n_pieces, **times}
 
 
+def prefix_memory(svc: Any) -> dict[str, Any]:
+    """What the answer prefixes' saved states hold in memory after the window's launch step
+    (RagService.prepare_generator): their key/value cells as kept (llama_segments.SeqState), against
+    Llama.save_state of the same prefixes (what was kept before), with the process's RSS growth."""
+    from rag_desktop.backends.llama_segments import load_seq
+
+    rss0 = bc.proc_status_kb("VmRSS") or 0
+    list(svc.prepare_generator())
+    gen = svc.runtime.generator()
+    rss1 = bc.proc_status_kb("VmRSS") or 0
+    states = list(gen._cache.states.values())
+    full = []
+    for st in states:  # the same prefixes kept the previous way
+        load_seq(gen._llm, st)
+        full.append(gen._llm.save_state())
+    rss2 = bc.proc_status_kb("VmRSS") or 0
+    return {"prefixes": len(states), "tokens": [len(st.tokens) for st in states],
+            "kept MB": round(sum(len(st.data) for st in states) / 2**20, 1),
+            "save_state MB": round(sum(f.llama_state_size + f.scores.nbytes for f in full) / 2**20, 1),
+            "RSS growth, model and prefixes kept MB": round((rss1 - rss0) / 1024, 1),
+            "RSS growth, the same as save_state MB": round((rss2 - rss1) / 1024, 1)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=bc.REPO / "tests" / "data" / "demo_qa")
@@ -117,6 +140,8 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=Path("/tmp/rag_desktop_bench/columns"))
     ap.add_argument("--pieces", action="store_true",
                     help="instead: the first column's first token with its prompt read in pieces and in one")
+    ap.add_argument("--prefix-memory", action="store_true",
+                    help="instead: the memory the answer prefixes' saved states take after launch")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -136,6 +161,11 @@ def main() -> int:
     questions = questions[: args.limit] if args.limit else questions
     rows: list[dict[str, Any]] = []
     try:
+        if args.prefix_memory:
+            res = prefix_memory(svc)
+            print("   ", res)
+            bc.finish(res, machine, t_all, ["llama_cpp_python"], args.json)
+            return 0
         list(svc.prepare_generator())  # as the window does at launch
         if args.pieces:
             rows = [pieces(svc, q, i) for i, q in enumerate(questions)]

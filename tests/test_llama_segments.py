@@ -9,6 +9,7 @@ another prompt) is in tests/test_llama_cpp_generator.py.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,9 +45,15 @@ class Context:
     def save_state(self) -> Any:
         return (list(self.input_ids[: self.n_tokens]), self.n_tokens)
 
-    def load_state(self, state: Any) -> None:
+    def load_state(self, state: Any) -> bool:
         ids, self.n_tokens = state
         self.input_ids[: len(ids)] = ids
+        return True
+
+
+def new_cache() -> PromptCache:
+    """The cache with the recording context's own state copies (the real ones call llama.cpp)."""
+    return PromptCache(save=Context.save_state, load=Context.load_state)
 
 
 PREFIX = (ChatMessage("system", "Answer from the sources."), ChatMessage("user", "Sources: [1] a. Question: b?"),
@@ -101,7 +108,7 @@ def test_pieces_are_shortened_to_whole_multiples_and_short_ones_passed_over() ->
     at = cuts(render, msgs, full, piece=32, min_piece=64)
     exact = unit_cuts(msgs, full)
     assert at[0] == head == exact[0]
-    assert all((b - a) % 32 == 0 and b - a >= 64 for a, b in zip(at, at[1:], strict=False))
+    assert all((b - a) % 32 == 0 and b - a >= 64 for a, b in itertools.pairwise(at))
     # each cut is at or before a break, never after it, so a prompt sharing the sources up to a
     # break shares the cut too; "It closes at six." is too short a piece to cut after
     assert all(any(e - 32 < c <= e for e in exact) for c in at) and len(at) < len(exact)
@@ -113,7 +120,7 @@ def test_a_prompt_without_breaks_or_prefix_has_no_cut() -> None:
 
 
 def test_the_next_prompt_keeps_the_sources_it_shares_and_decodes_as_from_a_cleared_cache() -> None:
-    cache, ctx = PromptCache(), Context()
+    cache, ctx = new_cache(), Context()
     first = prompt(["The museum opens at ten.", "It closes at six.", "Tickets cost five euros."], "When?")
     assert read(cache, ctx, first) == 0
     assert ctx.decoded == pieces(first)  # a cleared cache: every piece, the prefix one of them
@@ -127,7 +134,7 @@ def test_the_next_prompt_keeps_the_sources_it_shares_and_decodes_as_from_a_clear
 
 
 def test_a_prompt_cut_elsewhere_keeps_only_the_cuts_both_have() -> None:
-    cache, ctx = PromptCache(), Context()
+    cache, ctx = new_cache(), Context()
     first = prompt(["The museum opens at ten.", "It closes at six."], "When?")
     read(cache, ctx, first)
     same_text = (*first[:-1], ChatMessage("user", first[-1].content))  # no breaks: read as one piece
@@ -138,7 +145,7 @@ def test_a_prompt_cut_elsewhere_keeps_only_the_cuts_both_have() -> None:
 
 
 def test_a_forgotten_cache_keeps_nothing_but_the_saved_prefix_state() -> None:
-    cache, ctx = PromptCache(), Context()
+    cache, ctx = new_cache(), Context()
     first = prompt(["The museum opens at ten."], "When?")
     read(cache, ctx, first)
     cache.forget()  # another use of the context (a scoring from a cleared cache)

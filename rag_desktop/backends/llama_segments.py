@@ -19,14 +19,18 @@ rest of the prompt after its last cut is read by ``create_chat_completion``, as 
 
 The saved state after a fixed prefix (``states``) serves the first prompt of a kind: a cleared
 cache loads it instead of reading the prefix again (the window evaluates them at launch,
-``RagService.prepare_generator``).
+``RagService.prepare_generator``). It is the prefix's key/value cells alone (``llama_state_seq_*``,
+:class:`SeqState`): ``Llama.save_state`` also copies a row of logits per token, 123 MB for the 1.5B's
+212-token prefix against 5.8 MB of cells (docs/benchmarks.md §12).
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rag_desktop.backends.llama_batch import longest_common_prefix
@@ -76,6 +80,39 @@ def cuts(render: Render, messages: Sequence[ChatMessage], full: Sequence[int], *
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class SeqState:
+    """The key/value cells of a context's sequence 0 (``llama_state_seq_get_data``) and its tokens."""
+
+    data: bytes
+    tokens: tuple[int, ...]
+
+
+def save_seq(llm: Any) -> SeqState:
+    """What ``llm``'s cache holds, without the logits ``Llama.save_state`` copies too."""
+    from llama_cpp import llama_cpp as lc
+
+    size = lc.llama_state_seq_get_size(llm.ctx, 0)
+    buf = (ctypes.c_uint8 * size)()
+    got = lc.llama_state_seq_get_data(llm.ctx, buf, size, 0)
+    return SeqState(bytes(buf)[:got], tuple(int(t) for t in llm.input_ids[: llm.n_tokens]))
+
+
+def load_seq(llm: Any, state: SeqState) -> bool:
+    """``state`` into ``llm``'s cleared cache, its tokens as the ones read; False when llama.cpp refuses it
+    (the cache is then empty)."""
+    from llama_cpp import llama_cpp as lc
+
+    llm.reset()
+    llm.eval([])  # drops every cell: eval() first removes what lies past n_tokens
+    buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+    if not lc.llama_state_seq_set_data(llm.ctx, buf, len(state.data), 0):
+        return False
+    llm.input_ids[: len(state.tokens)] = state.tokens
+    llm.n_tokens = len(state.tokens)
+    return True
+
+
 def _same_before(a: Sequence[int], b: Sequence[int], cut: int) -> bool:
     return [c for c in a if c <= cut] == [c for c in b if c <= cut]
 
@@ -85,9 +122,10 @@ class PromptCache:
     saved state after each fixed prefix. Anything else that uses the context calls :meth:`forget`
     (or :meth:`keep_below` when it kept the tokens up to a point)."""
 
-    def __init__(self) -> None:
+    def __init__(self, save: Callable[[Any], Any] = save_seq, load: Callable[[Any, Any], bool] = load_seq) -> None:
         self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.cuts: tuple[int, ...] = ()
+        self._save, self._load = save, load
 
     def clear(self) -> None:
         self.states.clear()
@@ -108,13 +146,12 @@ class PromptCache:
             return 0
         key = tuple(full[:cut])
         state = self.states.get(key)
-        if state is not None:
-            llm.load_state(state)
+        if state is not None and self._load(llm, state):
             self.states.move_to_end(key)
             self.cuts = (cut,)
             return cut
         llm.eval(list(key))
-        self.states[key] = llm.save_state()
+        self.states[key] = self._save(llm)
         while len(self.states) > MAX_STATES:
             self.states.popitem(last=False)
         self.cuts = (cut,)

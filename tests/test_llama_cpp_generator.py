@@ -268,6 +268,19 @@ def test_the_next_prompt_keeps_the_sources_it_shares_and_a_seed_keeps_its_text(s
         fresh.close()
 
 
+def test_a_prompt_in_pieces_longer_than_the_context_is_refused_in_words() -> None:
+    """A prompt with pieces that does not fit n_ctx fails as one without them does (the message names
+    n_ctx), not in a decode of one of its pieces."""
+    gen = LlamaCppGenerator(smollm2(), n_ctx=1024)
+    try:
+        long = "The museum opens at ten in the morning on every day of the week but Mondays. " * 40
+        with pytest.raises(ValueError, match="n_ctx"):
+            gen.generate(_sources_prompt([long, long], "When?"), max_tokens=8, temperature=0.0, seed=0)
+        assert gen.generate(_sources_prompt(["It opens at ten."], "When?"), max_tokens=4, temperature=0.0, seed=0)
+    finally:
+        gen.close()
+
+
 def test_a_warmed_prefix_is_loaded_by_the_first_request_and_gives_the_same_text() -> None:
     """``warm`` evaluates the fixed prefix ahead of the first question: that question then
     loads it (the wait it saves), and its text for a seed is the text an unwarmed generator gives."""

@@ -456,6 +456,9 @@ class LlamaCppGenerator:
             return self._prompt(llm, ms)[0]
 
         full = render(messages)
+        if len(full) >= self._n_ctx:  # create_chat_completion says so, in its own words (stream)
+            self._cache.prefix(llm, full, 0)
+            return 0
         return self._cache.read(llm, full, cuts(render, messages, full), prefix_cut(render, messages, full))
 
     # -- scoring (core.protocols.TokenScorer) -------------------------------------------

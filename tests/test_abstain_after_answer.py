@@ -163,3 +163,21 @@ def test_the_exported_report_says_not_in_your_documents_above_the_text() -> None
             page = DecisionReport(comp.query, comp, {"baseline": Answer(INVENTED, abstention=unheld)}, None,
                                   SURFACES, lang, Settings()).to_html()
             assert page.index(tr("answer.unheld")) < page.index("Harold Pemberton")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("mode", ["warn", "abstain"])
+def test_the_same_prompt_again_is_judged_as_before_without_asking_the_model(svc: RagService, mode: str) -> None:  # noqa: F811
+    """A column shown the answer just written for its prompt (RagService.answer keeps it) carries the
+    same verdict, from the kept odds: no second answer and no second judgement."""
+    from test_abstain import _judging
+
+    svc.runtime._generator = gen = Writer(0.3 if mode == "warn" else 0.9, INVENTED)  # doubted; written
+    with _judging(svc, mode):
+        first = _answered(svc)
+        calls = list(gen.calls)
+        again = _answered(svc)
+    assert gen.calls == calls and calls.count("answer") == 1 and calls.count("judge") == 1
+    assert (again.text, again.warnings, again.abstention) == (first.text, first.warnings, first.abstention)
+    if mode == "warn":  # doubted, written: the odds are what the verdict came from
+        assert first.abstention is not None and first.abstention.judged is not None

@@ -440,18 +440,20 @@ class RagService:
             yield Progress("passages", len(p.found.hits), p.found.n_candidates, f"{p.found.seconds:.2f}")
         lang, msgs, used, n_prompt = p.lang, p.messages, p.used, p.tokens(gen)
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
-        if abstention is not None and g.judge_passages == "abstain" and used:  # asked first: do they hold it?
-            abstention = judge(gen, msgs, used, lang, abstention, cancel)
-            if abstention.abstained:  # the passages it judged are listed
-                yield Answer("", sources=used, method=ranked.method, abstention=abstention,
-                             locators=tuple((p.locators or ())[: len(used)]))
-                return
         # A column that hands the model the prompt the last answer read shows that answer: with the fixed
         # seed it would be the same text (docs/architecture.md, "The question's path").
         key = (id(gen), gen.identity, msgs, g)
         kept = self._written if self._written is not None and self._written.key == key else None
+        if abstention is not None and g.judge_passages == "abstain" and used:  # asked first: do they hold it?
+            abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
+                          else judge(gen, msgs, used, lang, abstention, cancel))
+            if abstention.abstained:  # the passages it judged are listed
+                yield Answer("", sources=used, method=ranked.method, abstention=abstention,
+                             locators=tuple((p.locators or ())[: len(used)]))
+                return
         if kept is None:
             kept = yield from _write(gen, g, msgs, n_prompt, cancel)
+            kept = dataclasses.replace(kept, odds=abstention.judged if abstention is not None else None)
         else:
             yield GenEvent(GenEventKind.TOKEN, kept.text)
             yield GenEvent(GenEventKind.DONE, finish_reason=kept.finish)

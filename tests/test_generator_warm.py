@@ -36,15 +36,15 @@ def test_prepare_warms_each_library_language_and_the_first_answer_loads_it(tmp_p
         list(svc.prepare_generator())
         gen = svc.runtime._generator
         assert isinstance(gen, LlamaCppGenerator)
-        assert len(gen._prefix_states) == 2  # the zh and the en answer prompts' system + example
+        assert len(gen._cache.states) == 2  # the zh and the en answer prompts' system + example
         list(svc.prepare_generator())  # a loaded generator is handed out as it is, never warmed again
-        assert svc.runtime._generator is gen and len(gen._prefix_states) == 2
+        assert svc.runtime._generator is gen and len(gen._cache.states) == 2
         for question in ("When does the museum close?", "茶馆几点开门？"):
             ranked = svc.compare(question).baseline
             events = list(svc.answer(question, ranked, n_sources=1))
             assert isinstance(events[-1], Answer)
             assert gen.last_prefix_reused > 30  # loaded from the warm-up, not evaluated again
-        assert len(gen._prefix_states) == 2
+        assert len(gen._cache.states) == 2
 
 
 def test_prepare_asks_no_server_when_the_generator_is_one(tmp_path: Path) -> None:

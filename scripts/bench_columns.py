@@ -108,6 +108,43 @@ def pieces(svc: Any, question: str, i: int) -> dict[str, Any]:
     return {"question": question[:32], "prompt tokens": p.tokens(gen), "pieces": n_pieces, **times}
 
 
+def needs(svc: Any, question: str, i: int) -> dict[str, Any] | None:
+    """"Which sources does it need?" for the first column's answer, its re-answers keeping the sources
+    they share with the prompt before (this build) or reading from the prefix state (before); each mode
+    starts right after the answer was written, the order alternating. None when nothing is cited."""
+    from rag_desktop.app.service import first_answer
+    from rag_desktop.app.source_needs import source_needs
+    from rag_desktop.core.needs import SourceNeed
+
+    gen = svc.runtime.generator()
+    stream = type(gen).stream
+    times: dict[str, float] = {}
+    verdicts: dict[str, tuple[bool, ...]] = {}
+    for keep in ((True, False) if i % 2 == 0 else (False, True)):
+        svc._written = None  # written again: its prompt is what the cache holds when the re-answers start
+        answer = first_answer(svc, question)
+        if answer is None or not answer.citations:
+            return None
+
+        def forgetting(*a: Any, **k: Any) -> Any:
+            gen._cache.forget()
+            return stream(gen, *a, **k)
+
+        if not keep:
+            gen.stream = forgetting
+        try:
+            t0 = time.perf_counter()
+            out = [e for e in source_needs(gen, svc.settings.generation, question, answer)
+                   if isinstance(e, tuple)][-1]
+            times["kept" if keep else "from prefix"] = round(time.perf_counter() - t0, 2)
+            verdicts["kept" if keep else "from prefix"] = tuple(n.needed for n in out if isinstance(n, SourceNeed))
+        finally:
+            if not keep:
+                del gen.stream
+    return {"question": question[:32], "cited": len(next(iter(verdicts.values()))), **{f"{k} s": v for k, v in
+            times.items()}, "same verdicts": len(set(verdicts.values())) == 1}
+
+
 def prefix_memory(svc: Any) -> dict[str, Any]:
     """What the answer prefixes' saved states hold in memory after the window's launch step
     (RagService.prepare_generator): their key/value cells as kept (llama_segments.SeqState), against
@@ -140,6 +177,8 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=Path("/tmp/rag_desktop_bench/columns"))
     ap.add_argument("--pieces", action="store_true",
                     help="instead: the first column's first token with its prompt read in pieces and in one")
+    ap.add_argument("--needs", action="store_true",
+                    help="instead: 'which sources does it need?' keeping the shared sources or not")
     ap.add_argument("--prefix-memory", action="store_true",
                     help="instead: the memory the answer prefixes' saved states take after launch")
     ap.add_argument("--json", type=Path)
@@ -167,6 +206,14 @@ def main() -> int:
             bc.finish(res, machine, t_all, ["llama_cpp_python"], args.json)
             return 0
         list(svc.prepare_generator())  # as the window does at launch
+        if args.needs:
+            found = [needs(svc, q, i) for i, q in enumerate(questions)]
+            rows = [r for r in found if r is not None]
+            print(bc.table(rows, ["question", "cited", "kept s", "from prefix s", "same verdicts"]))
+            ratio = sum(r["kept s"] for r in rows) / sum(r["from prefix s"] for r in rows)
+            print(f"\nall re-answers: kept / from the prefix state {ratio:.3f}")
+            bc.finish({"rows": rows, "ratio": ratio}, machine, t_all, ["llama_cpp_python"], args.json)
+            return 0
         if args.pieces:
             rows = [pieces(svc, q, i) for i, q in enumerate(questions)]
             for r in rows:

@@ -57,7 +57,7 @@ from rag_desktop.backends.gguf_meta import (
 )
 from rag_desktop.backends.llama_batch import BatchDecoder, BatchStats, longest_common_prefix
 from rag_desktop.backends.llama_prompt import render_prompt
-from rag_desktop.backends.llama_segments import PromptCache, cuts, prefix_cut
+from rag_desktop.backends.llama_segments import PromptCache, Render, cuts, prefix_cut
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -440,26 +440,31 @@ class LlamaCppGenerator:
             if self._stopping(cancel) or not self._enter(llm):
                 break
             try:
-                full, _ = self._prompt(llm, messages)
-                cut = prefix_cut(lambda ms: self._prompt(llm, ms)[0], messages, full)
+                _, full, cut = self._prefix_of(llm, messages)
                 if cut and not self._cache.prefix(llm, full, cut):  # 0 tokens loaded: made here
                     made += 1
             finally:
                 self._leave()
         return made
 
-    def _read_in_pieces(self, llm: Any, messages: Sequence[ChatMessage]) -> int:
-        """Put ``messages``' prompt in the cache up to its last cut before ``create_chat_completion``,
-        keeping what the last prompt read the same way (backends/llama_segments.py); llama-cpp-python's
-        prefix match then evaluates only the rest. Returns the tokens kept or loaded from a state."""
+    def _prefix_of(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[Render, list[int], int]:
+        """How this generator renders messages, ``messages``' prompt tokens, and where its fixed prefix
+        ends (llama_segments.prefix_cut; 0: none worth keeping)."""
         def render(ms: Sequence[ChatMessage]) -> list[int]:
             return self._prompt(llm, ms)[0]
 
         full = render(messages)
+        return render, full, prefix_cut(render, messages, full)
+
+    def _read_in_pieces(self, llm: Any, messages: Sequence[ChatMessage]) -> int:
+        """Put ``messages``' prompt in the cache up to its last cut before ``create_chat_completion``,
+        keeping what the last prompt read the same way (backends/llama_segments.py); llama-cpp-python's
+        prefix match then evaluates only the rest. Returns the tokens kept or loaded from a state."""
+        render, full, head = self._prefix_of(llm, messages)
         if len(full) >= self._n_ctx:  # create_chat_completion says so, in its own words (stream)
             self._cache.prefix(llm, full, 0)
             return 0
-        return self._cache.read(llm, full, cuts(render, messages, full), prefix_cut(render, messages, full))
+        return self._cache.read(llm, full, cuts(render, messages, full, head=head), head)
 
     # -- scoring (core.protocols.TokenScorer) -------------------------------------------
 
@@ -501,8 +506,8 @@ class LlamaCppGenerator:
             self._arm_abort(llm, cancel, on=True)
             try:
                 if keep and not shared and self.reuse_prefix_state and not self.cache_prompt:
-                    full, _ = self._prompt(llm, messages)
-                    self._cache.prefix(llm, full, prefix_cut(lambda ms: self._prompt(llm, ms)[0], messages, full))
+                    _, full, cut = self._prefix_of(llm, messages)
+                    self._cache.prefix(llm, full, cut)
                 llm.eval(toks[llm.n_tokens:])
             except RuntimeError as exc:
                 if self._stopping(cancel) and "llama_decode" in str(exc):

@@ -56,16 +56,18 @@ def prefix_cut(render: Render, messages: Sequence[ChatMessage], full: Sequence[i
     return n if MIN_PREFIX <= n < len(full) - 1 else 0
 
 
-def cuts(render: Render, messages: Sequence[ChatMessage], full: Sequence[int], *, piece: int = PIECE,
-         min_piece: int = MIN_PIECE) -> tuple[int, ...]:
+def cuts(render: Render, messages: Sequence[ChatMessage], full: Sequence[int], *, head: int | None = None,
+         piece: int = PIECE, min_piece: int = MIN_PIECE) -> tuple[int, ...]:
     """The token positions ``full`` is read in pieces at: its fixed prefix's end, then at or before each
     break of the last message. A break's position is where the prompt rendered with the last message
     cut there stops agreeing with ``full`` (a token spanning the break goes with what follows it); the
     piece up to it is then shortened to a multiple of ``piece`` tokens (its last tokens join the next
-    piece), and a break that would leave a piece under ``min_piece`` is passed over."""
+    piece), and a break that would leave a piece under ``min_piece`` is passed over. ``head``: the
+    :func:`prefix_cut` when the caller has it already (a rendering less)."""
     if not messages:
         return ()
-    head = prefix_cut(render, messages, full)
+    if head is None:
+        head = prefix_cut(render, messages, full)
     last = messages[-1]
     found = []
     for k in last.breaks:

@@ -451,22 +451,23 @@ class RagService:
                 yield Answer("", sources=used, method=ranked.method, abstention=abstention,
                              locators=tuple((p.locators or ())[: len(used)]))
                 return
+        written_now = kept is None
         if kept is None:
-            kept = yield from _write(gen, g, msgs, n_prompt, cancel)
-            kept = dataclasses.replace(kept, odds=abstention.judged if abstention is not None else None)
+            kept = yield from _write(gen, g, msgs, n_prompt, cancel, key,
+                                     abstention.judged if abstention is not None else None)
         else:
             yield GenEvent(GenEventKind.TOKEN, kept.text)
             yield GenEvent(GenEventKind.DONE, finish_reason=kept.finish)
         cancelled = kept.finish == "cancelled" or bool(cancel and cancel.is_set)
         doubted = None  # "warn": judged after the answer, from its cache, so the first token waits for nothing
         if abstention is not None and g.judge_passages == "warn" and used and not cancelled:
-            if kept.key != key:  # written just now: its cache holds this prompt
-                kept = dataclasses.replace(kept, key=key, odds=judge(gen, msgs, used, lang, abstention, cancel,
-                                                                     after=True).judged)
+            if written_now:  # its cache holds this prompt
+                kept = dataclasses.replace(kept, odds=judge(gen, msgs, used, lang, abstention, cancel,
+                                                            after=True).judged)
             judged_ = abstention if kept.odds is None else judged(abstention, kept.odds)
             doubted = dataclasses.replace(judged_, abstained=False, reason="") if judged_.abstained else None
         if not cancelled:
-            self._written = dataclasses.replace(kept, key=key)
+            self._written = kept
         yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled)
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
@@ -659,15 +660,16 @@ class _Written:
     """What the model wrote for one answer prompt: kept (RagService._written) so that the next column
     handing it the same prompt shows this answer instead of writing it again."""
 
-    key: tuple[object, ...]  # (generator, messages, generation settings); () until the answer is kept
+    key: tuple[object, ...]  # (generator, messages, generation settings)
     text: str
     finish: str  # the stream's finish reason
-    odds: float | None = None  # the passages' judgement after it (core.abstain.judged); None: not judged
+    odds: float | None = None  # the passages' judgement, before or after it (core.abstain.judged); None: not judged
 
 
-def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_prompt: int,
-           cancel: CancelToken | None) -> Generator[GenEvent, None, _Written]:
-    """Stream the model's answer to ``msgs``; returns its text and how it finished."""
+def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_prompt: int, cancel: CancelToken | None,
+           key: tuple[object, ...], odds: float | None) -> Generator[GenEvent, None, _Written]:
+    """Stream the model's answer to ``msgs``; returns it as kept under ``key``, with the judgement's ``odds``
+    so far."""
     parts: list[str] = []
     finish = "stop"
     meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
@@ -680,7 +682,7 @@ def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_promp
         yield ev
     text = "".join(parts).strip()
     _record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
-    return _Written((), text, finish)
+    return _Written(key, text, finish, odds)
 
 
 def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: _AnswerPrompt,

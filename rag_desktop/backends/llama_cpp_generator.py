@@ -462,7 +462,8 @@ class LlamaCppGenerator:
         prefix match then evaluates only the rest. Returns the tokens kept or loaded from a state."""
         render, full, head = self._prefix_of(llm, messages)
         if len(full) >= self._n_ctx:  # create_chat_completion says so, in its own words (stream)
-            self._cache.prefix(llm, full, 0)
+            llm.reset()
+            self._cache.forget()
             return 0
         return self._cache.read(llm, full, cuts(render, messages, full, head=head), head)
 

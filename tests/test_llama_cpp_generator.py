@@ -794,3 +794,92 @@ def test_a_judgement_after_the_answer_reads_only_its_own_tokens(smol: LlamaCppGe
         assert fed and fed[-1] <= 24 < n_judge, (fed, n_judge)  # the judgement's line, not the sources again
     assert runs[0] == runs[1]
     assert all(abs(a - b) < 0.3 for a, b in zip(runs[0], plain, strict=True)), (runs[0], plain)
+
+
+def _reference_logprobs(toks: list[int], start: int, end: int, n_ctx: int, n_batch: int, threads: int) -> list[float]:
+    """log P(toks[i] | toks[:i]) for i in [start, end) from a second model with ``logits_all=True`` that reads
+    ``toks[:end]`` at once, and a softmax over each row: the obvious reference."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    ref = Llama(model_path=str(smollm2()), n_ctx=n_ctx, n_batch=n_batch, logits_all=True, flash_attn=True,
+                verbose=False, n_threads=threads, n_threads_batch=threads)
+    try:
+        ref.eval(toks[:end])
+        out = []
+        for i in range(start, end):
+            row = np.array(ref.scores[i - 1], dtype=np.float64)
+            row = row - row.max()
+            out.append(float(row[toks[i]] - np.log(np.exp(row).sum())))
+        return out
+    finally:
+        ref.close()
+
+
+@pytest.mark.slow
+def test_a_prompts_tail_is_scored_as_a_full_softmax_reference_scores_it(smol: LlamaCppGenerator) -> None:
+    """tail_logprob's sum over the question's tokens against the reference: from a cleared cache (no pieces)
+    the same batch as the reference's, so equal to float precision; read in pieces after the prefix's saved
+    state, near it (the split moves SmolLM2's logits in the last bits, the module doc of llama_segments)."""
+    from rag_desktop.backends.llama_segments import tail_span
+    from rag_desktop.core.protocols import PromptScorer
+
+    question = "When does the museum close on Sundays?"
+    messages = _answer_prompt(question)
+    assert isinstance(smol, PromptScorer)
+    toks = smol._prompt(smol._llm, messages)[0]
+    start, end = tail_span(smol._llm, lambda ms: smol._prompt(smol._llm, ms)[0], messages, toks, question)
+    # the span is the question's own tokens: they spell it, and the turn ends after them
+    assert smol._llm.detokenize(toks[start:end]).decode().strip() == question
+    assert not smol._llm.detokenize([toks[end]], special=False)
+    want = _reference_logprobs(toks, start, end, smol.n_ctx, min(smol.n_batch, smol.n_ctx), smol.threads)
+    plain = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx, reuse_prefix_state=False)
+    try:
+        lp, n = plain.tail_logprob(messages, question)
+        assert n == end - start and lp == pytest.approx(sum(want), abs=1e-3)
+    finally:
+        plain.close()
+    lp, n = smol.tail_logprob(messages, question)
+    assert n == end - start and lp == pytest.approx(sum(want), abs=0.1 * n)
+    assert smol.tail_logprob(messages, question) == (lp, n)  # the same pieces each time
+    with pytest.raises(ValueError, match="does not end with"):
+        smol.tail_logprob(messages, "When does the museum open?")
+
+
+@pytest.mark.slow
+def test_the_answer_after_a_scored_question_keeps_its_sources_and_a_seed_keeps_its_text(
+        smol: LlamaCppGenerator) -> None:
+    """The relevance check reads the answer prompt up to its question (app.abstention.relevance): the
+    answer that follows keeps every piece it read, and writes the text a generator that read nothing
+    before writes for the seed."""
+    from rag_desktop.backends.llama_segments import cuts
+
+    opens = "The city museum opens at ten in the morning, every day of the week except Mondays and holidays. " * 14
+    closes = "On weekdays it closes at six in the evening; on Saturdays and Sundays it stays open until eight. " * 14
+    question = "When does the museum close?"
+    prompt = _sources_prompt([opens, closes, "Tickets cost five euros."], question)
+    bare = _sources_prompt([], question)
+    smol.tail_logprob(bare, question)  # as the check reads it: the bare prompt first
+    smol.tail_logprob(prompt, question)
+    text = smol.generate(prompt, max_tokens=24, temperature=0.8, seed=5)
+
+    def render(ms: object) -> list[int]:
+        return smol._prompt(smol._llm, ms)[0]  # type: ignore[arg-type]
+
+    at = cuts(render, prompt, render(prompt))
+    assert len(at) >= 3 and smol.last_prefix_reused == at[-1]  # the prefix and every source before the question
+    fresh = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx)
+    try:
+        assert fresh.generate(prompt, max_tokens=24, temperature=0.8, seed=5) == text
+    finally:
+        fresh.close()
+
+
+def test_scoring_a_tail_refuses_when_cancelled_before(tmp_path: Path) -> None:
+    from rag_desktop.core.types import Cancelled
+
+    gen = LlamaCppGenerator(tmp_path / "never-loaded.gguf")
+    token = CancelToken()
+    token.set()
+    with pytest.raises(Cancelled):
+        gen.tail_logprob([ChatMessage("user", "x")], "x", cancel=token)

@@ -57,7 +57,7 @@ from rag_desktop.backends.gguf_meta import (
 )
 from rag_desktop.backends.llama_batch import BatchDecoder, BatchStats, longest_common_prefix
 from rag_desktop.backends.llama_prompt import render_prompt
-from rag_desktop.backends.llama_segments import PromptCache, Render, cuts, prefix_cut
+from rag_desktop.backends.llama_segments import PromptCache, Render, cuts, log_softmax_at, prefix_cut, score_tail
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
@@ -305,11 +305,8 @@ class LlamaCppGenerator:
         tpl = str(self.metadata.get("tokenizer.chat_template", ""))
         return "assistant\\n<think>" in tpl or "assistant\n<think>" in tpl
 
-    def _arm_abort(self, llm: Any, token: CancelToken | None, on: bool) -> None:
-        """Install (on) or remove the prefill abort hook; it fires on ``token`` or on close()."""
-        self._arm_abort_ctx(llm.ctx, token, on)
-
     def _arm_abort_ctx(self, ctx: Any, token: CancelToken | None, on: bool) -> None:
+        """Install (on) or remove the prefill abort hook on ``ctx``; it fires on ``token`` or on close()."""
         if self._set_abort is None:
             return
         self._abort_token = token
@@ -356,7 +353,7 @@ class LlamaCppGenerator:
                         kept, self._kept = self._kept, None
                         if not self.cache_prompt and kept is None and not self.reuse_prefix_state:
                             llm.reset()  # reproducibility: see the module doc ("Seeded sampling")
-                        self._arm_abort(llm, cancel, on=True)
+                        self._arm_abort_ctx(llm.ctx, cancel, on=True)
                     try:
                         if first:
                             self.last_prefix_reused = 0
@@ -390,7 +387,7 @@ class LlamaCppGenerator:
                         raise
                     finally:
                         if first:  # prefill is over (see the module doc on the abort hook)
-                            self._arm_abort(llm, None, on=False)
+                            self._arm_abort_ctx(llm.ctx, None, on=False)
                             if _LLAMA_LOG.level == logging.CRITICAL:
                                 _LLAMA_LOG.setLevel(logging.ERROR)  # llama-cpp's level for verbose=False
                 finally:
@@ -504,22 +501,37 @@ class LlamaCppGenerator:
             self._cache.keep_below(shared if shared >= len(toks) // 2 else 0)
             if shared >= len(toks) // 2:  # the cache up to there stays: eval() drops only what follows
                 llm.n_tokens = min(shared, len(toks) - 1)
-            self._arm_abort(llm, cancel, on=True)
-            try:
+            with _prefilling(self, llm, cancel):
                 if keep and not shared and self.reuse_prefix_state and not self.cache_prompt:
                     _, full, cut = self._prefix_of(llm, messages)
                     self._cache.prefix(llm, full, cut)
                 llm.eval(toks[llm.n_tokens:])
-            except RuntimeError as exc:
-                if self._stopping(cancel) and "llama_decode" in str(exc):
-                    llm.reset()
-                    self._cache.forget()
-                    raise Cancelled() from exc
-                raise
-            finally:
-                self._arm_abort(llm, None, on=False)
             self._kept = tuple(toks) if keep else None
-            return _log_softmax_at(self._lc.llama_get_logits_ith(llm.ctx, -1), int(llm.n_vocab()), ids)
+            return log_softmax_at(self._lc.llama_get_logits_ith(llm.ctx, -1), int(llm.n_vocab()), ids)
+        finally:
+            self._leave()
+
+    def tail_logprob(self, messages: Sequence[ChatMessage], tail: str, *,
+                     cancel: CancelToken | None = None) -> tuple[float, int]:
+        """core.protocols.PromptScorer: log P of the tokens of ``tail``, the end of the last message, given the
+        prompt before it (summed), and how many there are. Read in the prompt's pieces as :meth:`stream` reads
+        it (backends/llama_segments.py), so an answer prompt that follows keeps what this one read."""
+        if cancel is not None and cancel.is_set:
+            raise Cancelled()
+        self.load()
+        llm = self._llm
+        if not self._enter(llm):
+            raise ModelUnavailable(f"{self.model_path.name} was closed while scoring; try again")
+        try:
+            render, full, head = self._prefix_of(llm, messages)
+            if len(full) >= self._n_ctx:
+                raise ValueError(f"prompt of {len(full)} tokens does not fit n_ctx={self._n_ctx}")
+            self._kept = None
+            if not (pieces := self.reuse_prefix_state and not self.cache_prompt):
+                self._cache.forget()
+            with _prefilling(self, llm, cancel):
+                lps = score_tail(llm, self._cache if pieces else None, render, messages, full, head, tail)
+            return sum(lps), len(lps)
         finally:
             self._leave()
 
@@ -573,6 +585,23 @@ class LlamaCppGenerator:
             self._leave()
 
 
+@contextlib.contextmanager
+def _prefilling(gen: LlamaCppGenerator, llm: Any, cancel: CancelToken | None) -> Iterator[None]:
+    """A scoring evaluation with ``gen``'s abort hook armed: stopped by ``cancel``, it raises Cancelled and
+    leaves the cache cleared (what an aborted decode left is not known)."""
+    gen._arm_abort_ctx(llm.ctx, cancel, on=True)
+    try:
+        yield
+    except RuntimeError as exc:
+        if gen._stopping(cancel) and "llama_decode" in str(exc):
+            llm.reset()
+            gen._cache.forget()
+            raise Cancelled() from exc
+        raise
+    finally:
+        gen._arm_abort_ctx(llm.ctx, None, on=False)
+
+
 def _first_token_ids(llm: Any, words: Sequence[str]) -> list[int]:
     """The first token of each of ``words`` in ``llm``'s vocabulary (first_token_logprobs)."""
     ids = []
@@ -582,16 +611,6 @@ def _first_token_ids(llm: Any, words: Sequence[str]) -> list[int]:
             raise ValueError(f"first_token_logprobs: {w!r} has no tokens")
         ids.append(int(t[0]))
     return ids
-
-
-def _log_softmax_at(logits_ptr: Any, n_vocab: int, ids: Sequence[int]) -> list[float]:
-    """log softmax of the logits row at ``logits_ptr`` (llama_get_logits_ith), read at ``ids``."""
-    import numpy as np
-
-    logits = np.ctypeslib.as_array(logits_ptr, shape=(n_vocab,)).astype(np.float64)
-    top = float(logits.max())
-    log_z = top + float(np.log(np.exp(logits - top).sum()))
-    return [float(logits[i]) - log_z for i in ids]
 
 
 def _bind_abort_setter(llama_cpp: Any) -> Any:

@@ -178,3 +178,68 @@ class PromptCache:
                 llm.eval(list(full[start:c]))
                 self.cuts = (*self.cuts, c)  # piece by piece: a stop keeps what was read whole
         return reused
+
+
+def tail_span(llm: Any, render: Render, messages: Sequence[ChatMessage], full: Sequence[int], tail: str
+              ) -> tuple[int, int]:
+    """Where the tokens of ``tail``, the end of the last message's text, stand in ``full`` (``messages``
+    rendered): from where the prompt rendered without it stops agreeing with ``full`` (a token spanning the
+    seam goes with the tail) to the template's next control token (the end of the turn). A model that
+    appends to the last message (Qwen3's "/no_think") has that in the span too."""
+    last = messages[-1]
+    if not tail or not last.content.endswith(tail):
+        raise ValueError(f"the last message does not end with {tail[:40]!r}")
+    cut = dataclasses.replace(last, content=last.content[: len(last.content) - len(tail)], breaks=())
+    start = max(1, longest_common_prefix([list(full), render([*messages[:-1], cut])]))
+    end = next((i for i in range(start, len(full)) if not llm.detokenize([full[i]], special=False)), len(full))
+    return start, end
+
+
+def log_softmax_at(logits_ptr: Any, n_vocab: int, ids: Sequence[int]) -> list[float]:
+    """log softmax of the logits row at ``logits_ptr`` (llama_get_logits_ith), read at ``ids``."""
+    import numpy as np
+
+    logits = np.ctypeslib.as_array(logits_ptr, shape=(n_vocab,)).astype(np.float64)
+    top = float(logits.max())
+    log_z = top + float(np.log(np.exp(logits - top).sum()))
+    return [float(logits[i]) - log_z for i in ids]
+
+
+def read_scored(llm: Any, full: Sequence[int], start: int, end: int) -> list[float]:
+    """``full`` up to ``end`` in ``llm``'s cache, after the ``llm.n_tokens`` it holds (at most ``start − 1``),
+    and log P(full[i] | full[:i]) for each i in [start, end): the rest is decoded in batches of n_batch with
+    logits at the rows that predict those tokens (the batch's last row has them anyway)."""
+    from llama_cpp import llama_cpp as lc
+
+    n0 = llm.n_tokens
+    if not 0 < start <= end or n0 > start - 1:
+        raise ValueError(f"cannot score tokens {start}..{end} after {n0} read")
+    llm._ctx.kv_cache_seq_rm(-1, n0, -1)  # as Llama.eval: cells past what is read go
+    n_vocab, out = int(llm.n_vocab()), []
+    for i in range(n0, end, llm.n_batch):
+        chunk = [int(t) for t in full[i: min(end, i + llm.n_batch)]]
+        llm._batch.set_batch(batch=chunk, n_past=i, logits_all=False)
+        wanted = [j for j in range(len(chunk)) if start - 1 <= i + j < end - 1]
+        for j in wanted:
+            llm._batch.batch.logits[j] = True
+        llm._ctx.decode(llm._batch)  # raises RuntimeError("llama_decode returned …") on a failure or an abort
+        llm.input_ids[i: i + len(chunk)] = chunk
+        llm.n_tokens = i + len(chunk)
+        out += [log_softmax_at(lc.llama_get_logits_ith(llm.ctx, j), n_vocab, [full[i + j + 1]])[0] for j in wanted]
+    return out
+
+
+def score_tail(llm: Any, cache: PromptCache | None, render: Render, messages: Sequence[ChatMessage],
+               full: Sequence[int], head: int, tail: str) -> list[float]:
+    """log P of each token of ``tail`` (:func:`tail_span`) given the prompt before it. With ``cache``, what
+    comes before is read in ``messages``' pieces (:meth:`PromptCache.read`: what the last prompt read is
+    kept, and the next prompt keeps what this one read); without, from a cleared cache."""
+    start, end = tail_span(llm, render, messages, full, tail)
+    if start >= end:
+        return []
+    if cache is None:
+        llm.reset()
+    else:
+        at = [c for c in cuts(render, messages, full, head=head) if c < start]
+        cache.read(llm, full, at, head if 0 < head < start else 0)
+    return read_scored(llm, full, start, end)

@@ -178,3 +178,19 @@ class TokenScorer(Protocol):
         self, messages: Sequence[ChatMessage], words: Sequence[str], *, cancel: CancelToken | None = None,
         keep: bool = False, after: bool = False,
     ) -> list[float]: ...
+
+
+@runtime_checkable
+class PromptScorer(Protocol):
+    """A generator that can say how likely the end of its own prompt is.
+
+    One prompt evaluation, no sampling: ``tail_logprob(messages, tail)`` is the sum over the tokens of
+    ``tail`` — the last message's text ends with it — of log P(token | the chat prompt before it), and
+    how many tokens that is. The abstention compares a question's likelihood after the answer's
+    passages with its likelihood after none (core.abstain.QUESTION_LIFT). The next ``stream`` of a
+    prompt that starts the same way may start from this evaluation. Optional: callers check
+    ``isinstance(gen, PromptScorer)``; a server's chat API gives no log-probabilities of prompt tokens.
+    """
+
+    def tail_logprob(self, messages: Sequence[ChatMessage], tail: str, *,
+                     cancel: CancelToken | None = None) -> tuple[float, int]: ...

@@ -13,10 +13,12 @@ frozen later, before the rule was changed again, and are likewise reported once;
 (eval/statutes), frozen after the "real" rows were read and before the passage-support rule was written,
 and the "fresh2" rows (eval/abstain_fresh), frozen before the judgement and the similarities were combined.
 
-``--judge N`` then asks the model's judgement of the passages (core.abstain.JUDGE, app.abstention.judge) for
-the first N questions of each row that the library's words let through, as ``RagService.answer`` asks it
-before writing; its cut (core.abstain.MIN_JUDGED) was chosen on answered rows of the tune, heldout and
-real splits, with the "fresh" rows held out.
+``--judge N`` then asks the model's judgement of the passages (core.abstain.JUDGE, app.abstention.judge) and
+measures the question's lift (core.abstain.MIN_QUESTION_LIFT, app.abstention.relevance) for the first N
+questions of each row that the library's words let through, as ``RagService.answer`` asks them before
+writing; the judgement's cut (core.abstain.MIN_JUDGED) was chosen on answered rows of the tune, heldout and
+real splits, with the "fresh" rows held out; the lift's cut is its sign, checked on the same rows, with the
+"fresh" and "fresh2" rows held out.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import read_jsonl
 from rag_desktop.app.service import RagService, judged_abstention
+from rag_desktop.core.abstain import MIN_QUESTION_LIFT
 from rag_desktop.core.cfrag.anchor import says_not_found
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.qa_metrics import containment_match
@@ -166,7 +169,8 @@ def _judge_rows(svc: RagService, rows: list[dict[str, Any]], n: int) -> None:
         ranked = svc.compare(row["q"], translate=False).answer_list("baseline")
         t0 = time.perf_counter()
         a = judged_abstention(svc, row["q"], ranked)
-        row["judge"] = {"odds": a.judged, "abstained": a.abstained, "seconds": round(time.perf_counter() - t0, 2)}
+        row["judge"] = {"odds": a.judged, "lift": a.question_lift, "abstained": a.abstained,
+                        "reason": a.reason, "seconds": round(time.perf_counter() - t0, 2)}
 
 
 def _judge_summary(runs: list[dict[str, Any]]) -> None:
@@ -177,12 +181,15 @@ def _judge_summary(runs: list[dict[str, Any]]) -> None:
             if not judged:
                 continue
             k = sum(j["abstained"] for j in judged)
+            lifts = [j.get("lift") for j in judged if j.get("lift") is not None]
+            low = sum(x < MIN_QUESTION_LIFT for x in lifts)
             asked = sum(j["odds"] is not None for j in judged)
             secs = sorted(j["seconds"] for j in judged if j["odds"] is not None)
             mid = secs[len(secs) // 2] if secs else 0.0
             print(f"{split}: judged {len(judged)} {'answerable' if answerable else 'other-subject'} questions the "
                   f"words let through ({asked} asked, the rest read no passage in their language): "
-                  f"abstained {k} ({k / len(judged):.3f}); median {mid:.1f} s")
+                  f"abstained {k} ({k / len(judged):.3f}; the question's lift below the cut: {low} of {len(lifts)}); "
+                  f"median {mid:.1f} s")
 
 
 def _answers_summary(runs: list[dict[str, Any]]) -> None:

@@ -360,3 +360,132 @@ def test_a_narrow_pane_shows_its_whole_status_with_the_notes(qtbot, svc: RagServ
         lines = status.fontMetrics().boundingRect(0, 0, status.width(), 10_000, int(Qt.TextFlag.TextWordWrap),
                                                   status.text()).height()
         assert status.height() >= lines > status.fontMetrics().height()  # on more than one line, none cut off
+
+
+# --------------------------------------------------------------------------- the question's lift
+
+
+def test_the_question_lift_is_the_per_token_log_likelihood_gained_and_its_sign_decides() -> None:
+    from rag_desktop.core.abstain import MIN_QUESTION_LIFT, lifted, question_lift
+
+    assert MIN_QUESTION_LIFT == 0.0
+    assert question_lift((-10.0, 5), (-20.0, 5)) == pytest.approx(2.0)
+    assert question_lift((-21.0, 6), (-20.0, 5)) == pytest.approx(-21 / 6 + 4)  # each sum over its own tokens
+    with pytest.raises(ValueError):
+        question_lift((0.0, 0), (-1.0, 1))
+    first = decide(Support(3, 2, 0.9, 0.8))
+    up, down = lifted(first, 0.0), lifted(first, -1e-9)
+    assert not up.abstained and up.reason == "" and up.question_lift == 0.0
+    assert down.abstained and down.reason == "unrelated" and down.support == first.support
+    assert down.as_json()["question_lift"] == round(-1e-9, 3) and not down.written
+
+
+class Lifter(ScriptedGenerator):
+    """The scripted collaborator, also a PromptScorer: the question's log-probability per token is
+    ``with_`` after the passages and ``without`` after none (the prompt's text says which)."""
+
+    n_ctx = 4096
+
+    def __init__(self, with_: float, without: float = -2.0) -> None:
+        super().__init__()
+        self.with_, self.without = with_, without
+        self.scored: list[str] = []  # the prompts scored, their last message
+
+    def tail_logprob(self, messages, tail, *, cancel=None):  # type: ignore[no-untyped-def]
+        self.calls.append("score")
+        last = messages[-1].content
+        assert last.endswith(tail)
+        self.scored.append(last)
+        n = len(tail.split())
+        return (self.with_ if "[1]" in last else self.without) * n, n
+
+
+def test_the_lift_compares_the_question_after_the_passages_with_it_after_none() -> None:
+    from rag_desktop.app.abstention import relevance
+    from rag_desktop.core.prompting import build_answer_messages
+    from rag_desktop.core.types import Hit
+
+    first = decide(Support(3, 2, 0.9, 0.8))
+    q = "Which cards must be turned?"
+    hits = [Hit(1, 1, "chunk", "t", "p", 1, "Turn the A and the 7.", 0.5, 1, "en")]
+    msgs, _ = build_answer_messages(q, hits, "en", lambda t: len(t) // 4 + 1, 4096, 512)
+    gen = Lifter(with_=-1.5)
+    got = relevance(gen, msgs, q, hits, "en", first)
+    assert not got.abstained and got.question_lift == pytest.approx(0.5)
+    # the bare prompt first (from the prefix's saved state), then the answer prompt the answer reads next
+    assert gen.calls == ["score", "score"] and "[1]" not in gen.scored[0] and gen.scored[1] == msgs[-1].content
+    assert relevance(Lifter(with_=-2.5), msgs, q, hits, "en", first).reason == "unrelated"
+    # skipped where the judgement is: no passage in the question's language, or a generator that cannot score
+    assert relevance(Lifter(with_=-9.0), msgs, "卡片？", hits, "zh", first) is first
+    assert relevance(ScriptedGenerator(), msgs, q, hits, "en", first) is first
+
+
+@contextmanager
+def _relevance(svc: RagService, on: bool = True, mode: str = "warn") -> Iterator[None]:
+    before = svc.settings
+    svc.settings = svc.settings.replace("generation", check_relevance=on, judge_passages=mode)
+    try:
+        yield
+    finally:
+        svc.settings = before
+
+
+class LiftJudge(Lifter, Judge):
+    """Both scorers at once: the lift, then (if it lets the question through) the judgement."""
+
+    def __init__(self, with_: float, yes: float) -> None:
+        Judge.__init__(self, yes)
+        self.with_, self.without, self.scored = with_, -2.0, []
+
+
+@pytest.mark.integration
+def test_passages_that_make_the_question_no_likelier_say_not_in_your_documents_before_a_word(
+        svc: RagService) -> None:
+    assert Settings().generation.check_relevance
+    gen = Lifter(with_=-2.4)
+    svc.runtime._generator = gen
+    ranked = svc.compare(WASON, translate=False).answer_list("baseline")
+    events = list(svc.answer(WASON, ranked))
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.abstained and answer.text == "" and answer.sources
+    assert answer.abstention is not None and answer.abstention.reason == "unrelated"
+    assert answer.abstention.question_lift == pytest.approx(-0.4)
+    assert gen.calls == ["score", "score"] and not any(isinstance(e, GenEvent) for e in events)
+    assert judged_abstention(svc, WASON, ranked).reason == "unrelated"  # what the eval measures
+    # passages that make it likelier: answered, the lift recorded
+    svc.runtime._generator = gen = Lifter(with_=-1.0)
+    answer = _answered(svc)
+    assert not answer.abstained and answer.text and gen.calls == ["score", "score", "answer"]
+    assert judged_abstention(svc, WASON, ranked).question_lift == pytest.approx(1.0)
+    with _relevance(svc, on=False):
+        svc.runtime._generator = gen = Lifter(with_=-9.0)
+        assert not _answered(svc).abstained and gen.calls == ["answer"]
+
+
+@pytest.mark.integration
+def test_the_same_prompt_again_is_not_scored_again_and_the_judgement_comes_after_the_lift(svc: RagService) -> None:
+    svc.runtime._generator = gen = LiftJudge(with_=-1.0, yes=0.9)
+    first = _answered(svc)
+    again = _answered(svc)  # the kept answer: neither scored nor written again
+    assert gen.calls == ["score", "score", "answer", "judge"] and again.text == first.text
+    with _relevance(svc, mode="abstain"):
+        svc.runtime._generator = gen = LiftJudge(with_=-3.0, yes=0.9)
+        assert _answered(svc).abstention.reason == "unrelated" and "judge" not in gen.calls  # type: ignore[union-attr]
+        svc.runtime._generator = gen = LiftJudge(with_=-1.0, yes=0.1)
+        assert _answered(svc).abstention.reason == "not_held" and gen.calls[:2] == ["score", "score"]  # type: ignore[union-attr]
+
+
+@pytest.mark.gui
+def test_the_answer_pane_says_the_passages_are_about_something_else_in_both_languages(
+        qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]
+    from rag_desktop.cli.common import abstained_line
+    from rag_desktop.ui.i18n import tr
+
+    svc.runtime._generator = Lifter(with_=-2.5)
+    answer = _answered(svc)
+    assert answer.abstained
+    for pane in _panes(qtbot, answer):
+        assert pane.text().startswith(tr("answer.unrelated_text"))
+        assert pane.status.text().startswith(tr("answer.unrelated"))
+        assert "-0.50" in pane.status.toolTip() and "+0.00" in pane.status.toolTip()
+    assert "-0.50 per token" in abstained_line(answer)

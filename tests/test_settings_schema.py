@@ -112,6 +112,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {'models': {'generator': 'embedded',
                 'match_citations': True,
                 'check_citations': True,
                 'abstain': True,
+                'check_relevance': True,
                 'judge_passages': 'warn',
                 'rewrite_timeout_s': 30.0},
  'ui': {'language': 'en'}}

@@ -22,11 +22,21 @@ import numpy.typing as npt
 
 from rag_desktop.app.crosslang import CrossLanguage, needs_translation
 from rag_desktop.app.retrieval import Retriever
-from rag_desktop.core.abstain import JUDGE, Abstention, Support, after_answer, decide, judged, log_odds
+from rag_desktop.core.abstain import (
+    JUDGE,
+    Abstention,
+    Support,
+    after_answer,
+    decide,
+    judged,
+    lifted,
+    log_odds,
+    question_lift,
+)
 from rag_desktop.core.cfrag.anchor import says_not_found
 from rag_desktop.core.lang import detect_lang
-from rag_desktop.core.prompting import template_lang
-from rag_desktop.core.protocols import TokenScorer
+from rag_desktop.core.prompting import build_answer_messages, template_lang
+from rag_desktop.core.protocols import PromptScorer, TokenScorer
 from rag_desktop.core.types import CancelToken, ChatMessage, Hit, Lang, Level, RankedList
 
 log = logging.getLogger(__name__)
@@ -112,6 +122,28 @@ def judge(gen: object, messages: Sequence[ChatMessage], sources: Sequence[Hit], 
     return judged(first, log_odds(lp, len(yes)))
 
 
+def relevance(gen: object, messages: Sequence[ChatMessage], question: str, sources: Sequence[Hit], lang: Lang,
+              first: Abstention, cancel: CancelToken | None = None, *, answer_reserve: int = 0) -> Abstention:
+    """``first`` (answered so far) with the question's lift (core.abstain.lifted): the question read
+    after the answer prompt's passages (``messages``) against the same prompt with no passages.
+
+    The prompt without passages is read first, from the fixed prefix's saved state, then the answer
+    prompt in its pieces, so the answer that follows keeps everything up to its question
+    (backends/llama_segments.py): before the first token this costs the bare prompt's few tokens and
+    the question's, read twice. Unchanged ``first`` where the judgement is skipped too (no passage in
+    the question's language: a Chinese question's likelihood after English passages is a translation's)
+    and where the generator cannot score its prompt (a server)."""
+    if not isinstance(gen, PromptScorer) or not any(h.lang == lang for h in sources):
+        return first
+    count = getattr(gen, "count_tokens", None)
+    n_ctx = int(getattr(gen, "n_ctx", 0) or 0)
+    if count is None or n_ctx <= 0:
+        return first
+    bare, _ = build_answer_messages(question, [], lang, count, n_ctx, answer_reserve)
+    without = gen.tail_logprob(bare, question, cancel=cancel)
+    return lifted(first, question_lift(gen.tail_logprob(messages, question, cancel=cancel), without))
+
+
 def after(first: Abstention, doubted: Abstention | None, text: str, warnings: Sequence[str], lang: Lang,
           read: Sequence[Hit], languages: Mapping[str, int], cross_language: bool) -> Abstention | None:
     """The verdict on a written answer (core.abstain.after_answer): "not in your documents" where the
@@ -120,7 +152,16 @@ def after(first: Abstention, doubted: Abstention | None, text: str, warnings: Se
     question's language, in a library that also holds the other one and searches it only through a
     translation (``cross_language`` off), names that language: the answer may stand there."""
     verdict = after_answer(first, doubted, said_not_found=says_not_found(text), unsupported="unsupported" in warnings)
+    return pointed(verdict, lang, read, languages, cross_language) if verdict is not None and verdict.written \
+        else verdict
+
+
+def pointed(verdict: Abstention, lang: Lang, read: Sequence[Hit], languages: Mapping[str, int],
+            cross_language: bool) -> Abstention:
+    """``verdict`` naming the library's other language where the answer may stand: it was reached on
+    passages all in the question's language, in a library that also holds the other one and searches
+    it only through a translation (``cross_language`` off)."""
     other = needs_translation(lang, languages)
-    if verdict is not None and verdict.written and other and not cross_language and all(h.lang == lang for h in read):
+    if verdict.abstained and other and not cross_language and all(h.lang == lang for h in read):
         return dataclasses.replace(verdict, other_language=other)
     return verdict

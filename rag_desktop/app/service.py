@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_desktop.app.abstention import after, judge
+from rag_desktop.app.abstention import after, judge, pointed, relevance
 from rag_desktop.app.abstention import check as check_abstention
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
@@ -39,7 +39,7 @@ from rag_desktop.app.verdict import answers_off, decide_verdict
 from rag_desktop.app.verdict import causal_off_reason as causal_off_reason
 from rag_desktop.core import keywords as kw
 from rag_desktop.core import prompting
-from rag_desktop.core.abstain import Abstention, judged
+from rag_desktop.core.abstain import Abstention, judged, lifted
 from rag_desktop.core.attribution import attribute, check_citations, echoes_example
 from rag_desktop.core.causal import CausalDiagnostics
 from rag_desktop.core.cfrag import iter_cfrag
@@ -444,17 +444,22 @@ class RagService:
         # seed it would be the same text (docs/architecture.md, "The question's path").
         key = (id(gen), gen.identity, msgs, g)
         kept = self._written if self._written is not None and self._written.key == key else None
-        if abstention is not None and g.judge_passages == "abstain" and used:  # asked first: do they hold it?
+        if abstention is not None and g.check_relevance and used:  # do the passages bear on the question?
+            abstention = (lifted(abstention, kept.lift) if kept is not None and kept.lift is not None
+                          else relevance(gen, msgs, query, used, lang, abstention, cancel,
+                                         answer_reserve=g.answer_reserve))
+            abstention = pointed(abstention, lang, used, self.library_languages(),
+                                 self.settings.retrieval.cross_language)
+        if abstention is not None and g.judge_passages == "abstain" and used and not abstention.abstained:
             abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
-                          else judge(gen, msgs, used, lang, abstention, cancel))
-            if abstention.abstained:  # the passages it judged are listed
-                yield Answer("", sources=used, method=ranked.method, abstention=abstention,
-                             locators=tuple((p.locators or ())[: len(used)]))
-                return
+                          else judge(gen, msgs, used, lang, abstention, cancel))  # asked first: do they hold it?
+        if abstention is not None and abstention.abstained:  # the passages it read are listed
+            yield Answer("", sources=used, method=ranked.method, abstention=abstention,
+                         locators=tuple((p.locators or ())[: len(used)]))
+            return
         written_now = kept is None
         if kept is None:
-            kept = yield from _write(gen, g, msgs, n_prompt, cancel, key,
-                                     abstention.judged if abstention is not None else None)
+            kept = yield from _write(gen, g, msgs, n_prompt, cancel, key, abstention)
         else:
             yield GenEvent(GenEventKind.TOKEN, kept.text)
             yield GenEvent(GenEventKind.DONE, finish_reason=kept.finish)
@@ -664,12 +669,13 @@ class _Written:
     text: str
     finish: str  # the stream's finish reason
     odds: float | None = None  # the passages' judgement, before or after it (core.abstain.judged); None: not judged
+    lift: float | None = None  # the question's lift before it (core.abstain.lifted); None: not measured
 
 
 def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_prompt: int, cancel: CancelToken | None,
-           key: tuple[object, ...], odds: float | None) -> Generator[GenEvent, None, _Written]:
-    """Stream the model's answer to ``msgs``; returns it as kept under ``key``, with the judgement's ``odds``
-    so far."""
+           key: tuple[object, ...], so_far: Abstention | None) -> Generator[GenEvent, None, _Written]:
+    """Stream the model's answer to ``msgs``; returns it as kept under ``key``, with the judgement's odds
+    and the question's lift ``so_far``."""
     parts: list[str] = []
     finish = "stop"
     meter = SpeedMeter(n_prompt)  # the Models page's measured speed (app/model_speed.py)
@@ -682,7 +688,7 @@ def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_promp
         yield ev
     text = "".join(parts).strip()
     _record_speed(gen.identity, meter.result(gen.count_tokens(text) if text else 0))
-    return _Written(key, text, finish, odds)
+    return _Written(key, text, finish, so_far.judged if so_far else None, so_far.question_lift if so_far else None)
 
 
 def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: _AnswerPrompt,
@@ -722,16 +728,22 @@ def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p
 
 def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: CancelToken | None = None
                       ) -> Abstention:
-    """What :meth:`RagService.answer` decides before it writes a word (``generation.abstain`` and
-    ``judge_passages`` as set): the library's words, then the model's judgement of the passages
-    (app.abstention.judge). For measuring the decision without writing answers."""
+    """What :meth:`RagService.answer` decides before it writes a word (``generation.abstain``,
+    ``check_relevance`` and ``judge_passages`` as set), with every check it would make measured: the
+    library's words, then the model's judgement of the passages (app.abstention.judge, asked whenever it
+    is not "off") and the question's lift (app.abstention.relevance). For measuring the decision without
+    writing answers."""
     g = svc.settings.generation
     first = svc.abstention(query, ranked, cancel)
-    if first.abstained or g.judge_passages == "off":
+    if first.abstained or (g.judge_passages == "off" and not g.check_relevance):
         return first
     gen = svc.runtime.generator()
     p = answer_prompt(svc, gen, query, ranked, prompting.ANSWER_SOURCES, g.passages, cancel)
-    return judge(gen, p.messages, p.used, p.lang, first, cancel) if p.used else first
+    if not p.used:
+        return first
+    a = judge(gen, p.messages, p.used, p.lang, first, cancel) if g.judge_passages != "off" else first
+    return relevance(gen, p.messages, query, p.used, p.lang, a, cancel, answer_reserve=g.answer_reserve) \
+        if g.check_relevance else a
 
 
 def first_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:

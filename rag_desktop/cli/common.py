@@ -109,6 +109,10 @@ ABSTAINED_LINE = ("Not in your documents: none of the question's words occur in 
 NOT_HELD_LINE = ("Not in your documents: the model read the passages below and judged that they do not hold "
                  "the answer (P(yes) {yes}). (generation.judge_passages = \"warn\" answers and marks it.)")
 
+UNRELATED_LINE = ("Not in your documents: the passages below make the question no more expected than no passages do "
+                  "({lift:+.2f} per token; they are about something else). (generation.check_relevance = false "
+                  "answers anyway.)")
+
 
 # Decided on the written answer (core.abstain.after_answer), which was printed as it streamed.
 UNHELD_LINE = ("Not in your documents: the model judged that the passages below do not hold the answer (P(yes) "
@@ -121,12 +125,14 @@ OTHER_LANGUAGE_LINE = (" The library also holds documents in {lang}, which a que
 def abstained_line(answer: Answer) -> str:
     """The line that says why ``answer`` abstained."""
     a = answer.abstention
+    where = OTHER_LANGUAGE_LINE.format(lang=LANG_NAMES["en"].get(a.other_language, a.other_language)) \
+        if a is not None and a.other_language else ""
     if a is not None and a.written:
         line = UNHELD_LINE if a.reason == "unheld" else SAID_NOT_FOUND_LINE
         yes = "–" if a.judged_yes is None else f"{a.judged_yes:.0%}"
-        where = OTHER_LANGUAGE_LINE.format(lang=LANG_NAMES["en"].get(a.other_language, a.other_language)) \
-            if a.other_language else ""
         return line.format(yes=yes) + where
+    if a is not None and a.reason == "unrelated" and a.question_lift is not None:
+        return UNRELATED_LINE.format(lift=a.question_lift) + where
     if a is not None and a.reason == "not_held" and a.judged_yes is not None:
         return NOT_HELD_LINE.format(yes=f"{a.judged_yes:.0%}")
     return ABSTAINED_LINE

@@ -59,6 +59,21 @@ JUDGE = {
 # under the lowest answerable one. The statutes' rows were held out of the choice.
 MIN_JUDGED = 0.5
 
+# The third check, before the answer too: does reading the passages make the question more likely?
+#
+#     lift_q = (1/|q|) Σ_t [ log P(q_t | prefix, passages, q_<t) − log P(q_t | prefix, no passages, q_<t) ]
+#
+# over the question's tokens q_t, in the answer prompt itself (the passages, then the question) and in
+# the same prompt with no passages (TokenScorer's sibling PromptScorer.tail_logprob). It is the pointwise
+# mutual information of the question with the passages, per token: the query likelihood that UPR
+# (Sachan et al., 2022) reranks passages with, measured against the model's prior instead of between
+# passages. Passages about the question's subject make its words expected; passages about another subject
+# make them less expected than no passages at all (the model then expects a question about *them*).
+# The cut is its sign, 0 — more likely with the passages than without — not a tuned number: on the tuning
+# rows (docs/evaluation.md §5.4) every answerable same-language question stood at 0.36 or above, and 56
+# of 61 about other subjects below 0; cuts from −0.1 to 0.3 lost none of those answers.
+MIN_QUESTION_LIFT = 0.0
+
 
 @dataclass(frozen=True)
 class Support:
@@ -82,7 +97,8 @@ class Support:
 class Abstention:
     """The decision and why: ``reason`` is "" when the question is answered, else "off_topic" (the
     library's words and similarities, :func:`decide`), "not_held" (the model's judgement of the
-    passages, :func:`judged`), or one of AFTER_ANSWER (:func:`after_answer`)."""
+    passages, :func:`judged`), "unrelated" (the passages make the question no likelier, :func:`lifted`),
+    or one of AFTER_ANSWER (:func:`after_answer`)."""
 
     abstained: bool
     reason: str
@@ -96,6 +112,8 @@ class Abstention:
     # language ("zh"/"en"), searched only through a translation (retrieval.cross_language): the answer
     # may stand there, so the person is told where else to ask.
     other_language: str = ""
+    # lift_q: how much likelier the passages make the question, per token (MIN_QUESTION_LIFT); None: not measured.
+    question_lift: float | None = None
 
     @property
     def written(self) -> bool:
@@ -114,7 +132,8 @@ class Abstention:
                 "coverage": None if cov is None else round(cov, 3), "terms": s.n_terms, "known_terms": s.n_known,
                 "lift": round(s.lift, 4), "top_sim": round(s.top_sim, 4), "library_sim": round(s.library_sim, 4),
                 "translated": self.translated,
-                "judged": None if self.judged is None else round(self.judged, 3), "other_language": self.other_language}
+                "judged": None if self.judged is None else round(self.judged, 3), "other_language": self.other_language,
+                "question_lift": None if self.question_lift is None else round(self.question_lift, 3)}
 
 
 def decide(support: Support, min_lift: float = MIN_LIFT) -> Abstention:
@@ -173,3 +192,21 @@ def judged(abstention: Abstention, odds: float, min_judged: float = MIN_JUDGED) 
     when the odds that the passages hold the answer are below ``min_judged``."""
     held = odds >= min_judged
     return dataclasses.replace(abstention, abstained=not held, reason="" if held else "not_held", judged=odds)
+
+
+def question_lift(with_passages: tuple[float, int], without: tuple[float, int]) -> float:
+    """lift_q (MIN_QUESTION_LIFT's formula) from the question's summed log-probability and token count
+    after the passages and after none. The two prompts hold the same question, so the counts agree but
+    for a token at the seam; each sum is averaged over its own count."""
+    (lp1, n1), (lp0, n0) = with_passages, without
+    if n1 <= 0 or n0 <= 0:
+        raise ValueError("the question has no tokens to score")
+    return lp1 / n1 - lp0 / n0
+
+
+def lifted(abstention: Abstention, lift: float, min_lift: float = MIN_QUESTION_LIFT) -> Abstention:
+    """``abstention`` (answered so far) with the question's lift: abstained as "unrelated" when the
+    passages do not make the question likelier than no passages do (lift < ``min_lift``)."""
+    if lift >= min_lift:
+        return dataclasses.replace(abstention, question_lift=lift)
+    return dataclasses.replace(abstention, abstained=True, reason="unrelated", question_lift=lift)

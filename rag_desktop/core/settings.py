@@ -284,6 +284,9 @@ class GenerationSettings:
     # Say "not in your documents" instead of asking the model when none of the question's words are
     # the library's and no passage stands out (core.abstain; decided before the model loads).
     abstain: bool = True
+    # With abstain: before the answer, "not in your documents" when its passages make the question no likelier
+    # than no passages do (core.abstain.MIN_QUESTION_LIFT; the bare prompt's and the question's few tokens).
+    check_relevance: bool = True
     # With abstain: the model is asked whether the answer's passages hold the answer (core.abstain.JUDGE;
     # a prompt evaluation it shares with the answer). "warn": asked after the answer, which is marked
     # when they do not, and said "not in your documents" when no passage holds it either

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rag_desktop.core.abstain import MIN_JUDGED, Abstention, yes_share
+from rag_desktop.core.abstain import MIN_JUDGED, MIN_QUESTION_LIFT, Abstention, yes_share
 from rag_desktop.core.types import Answer, Citation, Hit
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.needs_view import NeedsView
@@ -275,10 +275,10 @@ class AnswerPane(QWidget):
         passages the model judged are listed as an answer's sources are."""
         key = abstention_key(abstention)
         text = tr(key + "_text")
+        # Where else to ask, before any kept text: below a long answer a 1280×800 pane hid it.
+        if abstention.other_language:
+            text += "\n\n" + tr("answer.other_language", lang=tr("lang." + abstention.other_language))
         if abstention.written:  # decided on the written answer (core.abstain.after_answer): shown below the verdict
-            # Where else to ask, before the kept text: below a long answer a 1280×800 pane hid it.
-            if abstention.other_language:
-                text += "\n\n" + tr("answer.other_language", lang=tr("lang." + abstention.other_language))
             text += "\n\n" + (self.answer.text if self.answer is not None else "")
         self._set_plain(text)
         self._set_status(key)
@@ -289,6 +289,10 @@ class AnswerPane(QWidget):
             cov = s.coverage
             tip = tr("answer.abstained_tip", known=s.n_known, terms=s.n_terms,
                      coverage="–" if cov is None else f"{cov:.0%}", lift=f"{s.lift:.3f}")
+        elif key == "answer.unrelated":  # the question's lift
+            lift = abstention.question_lift
+            tip = tr("answer.unrelated_tip", lift="–" if lift is None else f"{lift:+.2f}",
+                     need=f"{MIN_QUESTION_LIFT:+.2f}")
         else:  # the model's judgement, before the answer or after it
             tip = tr(key + "_tip", yes="–" if yes is None else f"{yes:.0%}", need=f"{yes_share(MIN_JUDGED):.0%}")
         self.status.setToolTip(plain_tooltip(tip))

@@ -812,6 +812,19 @@ TABLE: dict[str, tuple[str, str]] = {
                             "hold the answer” turns this off.",
                             "被问到这些段落中是否有答案时，模型回答“有”的把握为 {yes}（达到 {need} 才生成回答）。"
                             "可在设置“先让模型判断段落中是否有答案”中关闭。"),
+    "answer.unrelated": ("not in your documents: the passages are about something else",
+                         "文档中没有答案：段落说的是别的内容"),
+    "answer.unrelated_text": ("Not in your documents. The model read the question after the passages listed below "
+                              "and found it no more expected than with no passages at all: they are about "
+                              "something else, so no answer was written. Rephrase the question in the documents' "
+                              "words, or add the documents that hold the answer.",
+                              "文档中没有答案。模型读过下面列出的段落后再读这个问题，并不比不读任何段落时更“意料之中”："
+                              "这些段落说的是别的内容，所以没有生成回答。可以换用文档里的说法再问，或者添加包含答案的文档。"),
+    "answer.unrelated_tip": ("Per word of the question, the passages changed its log-likelihood by {lift} (an "
+                             "answer is written from {need}). The setting “Check that the passages bear on the "
+                             "question” turns this off.",
+                             "按问题的每个词计，段落使它的对数似然变化了 {lift}（达到 {need} 才生成回答）。"
+                             "可在设置“检查段落是否与问题相关”中关闭。"),
     "answer.unheld": ("not in your documents: judged from the passages and the answer",
                       "文档中没有答案：依据段落和回答判断"),
     "answer.unheld_text": ("Not in your documents. The model judged that the passages listed below do not hold the "
@@ -1186,6 +1199,14 @@ TABLE: dict[str, tuple[str, str]] = {
     "set.generation.abstain.tip": ("When none of the question's words are the library's and no passage stands "
                                    "out, say so instead of asking the model", "问题的词语都不在文库中、且没有"
                                    "明显相关的段落时，直接说明，不询问模型"),
+    "set.generation.check_relevance": ("Check that the passages bear on the question",
+                                       "检查段落是否与问题相关"),
+    "set.generation.check_relevance.tip": ("Before answering, the model reads the question after the passages and "
+                                           "after no passages; when the passages do not make the question more "
+                                           "likely, “not in your documents” is said instead of an answer. About "
+                                           "half a second",
+                                           "回答之前，模型分别在读过段落后和不读段落时读这个问题；如果段落没有让这个"
+                                           "问题变得更“意料之中”，就说明“文档中没有答案”，不生成回答。约半秒"),
     "set.generation.judge_passages": ("Ask the model whether the passages hold the answer",
                                       "先让模型判断段落中是否有答案"),
     "set.generation.judge_passages.tip": ("The model says whether the answer's passages hold the answer; when they "

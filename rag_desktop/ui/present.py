@@ -117,7 +117,7 @@ def decision_key(d: DecisionTrace) -> str:
 def abstention_key(abstention: Abstention) -> str:
     """The i18n key of the status that says why an answer is "not in your documents" (core.abstain's
     reasons; "not_held" without recorded odds reads as the words' decision)."""
-    if abstention.written:
+    if abstention.written or abstention.reason == "unrelated":
         return f"answer.{abstention.reason}"
     return "answer.not_held" if abstention.reason == "not_held" and abstention.judged is not None \
         else "answer.abstained"

@@ -26,10 +26,8 @@ import bench_common as bc
 bc.pin_threads(2)
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 
@@ -170,34 +168,19 @@ def prefix_memory(svc: Any) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=bc.REPO / "tests" / "data" / "demo_qa")
-    ap.add_argument("--docs", type=Path, default=bc.DEMO_DIR)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--limit", type=int, default=0)
-    ap.add_argument("--cache-dir", type=Path, default=Path("/tmp/rag_desktop_bench/columns"))
+    bc.qa_arguments(ap)
     ap.add_argument("--pieces", action="store_true",
                     help="instead: the first column's first token with its prompt read in pieces and in one")
     ap.add_argument("--needs", action="store_true",
                     help="instead: 'which sources does it need?' keeping the shared sources or not")
     ap.add_argument("--prefix-memory", action="store_true",
                     help="instead: the memory the answer prefixes' saved states take after launch")
-    ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-
-    from rag_desktop.app import model_files
-    from rag_desktop.app.service import RagService
 
     machine = bc.Machine()
     bc.header("bench_columns: the second answer column", machine, args)
     t_all = time.perf_counter()
-    lib = args.cache_dir / "lib"
-    bc.ensure_library(lib, args.docs, 4096, 512, args.threads)
-    gguf = model_files.prepare_joined(model_files.QWEN_1_5B)
-    settings = bc.bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=8192)
-    svc = RagService(lib, settings)
-    questions = [json.loads(line)["question"] for line in (args.data / "questions.jsonl").read_text(
-        encoding="utf-8").splitlines() if line.strip()]
-    questions = questions[: args.limit] if args.limit else questions
+    svc, questions = bc.qa_service(args)
     rows: list[dict[str, Any]] = []
     try:
         if args.prefix_memory:

@@ -389,6 +389,35 @@ def bench_settings(**ingest: Any) -> Any:
     return s
 
 
+# --------------------------------------------------------------------------- the answer path
+
+
+def qa_arguments(ap: Any) -> None:
+    """The options of a benchmark that asks a QA set's questions of a library through the app."""
+    ap.add_argument("--data", type=Path, default=REPO / "tests" / "data" / "demo_qa")
+    ap.add_argument("--docs", type=Path, default=DEMO_DIR)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--cache-dir", type=Path, default=Path("/tmp/rag_desktop_bench/columns"))
+    ap.add_argument("--json", type=Path)
+
+
+def qa_service(args: Any) -> tuple[Any, list[str]]:
+    """The app's service over ``args.docs`` (a library built once in ``args.cache_dir``) with the default
+    settings and the embedded 1.5B on ``args.threads``, and the questions of ``args.data``
+    (:func:`qa_arguments`)."""
+    from rag_desktop.app import model_files
+    from rag_desktop.app.service import RagService
+
+    lib = args.cache_dir / "lib"
+    ensure_library(lib, args.docs, 4096, 512, args.threads)
+    gguf = model_files.prepare_joined(model_files.QWEN_1_5B)
+    settings = bench_settings().replace("models", generator=str(gguf), threads=args.threads, n_ctx=8192)
+    lines = (args.data / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(line)["question"] for line in lines if line.strip()]
+    return RagService(lib, settings), questions[: args.limit] if args.limit else questions
+
+
 # --------------------------------------------------------------------------- libraries
 
 

@@ -480,12 +480,7 @@ class LlamaCppGenerator:
         depends on the messages alone, so a seed still gives one text. ``after``: evaluated from the
         last stream's cache, only what follows the tokens the two prompts share."""
 
-        if cancel is not None and cancel.is_set:
-            raise Cancelled()
-        self.load()
-        llm = self._llm
-        if not self._enter(llm):
-            raise ModelUnavailable(f"{self.model_path.name} was closed while scoring; try again")
+        llm = self._scoring(cancel)
         try:
             toks, _ = self._prompt(llm, messages)
             if self.is_qwen3 and not self.thinking:
@@ -511,17 +506,23 @@ class LlamaCppGenerator:
         finally:
             self._leave()
 
-    def tail_logprob(self, messages: Sequence[ChatMessage], tail: str, *,
-                     cancel: CancelToken | None = None) -> tuple[float, int]:
-        """core.protocols.PromptScorer: log P of the tokens of ``tail``, the end of the last message, given the
-        prompt before it (summed), and how many there are. Read in the prompt's pieces as :meth:`stream` reads
-        it (backends/llama_segments.py), so an answer prompt that follows keeps what this one read."""
+    def _scoring(self, cancel: CancelToken | None) -> Any:
+        """The loaded model, entered for a scoring evaluation (the caller leaves it); Cancelled first when
+        ``cancel`` is set already."""
         if cancel is not None and cancel.is_set:
             raise Cancelled()
         self.load()
         llm = self._llm
         if not self._enter(llm):
             raise ModelUnavailable(f"{self.model_path.name} was closed while scoring; try again")
+        return llm
+
+    def tail_logprob(self, messages: Sequence[ChatMessage], tail: str, *,
+                     cancel: CancelToken | None = None) -> tuple[float, int]:
+        """core.protocols.PromptScorer: log P of the tokens of ``tail``, the end of the last message, given the
+        prompt before it (summed), and how many there are. Read in the prompt's pieces as :meth:`stream` reads
+        it (backends/llama_segments.py), so an answer prompt that follows keeps what this one read."""
+        llm = self._scoring(cancel)
         try:
             render, full, head = self._prefix_of(llm, messages)
             if len(full) >= self._n_ctx:

@@ -849,9 +849,9 @@ def test_a_prompts_tail_is_scored_as_a_full_softmax_reference_scores_it(smol: Ll
 @pytest.mark.slow
 def test_the_answer_after_a_scored_question_keeps_its_sources_and_a_seed_keeps_its_text(
         smol: LlamaCppGenerator) -> None:
-    """The relevance check reads the answer prompt up to its question (app.abstention.relevance): the
-    answer that follows keeps every piece it read, and writes the text a generator that read nothing
-    before writes for the seed."""
+    """The relevance check reads the answer prompt up to its question's end (app.abstention.relevance): the
+    answer that follows keeps all of it and reads only the end of the turn, and writes for the seed the text
+    a generator that read nothing before writes after the same check."""
     from rag_desktop.backends.llama_segments import cuts
 
     opens = "The city museum opens at ten in the morning, every day of the week except Mondays and holidays. " * 14
@@ -866,11 +866,25 @@ def test_the_answer_after_a_scored_question_keeps_its_sources_and_a_seed_keeps_i
     def render(ms: object) -> list[int]:
         return smol._prompt(smol._llm, ms)[0]  # type: ignore[arg-type]
 
-    at = cuts(render, prompt, render(prompt))
-    assert len(at) >= 3 and smol.last_prefix_reused == at[-1]  # the prefix and every source before the question
+    full = render(prompt)
+    at = cuts(render, prompt, full)
+    assert len(at) >= 3  # the prefix and two sources, then the last source and the question in one piece
+    assert len(full) - 8 <= smol.last_prefix_reused < len(full)  # everything but the end of the turn
     fresh = LlamaCppGenerator(smollm2(), n_ctx=smol.n_ctx)
     try:
+        fresh.tail_logprob(prompt, question)
         assert fresh.generate(prompt, max_tokens=24, temperature=0.8, seed=5) == text
+        # after another prompt, and after a check of another question on the same sources: the same text
+        fresh.generate(_sources_prompt(["Bread is baked daily."], "When is bread baked?"), max_tokens=8,
+                       temperature=0.8, seed=1)
+        other = _sources_prompt([opens, closes, "Tickets cost five euros."], "When does the museum open?")
+        fresh.tail_logprob(other, "When does the museum open?")
+        fresh.tail_logprob(prompt, question)
+        assert fresh.generate(prompt, max_tokens=24, temperature=0.8, seed=5) == text
+        # a stream of another prompt after a check keeps the pieces only, not the scored end
+        fresh.tail_logprob(prompt, question)
+        fresh.generate(other, max_tokens=4, temperature=0.8, seed=5)
+        assert fresh.last_prefix_reused == at[-1]
     finally:
         fresh.close()
 

@@ -127,23 +127,27 @@ class PromptCache:
     def __init__(self, save: Callable[[Any], Any] = save_seq, load: Callable[[Any, Any], bool] = load_seq) -> None:
         self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.cuts: tuple[int, ...] = ()
+        # The cache also holds the prompt up to here, read in one piece after its last cut by score_tail (0:
+        # nothing past the cuts): the prompt's own stream, next, keeps it (:meth:`read`).
+        self.scored = 0
         self._save, self._load = save, load
 
     def clear(self) -> None:
         self.states.clear()
-        self.cuts = ()
+        self.cuts, self.scored = (), 0
 
     def forget(self) -> None:
-        self.cuts = ()
+        self.cuts, self.scored = (), 0
 
     def keep_below(self, n: int) -> None:
         self.cuts = tuple(c for c in self.cuts if c <= n)
+        self.scored = self.scored if self.scored <= n else 0
 
     def prefix(self, llm: Any, full: Sequence[int], cut: int) -> int:
         """From a cleared cache, ``full``'s first ``cut`` tokens: loaded from their saved state, or read
         and saved. Returns the tokens loaded (0 when read here)."""
         llm.reset()
-        self.cuts = ()
+        self.cuts, self.scored = (), 0
         if cut <= 0:
             return 0
         key = tuple(full[:cut])
@@ -164,6 +168,13 @@ class PromptCache:
         :func:`cuts`; ``prefix`` is the first when the prompt has a fixed prefix, else 0), keeping what
         the cache holds up to the longest cut both prompts share. Returns the tokens kept or loaded."""
         shared = longest_common_prefix([list(llm.input_ids[: llm.n_tokens]), list(full)])
+        if self.scored and shared >= self.scored and tuple(at) == self.cuts:
+            # the same prompt's end scored just before, after the same pieces: it reads on from there, and
+            # every stream after a score of its prompt is read so (the relevance check comes first each time)
+            llm.reset()
+            llm.n_tokens = self.scored
+            return self.scored
+        self.scored = 0
         keep = max((c for c in at if c <= shared and c in self.cuts and _same_before(self.cuts, at, c)), default=0)
         if keep:
             llm.reset()  # n_tokens only: the cache up to ``keep`` stays, eval() drops what follows
@@ -233,7 +244,8 @@ def score_tail(llm: Any, cache: PromptCache | None, render: Render, messages: Se
                full: Sequence[int], head: int, tail: str) -> list[float]:
     """log P of each token of ``tail`` (:func:`tail_span`) given the prompt before it. With ``cache``, what
     comes before is read in ``messages``' pieces (:meth:`PromptCache.read`: what the last prompt read is
-    kept, and the next prompt keeps what this one read); without, from a cleared cache."""
+    kept, and the next prompt keeps what this one read), the rest up to the tail's end in one more piece,
+    which the same prompt's stream keeps too (``PromptCache.scored``); without, from a cleared cache."""
     start, end = tail_span(llm, render, messages, full, tail)
     if start >= end:
         return []
@@ -241,5 +253,9 @@ def score_tail(llm: Any, cache: PromptCache | None, render: Render, messages: Se
         llm.reset()
     else:
         at = [c for c in cuts(render, messages, full, head=head) if c < start]
+        cache.scored = 0  # read up to the pieces' end, whatever was scored before
         cache.read(llm, full, at, head if 0 < head < start else 0)
-    return read_scored(llm, full, start, end)
+    out = read_scored(llm, full, start, end)
+    if cache is not None:
+        cache.scored = end
+    return out

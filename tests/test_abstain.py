@@ -394,7 +394,7 @@ class Lifter(ScriptedGenerator):
     def tail_logprob(self, messages, tail, *, cancel=None):  # type: ignore[no-untyped-def]
         self.calls.append("score")
         last = messages[-1].content
-        assert last.endswith(tail)
+        assert last.rstrip().endswith(tail)
         self.scored.append(last)
         n = len(tail.split())
         return (self.with_ if "[1]" in last else self.without) * n, n
@@ -415,6 +415,9 @@ def test_the_lift_compares_the_question_after_the_passages_with_it_after_none() 
     # the bare prompt first (from the prefix's saved state), then the answer prompt the answer reads next
     assert gen.calls == ["score", "score"] and "[1]" not in gen.scored[0] and gen.scored[1] == msgs[-1].content
     assert relevance(Lifter(with_=-2.5), msgs, q, hits, "en", first).reason == "unrelated"
+    # a question typed with a space after it: scored without it (the prompts end with it all the same)
+    spaced, _ = build_answer_messages(q + "  ", hits, "en", lambda t: len(t) // 4 + 1, 4096, 512)
+    assert relevance(Lifter(with_=-1.5), spaced, q + "  ", hits, "en", first).question_lift == pytest.approx(0.5)
     # skipped where the judgement is: no passage in the question's language, or a generator that cannot score
     assert relevance(Lifter(with_=-9.0), msgs, "卡片？", hits, "zh", first) is first
     assert relevance(ScriptedGenerator(), msgs, q, hits, "en", first) is first

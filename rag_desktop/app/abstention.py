@@ -128,20 +128,21 @@ def relevance(gen: object, messages: Sequence[ChatMessage], question: str, sourc
     after the answer prompt's passages (``messages``) against the same prompt with no passages.
 
     The prompt without passages is read first, from the fixed prefix's saved state, then the answer
-    prompt in its pieces, so the answer that follows keeps everything up to its question
-    (backends/llama_segments.py): before the first token this costs the bare prompt's few tokens and
-    the question's, read twice. Unchanged ``first`` where the judgement is skipped too (no passage in
-    the question's language: a Chinese question's likelihood after English passages is a translation's)
-    and where the generator cannot score its prompt (a server)."""
-    if not isinstance(gen, PromptScorer) or not any(h.lang == lang for h in sources):
+    prompt in its pieces and the question in one more; the answer that follows reads on from the
+    question's end (backends/llama_segments.py, ``PromptCache.scored``), so before the first token this
+    costs the bare prompt's few tokens (docs/benchmarks.md §13). Unchanged ``first`` where the judgement
+    is skipped too (no passage in the question's language: a Chinese question's likelihood after English
+    passages is a translation's) and where the generator cannot score its prompt (a server)."""
+    tail = question.strip()  # the prompts end with it (whitespace after it goes with it: tail_span)
+    if not isinstance(gen, PromptScorer) or not tail or not any(h.lang == lang for h in sources):
         return first
     count = getattr(gen, "count_tokens", None)
     n_ctx = int(getattr(gen, "n_ctx", 0) or 0)
     if count is None or n_ctx <= 0:
         return first
     bare, _ = build_answer_messages(question, [], lang, count, n_ctx, answer_reserve)
-    without = gen.tail_logprob(bare, question, cancel=cancel)
-    return lifted(first, question_lift(gen.tail_logprob(messages, question, cancel=cancel), without))
+    without = gen.tail_logprob(bare, tail, cancel=cancel)
+    return lifted(first, question_lift(gen.tail_logprob(messages, tail, cancel=cancel), without))
 
 
 def after(first: Abstention, doubted: Abstention | None, text: str, warnings: Sequence[str], lang: Lang,

@@ -198,9 +198,10 @@ def tail_span(llm: Any, render: Render, messages: Sequence[ChatMessage], full: S
     seam goes with the tail) to the template's next control token (the end of the turn). A model that
     appends to the last message (Qwen3's "/no_think") has that in the span too."""
     last = messages[-1]
-    if not tail or not last.content.endswith(tail):
+    text = last.content.rstrip()  # whitespace after the tail goes with it
+    if not tail or not text.endswith(tail):
         raise ValueError(f"the last message does not end with {tail[:40]!r}")
-    cut = dataclasses.replace(last, content=last.content[: len(last.content) - len(tail)], breaks=())
+    cut = dataclasses.replace(last, content=text[: len(text) - len(tail)], breaks=())
     start = max(1, longest_common_prefix([list(full), render([*messages[:-1], cut])]))
     end = next((i for i in range(start, len(full)) if not llm.detokenize([full[i]], special=False)), len(full))
     return start, end

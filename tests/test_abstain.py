@@ -492,3 +492,19 @@ def test_the_answer_pane_says_the_passages_are_about_something_else_in_both_lang
         assert pane.status.text().startswith(tr("answer.unrelated"))
         assert "-0.50" in pane.status.toolTip() and "+0.00" in pane.status.toolTip()
     assert "-0.50 per token" in abstained_line(answer)
+
+
+@pytest.mark.integration
+def test_a_kept_answer_is_not_shown_for_a_new_generator_where_a_freed_one_stood(svc: RagService) -> None:
+    """The kept answer's key holds its generator weakly: a generator created after the one that wrote it was
+    freed (CPython may give it the same id) writes its own answer."""
+    import gc
+
+    svc.runtime._generator = Lifter(with_=-1.0)
+    _answered(svc)
+    assert svc._written is not None
+    svc.runtime._generator = None
+    gc.collect()
+    svc.runtime._generator = gen = Lifter(with_=-1.0)
+    _answered(svc)
+    assert "answer" in gen.calls  # written, not shown again

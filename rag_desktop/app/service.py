@@ -12,6 +12,7 @@ import dataclasses
 import json
 import logging
 import time
+import weakref
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -442,7 +443,7 @@ class RagService:
         yield Progress("reading", n_prompt, n_prompt, self.runtime.generator_name())
         # A column that hands the model the prompt the last answer read shows that answer: with the fixed
         # seed it would be the same text (docs/architecture.md, "The question's path").
-        key = (id(gen), gen.identity, msgs, g)
+        key = (weakref.ref(gen), gen.identity, msgs, g)  # a freed generator's id may be reused; its ref is dead
         kept = self._written if self._written is not None and self._written.key == key else None
         if abstention is not None and g.check_relevance and used:  # do the passages bear on the question?
             abstention = (lifted(abstention, kept.lift) if kept is not None and kept.lift is not None

@@ -478,6 +478,26 @@ def test_the_same_prompt_again_is_not_scored_again_and_the_judgement_comes_after
         assert _answered(svc).abstention.reason == "not_held" and gen.calls[:2] == ["score", "score"]  # type: ignore[union-attr]
 
 
+@pytest.mark.integration
+def test_the_same_prompt_after_a_verdict_gets_the_verdict_without_reading_it_again(svc: RagService) -> None:
+    """A second column handing the model the same passages: the first column's "about something else" is
+    said again with no model call (reading the prompt again would cost a whole prefill), and a changed
+    prompt is read."""
+    svc.runtime._generator = gen = Lifter(with_=-2.4)
+    ranked = svc.compare(WASON, translate=False).answer_list("baseline")
+    first = [e for e in svc.answer(WASON, ranked) if isinstance(e, Answer)][-1]
+    again = [e for e in svc.answer(WASON, ranked) if isinstance(e, Answer)][-1]
+    assert gen.calls == ["score", "score"]
+    assert again.abstention == first.abstention and again.sources == first.sources and again.text == ""
+    with _relevance(svc, mode="abstain"):  # another prompt key (the settings): read and judged afresh
+        svc.runtime._generator = gen = LiftJudge(with_=-1.0, yes=0.1)
+        assert _answered(svc).abstention.reason == "not_held"  # type: ignore[union-attr]
+        assert _answered(svc).abstention.reason == "not_held"  # type: ignore[union-attr]
+        assert gen.calls == ["score", "score", "judge"]
+    svc.runtime._generator = gen = Lifter(with_=-1.0)  # the same messages, a generator that lets it through
+    assert _answered(svc).text and gen.calls == ["score", "score", "answer"]
+
+
 @pytest.mark.gui
 def test_the_answer_pane_says_the_passages_are_about_something_else_in_both_languages(
         qtbot, svc: RagService) -> None:  # type: ignore[no-untyped-def]

@@ -455,9 +455,13 @@ class RagService:
             abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
                           else judge(gen, msgs, used, lang, abstention, cancel))  # asked first: do they hold it?
         if abstention is not None and abstention.abstained:  # the passages it read are listed
+            # kept too: a column handing the model this prompt again gets the verdict without a second read
+            self._written = _Written(key, "", ABSTAINED, abstention.judged, abstention.question_lift)
             yield Answer("", sources=used, method=ranked.method, abstention=abstention,
                          locators=tuple((p.locators or ())[: len(used)]))
             return
+        if kept is not None and kept.finish == ABSTAINED:  # only its scores serve; the text is written now
+            kept = None
         written_now = kept is None
         if kept is None:
             kept = yield from _write(gen, g, msgs, n_prompt, cancel, key, abstention)
@@ -661,6 +665,9 @@ def answer_prompt(svc: RagService, gen: Any, query: str, ranked: RankedList, n_s
     return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
 
 
+ABSTAINED = "abstained"  # _Written.finish of a prompt whose answer was not written: its verdict is kept
+
+
 @dataclass(frozen=True)
 class _Written:
     """What the model wrote for one answer prompt: kept (RagService._written) so that the next column
@@ -668,7 +675,7 @@ class _Written:
 
     key: tuple[object, ...]  # (generator, messages, generation settings)
     text: str
-    finish: str  # the stream's finish reason
+    finish: str  # the stream's finish reason, or ABSTAINED (nothing written: the scores below decided)
     odds: float | None = None  # the passages' judgement, before or after it (core.abstain.judged); None: not judged
     lift: float | None = None  # the question's lift before it (core.abstain.lifted); None: not measured
 

@@ -11,9 +11,10 @@ import dataclasses
 import pytest
 from test_abstain import WASON, Judge, _answered, _panes, svc  # noqa: F401  (svc: the module's library fixture)
 
+from rag_desktop.app.abstention import other_language_near, pointed
 from rag_desktop.app.service import RagService
 from rag_desktop.core.abstain import AFTER_ANSWER, MIN_JUDGED, Support, after_answer, decide, judged
-from rag_desktop.core.types import Answer
+from rag_desktop.core.types import Answer, Hit
 
 INVENTED = "The Wason selection task was designed in London in 1962 by Harold Pemberton [1]."
 REFUSAL = "The sources do not explicitly mention it [1]."
@@ -63,7 +64,9 @@ def test_an_invented_answer_judged_not_held_is_said_not_in_your_documents_and_ke
     # the library also holds Chinese, reached by a translation only: the person is told where else to ask,
     # unless a passage in Chinese was read (then the verdict saw it)
     english_only = all(h.lang == "en" for h in answer.sources)
-    assert answer.abstention.other_language == ("zh" if english_only else "")
+    ranked = svc.compare(WASON).answer_list("baseline")
+    near = other_language_near(ranked.hits, "en", answer.abstention.support.library_sim)
+    assert answer.abstention.other_language == ("zh" if english_only and near else "")
     assert answer.abstention.as_json()["other_language"] == answer.abstention.other_language
 
 
@@ -80,6 +83,30 @@ def test_a_verdict_on_passages_of_one_language_says_where_else_to_ask() -> None:
     assert "Chinese" not in abstained_line(Answer(INVENTED, abstention=unheld))
     with i18n.using("zh"):
         assert "中文" in tr("answer.other_language", lang=tr("lang.zh"))
+
+
+def _hit(lang: str, s_sim: float) -> Hit:
+    return Hit(1, 1, "chunk", "t", "p", 1, "text", s_sim, 1, lang)
+
+
+def test_the_other_language_is_named_only_where_a_document_in_it_is_nearer_than_the_library_average() -> None:
+    """The hint "ask it in Chinese" sends a person on a second search: given only where a Chinese unit of
+    the ranked list is closer to the question than the library's average document (Support.library_sim)."""
+    first = decide(Support(3, 2, 0.80, 0.75))  # library_sim 0.75
+    unheld = after_answer(first, judged(first, -1.0), said_not_found=False, unsupported=True)
+    assert unheld is not None and unheld.support.library_sim == 0.75
+    read = [_hit("en", 0.80), _hit("en", 0.79)]
+    both = {"en": 3, "zh": 2}
+    far, near = [*read, _hit("zh", 0.749)], [*read, _hit("zh", 0.75)]
+    assert not other_language_near(far, "en", 0.75) and other_language_near(near, "en", 0.75)
+    assert not other_language_near(read, "en", 0.0)  # no unit in another language at all
+    assert pointed(unheld, "en", read, far, both, False).other_language == ""
+    assert pointed(unheld, "en", read, near, both, False).other_language == "zh"
+    # the conditions before it still hold: cross-language search on, a Chinese passage read, one language
+    assert pointed(unheld, "en", read, near, both, True).other_language == ""
+    assert pointed(unheld, "en", [*read, _hit("zh", 0.9)], near, both, False).other_language == ""
+    assert pointed(unheld, "en", read, near, {"en": 3}, False).other_language == ""
+    assert pointed(first, "en", read, near, both, False).other_language == ""  # answered: nothing to point
 
 
 @pytest.mark.integration

@@ -146,23 +146,39 @@ def relevance(gen: object, messages: Sequence[ChatMessage], question: str, sourc
 
 
 def after(first: Abstention, doubted: Abstention | None, text: str, warnings: Sequence[str], lang: Lang,
-          read: Sequence[Hit], languages: Mapping[str, int], cross_language: bool) -> Abstention | None:
+          read: Sequence[Hit], pool: Sequence[Hit], languages: Mapping[str, int], cross_language: bool
+          ) -> Abstention | None:
     """The verdict on a written answer (core.abstain.after_answer): "not in your documents" where the
     answer says so itself, or where the judgement (``doubted``) and the passage check (``warnings``'
-    "unsupported") agree that nothing ``read`` holds it; else ``doubted``. A verdict on passages all in the
-    question's language, in a library that also holds the other one and searches it only through a
-    translation (``cross_language`` off), names that language: the answer may stand there."""
+    "unsupported") agree that nothing ``read`` holds it; else ``doubted``. Where the answer may stand in
+    the library's other language, it names it (:func:`pointed`)."""
     verdict = after_answer(first, doubted, said_not_found=says_not_found(text), unsupported="unsupported" in warnings)
-    return pointed(verdict, lang, read, languages, cross_language) if verdict is not None and verdict.written \
+    return pointed(verdict, lang, read, pool, languages, cross_language) if verdict is not None and verdict.written \
         else verdict
 
 
-def pointed(verdict: Abstention, lang: Lang, read: Sequence[Hit], languages: Mapping[str, int],
+def pointed(verdict: Abstention, lang: Lang, read: Sequence[Hit], pool: Sequence[Hit], languages: Mapping[str, int],
             cross_language: bool) -> Abstention:
     """``verdict`` naming the library's other language where the answer may stand: it was reached on
-    passages all in the question's language, in a library that also holds the other one and searches
-    it only through a translation (``cross_language`` off)."""
+    passages all in the question's language (``read``), in a library that also holds the other one and
+    searches it only through a translation (``cross_language`` off), and a document in the other language
+    is near the question (:func:`other_language_near` over ``pool``, the ranked list read from)."""
     other = needs_translation(lang, languages)
-    if verdict.abstained and other and not cross_language and all(h.lang == lang for h in read):
+    if verdict.abstained and other and not cross_language and all(h.lang == lang for h in read) \
+            and other_language_near(pool, lang, verdict.support.library_sim):
         return dataclasses.replace(verdict, other_language=other)
     return verdict
+
+
+def other_language_near(pool: Sequence[Hit], lang: Lang, library_sim: float) -> bool:
+    """Whether a unit of ``pool`` in another language than ``lang`` is closer to the question than the
+    library's average document is (its cosine ≥ ``library_sim``, cos(q, μ_D): Support.library_sim).
+
+    Why: a question about a subject the library lacks is far from every document, in either language,
+    and telling its asker to "ask it in Chinese" sends them on a second search for nothing; one whose
+    answer stands in the other language's document has that document nearer than average, as the
+    multilingual encoder places a translation. The cut is the library's own mean, not a tuned number.
+    Measured without the model on the ranked lists of questions whose answer sources were all in their
+    own language (docs/evaluation.md §5.4, "Where else to ask"): 13 of 14 questions answerable only in the
+    other language keep the hint; of 126 questions about other subjects in a mixed library, 12 still get it."""
+    return any(h.lang != lang and h.s_sim >= library_sim for h in pool)

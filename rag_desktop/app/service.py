@@ -449,7 +449,7 @@ class RagService:
             abstention = (lifted(abstention, kept.lift) if kept is not None and kept.lift is not None
                           else relevance(gen, msgs, query, used, lang, abstention, cancel,
                                          answer_reserve=g.answer_reserve))
-            abstention = pointed(abstention, lang, used, self.library_languages(),
+            abstention = pointed(abstention, lang, used, ranked.hits, self.library_languages(),
                                  self.settings.retrieval.cross_language)
         if abstention is not None and g.judge_passages == "abstain" and used and not abstention.abstained:
             abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
@@ -725,8 +725,9 @@ def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p
                                      ("unsupported", unsupported(text, query,
                                                                  prompting.sources_as_read(used, locators, p.lang))),
                                      ("doubted", doubted is not None)) if on)
-    verdict = after(abstention, doubted, text, warnings, p.lang, used, svc.library_languages(),  # its text kept
-                    svc.settings.retrieval.cross_language) if abstention and text and not cancelled else doubted
+    verdict = after(abstention, doubted, text, warnings, p.lang, used, ranked.hits,  # its text kept
+                    svc.library_languages(), svc.settings.retrieval.cross_language) \
+        if abstention and text and not cancelled else doubted
     originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, p.hits, strict=False))
     return Answer(text, parse_citations(text, used), tuple(used), ranked.method,
                   locators=tuple(locators[: len(used)]) if locators is not None else (),

@@ -179,6 +179,6 @@ def other_language_near(pool: Sequence[Hit], lang: Lang, library_sim: float) -> 
     answer stands in the other language's document has that document nearer than average, as the
     multilingual encoder places a translation. The cut is the library's own mean, not a tuned number.
     Measured without the model on the ranked lists of questions whose answer sources were all in their
-    own language (docs/evaluation.md §5.4, "Where else to ask"): 13 of 14 questions answerable only in the
-    other language keep the hint; of 126 questions about other subjects in a mixed library, 12 still get it."""
+    own language (docs/evaluation.md §5.4, "Where else to ask"): 13 of 15 questions answerable only in the
+    other language keep the hint; of 126 questions about other subjects in a mixed library, 13 still get it."""
     return any(h.lang != lang and h.s_sim >= library_sim for h in pool)

@@ -1,6 +1,7 @@
 """How often the answer path says "not in your documents" (core.abstain; docs/evaluation.md).
 
-    PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json [--split tune|heldout|real|fresh|fresh2|all] \
+    PYTHONPATH=. python scripts/abstain_eval.py --json /tmp/abstain.json \
+        [--split tune|heldout|real|fresh|fresh2|same|same-heldout|all] \
         [--manuals eval/manuals] [--statutes eval/statutes] [--libraries DIR] [--answers N] [--judge N]
 
 It calls ``RagService.abstention`` on the list the Baseline column's answer reads, exactly as
@@ -18,7 +19,8 @@ measures the question's lift (core.abstain.MIN_QUESTION_LIFT, app.abstention.rel
 questions of each row that the library's words let through, as ``RagService.answer`` asks them before
 writing; the judgement's cut (core.abstain.MIN_JUDGED) was chosen on answered rows of the tune, heldout and
 real splits, with the "fresh" rows held out; the lift's cut is its sign, checked on the same rows, with the
-"fresh" and "fresh2" rows held out.
+"fresh" and "fresh2" rows held out. The "same" and "same-heldout" rows ask questions of a library of their
+own subject that lacks the document holding the answer (:func:`_same_subject`).
 """
 
 from __future__ import annotations
@@ -111,7 +113,49 @@ RUNS = (
     Run("manuals", "abstain_fresh", False, "fresh2"),
     Run("statutes", "abstain_fresh", False, "fresh2"),
 )
-SPLITS = ("tune", "heldout", "real", "fresh", "fresh2")
+# The same subject, the answering document left out (docs/evaluation.md §5.4): the manuals' PDFs in two halves
+# of the same subjects, each question asked of its own half and of the other; the statutes, each question
+# asked of the library without its law and of one still holding it. "same" asks the tuning questions,
+# "same-heldout" the held-out ones (eval/manuals/heldout, eval/statutes/heldout), frozen before the
+# question's lift was read on any of these rows.
+MANUALS_A = ("zh_texlive_guide_2020.pdf", "zh_fduthesis_fudan_thesis_template.pdf",
+             "en_paper_preemptive_information_extraction.pdf", "en_irs_instructions_form_1040nr_2007.pdf")
+LAWS = {"lc": "laborcontract", "cp": "consumer", "pi": "pipl"}  # question id prefix -> article id prefix
+
+
+def _manuals_half(name: str) -> Path:
+    """The manuals' PDFs of half "A" (MANUALS_A) or "B" (the rest), as a folder of links."""
+    docs = REAL["manuals"] / "docs"
+    out = Path(tempfile.gettempdir()) / f"rag-abstain-manuals-{name}"
+    out.mkdir(exist_ok=True)
+    for f in docs.glob("*.pdf"):
+        if (f.name in MANUALS_A) == (name == "A") and not (out / f.name).exists():
+            (out / f.name).symlink_to(f.resolve())
+    return out
+
+
+def _same_subject() -> list[Run]:
+    runs = []
+    for split, label in (("tune", "same"), ("heldout", "same-heldout")):
+        for half, other in (("A", "B"), ("B", "A")):
+            key = f"manuals-{split}@{half}"
+            QUESTIONS[key] = lambda split=split, half=half: [
+                str(r["question"]) for r in read_jsonl(REAL["manuals"] / "questions.jsonl")
+                if r["split"] == split and (r["document"] in MANUALS_A) == (half == "A")]
+            runs += [Run(f"manuals@{half}", key, True, label), Run(f"manuals@{other}", key, False, label)]
+        for law in LAWS:
+            key = f"statutes-{split}@{law}"
+            QUESTIONS[key] = lambda split=split, law=law: [
+                str(r["question"]) for r in read_jsonl(REAL["statutes"] / split / "questions.jsonl")
+                if str(r["_id"]).startswith(law)]
+            holding = next(k for k in LAWS if k != law)  # a library without another law: it holds this one
+            runs += [Run(f"statutes-without-{holding}", key, True, label),
+                     Run(f"statutes-without-{law}", key, False, label)]
+    return runs
+
+
+RUNS += tuple(_same_subject())
+SPLITS = ("tune", "heldout", "real", "fresh", "fresh2", "same", "same-heldout")
 
 
 def _corpus_folder(name: str, tmp: Path) -> Path:
@@ -119,6 +163,8 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
     as one .txt each."""
     if name == "demo":
         return Path("resources/demo")
+    if name.startswith("manuals@"):
+        return _manuals_half(name.removeprefix("manuals@"))
     if name in ("manuals", "abstain_fresh"):
         docs = REAL[name] / "docs"
         if not any(docs.glob("*.pdf")):
@@ -127,7 +173,11 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
         return docs
     out = tmp / f"docs-{name}"
     out.mkdir(parents=True, exist_ok=True)
-    for r in read_jsonl(REAL.get(name, DATA / name) / "corpus.jsonl"):
+    without = LAWS[name.removeprefix("statutes-without-")] if name.startswith("statutes-without-") else None
+    corpus = REAL["statutes"] if without else REAL.get(name, DATA / name)
+    for r in read_jsonl(corpus / "corpus.jsonl"):
+        if without and str(r["_id"]).startswith(without):
+            continue
         body = f"{r.get('title', '')}\n\n{r['text']}".strip()
         (out / f"{r['_id']}.txt").write_text(body + "\n", encoding="utf-8")
     return out

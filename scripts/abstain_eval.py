@@ -123,13 +123,11 @@ MANUALS_A = ("zh_texlive_guide_2020.pdf", "zh_fduthesis_fudan_thesis_template.pd
 LAWS = {"lc": "laborcontract", "cp": "consumer", "pi": "pipl"}  # question id prefix -> article id prefix
 
 
-def _manuals_half(name: str) -> Path:
-    """The manuals' PDFs of half "A" (MANUALS_A) or "B" (the rest), as a folder of links."""
-    docs = REAL["manuals"] / "docs"
-    out = Path(tempfile.gettempdir()) / f"rag-abstain-manuals-{name}"
-    out.mkdir(exist_ok=True)
+def _manuals_half(docs: Path, half: str, out: Path) -> Path:
+    """The PDFs of ``docs`` (the manuals') in half "A" (MANUALS_A) or "B" (the rest), as links in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
     for f in docs.glob("*.pdf"):
-        if (f.name in MANUALS_A) == (name == "A") and not (out / f.name).exists():
+        if (f.name in MANUALS_A) == (half == "A") and not (out / f.name).exists():
             (out / f.name).symlink_to(f.resolve())
     return out
 
@@ -163,14 +161,13 @@ def _corpus_folder(name: str, tmp: Path) -> Path:
     as one .txt each."""
     if name == "demo":
         return Path("resources/demo")
-    if name.startswith("manuals@"):
-        return _manuals_half(name.removeprefix("manuals@"))
-    if name in ("manuals", "abstain_fresh"):
-        docs = REAL[name] / "docs"
+    base, _, half = name.partition("@")  # "manuals@A": half of the manuals (_same_subject)
+    if base in ("manuals", "abstain_fresh"):
+        docs = REAL[base] / "docs"
         if not any(docs.glob("*.pdf")):
-            also = " or pass --manuals" if name == "manuals" else ""
-            raise SystemExit(f"{docs}: no PDFs; run {REAL[name]}/fetch.sh{also}")
-        return docs
+            also = " or pass --manuals" if base == "manuals" else ""
+            raise SystemExit(f"{docs}: no PDFs; run {REAL[base]}/fetch.sh{also}")
+        return _manuals_half(docs, half, tmp / f"docs-{name}") if half else docs
     out = tmp / f"docs-{name}"
     out.mkdir(parents=True, exist_ok=True)
     without = LAWS[name.removeprefix("statutes-without-")] if name.startswith("statutes-without-") else None

@@ -113,6 +113,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {'models': {'generator': 'embedded',
                 'check_citations': True,
                 'abstain': True,
                 'check_relevance': True,
+                'ask_other_language': True,
                 'judge_passages': 'warn',
                 'rewrite_timeout_s': 30.0},
  'ui': {'language': 'en'}}

@@ -36,6 +36,7 @@ from typing import Any, get_args
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.crosslang import CrossLanguage
 from rag_desktop.app.evaluation import BeirData, DataError, read_jsonl, write_corpus_files
+from rag_desktop.app.retrieval import answer_list
 from rag_desktop.app.service import RagService
 from rag_desktop.core import prompting
 from rag_desktop.core.cfrag import cfrag_result
@@ -357,7 +358,7 @@ def answer_ranking(svc: RagService, question: str) -> tuple[RankedList, CrossLan
     as the columns are (core.fusion); with the keyword leg, as the app's answers read it."""
     ctxs, cross = svc.query_contexts(question, "chunk")
     ranked = fuse([c.baseline for c in ctxs], svc.settings.retrieval.k).ranked
-    return svc.answer_list(ranked, ctxs) or ranked, cross
+    return answer_list(ranked, ctxs) or ranked, cross
 
 
 def _predict(svc: RagService, method: str, question: str, standard: Answer | None = None,
@@ -385,7 +386,8 @@ def _predict(svc: RagService, method: str, question: str, standard: Answer | Non
                                  "sources": [f"{h.title} p.{h.page}" for h in answer.sources],
                                  "cross_language": str(cross.status), "translated_question": cross.translated,
                                  "translate_s": round(cross.seconds, 3), "answer": answer,
-                                 "abstained": answer.abstention.reason if answer.abstention else ""}
+                                 "abstained": answer.abstention.reason if answer.abstention else "",
+                                 "asked_as": answer.asked_as}
         # An answer said "not in your documents" after it was written (core.abstain.after_answer) is scored
         # as what the person is told, not as the text shown beside it for reference.
         return ("" if answer.abstained else answer.text), extra

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from rag_desktop.app.library import Library
 from rag_desktop.core import keywords as kw
+from rag_desktop.core import prompting
 from rag_desktop.core.bm25 import Bm25Index
 from rag_desktop.core.causal import (
     SCORE_VARIANTS,
@@ -34,6 +35,7 @@ from rag_desktop.core.causal import (
 )
 from rag_desktop.core.causal_context import ContextEncoder, ContextRequest, WordSpan, b_context
 from rag_desktop.core.errors import UserInputError
+from rag_desktop.core.fusion import fuse
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import CrossEncoder, Embedder, Tokenizer
 from rag_desktop.core.settings import Settings
@@ -460,3 +462,19 @@ class Retriever:
             "Cross-encoder: " if not scorer.is_substitute else "Substitute (not a cross-encoder): "
         ) + scorer.identity
         return RankedList("cross_encoder", ranked, (), (), label, tuple(float(scores[i]) for i in order))
+
+
+def answer_list(ranked: RankedList, ctxs: Sequence[QueryContext]) -> RankedList | None:
+    """``ranked`` fused by RRF (core.fusion) with the keyword leg's BM25 order of each phrasing,
+    as the answers read it (Comparison.answer_list); None when no keyword leg ran. The pool is the
+    same units, so only their order changes: a page that names the question's exact words reaches the few sources
+    the model reads even when dense similarity put it below them (docs/evaluation.md,
+    "Finding the page"). The leg adds and does not remove: the column's own first
+    ``prompting.OWN_SOURCES`` stay first, and RRF fills the other places the answer reads. Plain
+    RRF put every unit that shares one word with the question above the column's best unit that
+    shares none: asked in everyday words, the answering article of a statute fell from
+    similarity rank 1 out of the sources ("公司" where the law says "用人单位")."""
+    legs = [c.keyword for c in ctxs if c.keyword is not None and c.keyword.hits]
+    if not legs:
+        return None
+    return fuse([ranked, *legs], len(ranked.hits), keep=prompting.OWN_SOURCES).ranked

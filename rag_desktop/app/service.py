@@ -23,12 +23,13 @@ import numpy.typing as npt
 
 from rag_desktop.app.abstention import after, judge, pointed, relevance
 from rag_desktop.app.abstention import check as check_abstention
+from rag_desktop.app.asked_across import across_list, answer_across
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.library_gate import LibraryGate
 from rag_desktop.app.model_speed import Speed, SpeedMeter, record_speed
 from rag_desktop.app.passages import PassageFinder, PassageSet
-from rag_desktop.app.retrieval import QueryContext, Retriever
+from rag_desktop.app.retrieval import QueryContext, Retriever, answer_list
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.source_needs import source_needs
 from rag_desktop.app.source_translation import SourceTranslator
@@ -138,7 +139,9 @@ class RagService:
         self._source_translator = SourceTranslator(self.library.catalog, lambda: self.runtime.generator())
         self._lang_counts: dict[str, int] | None = None
         self._question_translations: dict[tuple[str, str, str], CrossLanguage] = {}
-        self._written: _Written | None = None  # the last answer the model wrote in full (answer())
+        # The last answers the model wrote in full, or the verdicts it reached before a word (answer()):
+        # a few, as a question asked across languages reads two prompts per column.
+        self._written: list[_Written] = []
         self.library_gate = LibraryGate(self.library.catalog, self.retriever, lambda: self.settings.retrieval)
 
     def close(self) -> None:
@@ -275,7 +278,7 @@ class RagService:
             cross = dataclasses.replace(cross, translated_found={
                 col: tuple(h.unit_id for h, i in zip(f.ranked.hits, f.found_by, strict=True) if i == 1)
                 for col, f in found.items()})
-        answer_lists = {col: self.answer_list(f.ranked, ctxs) for col, f in
+        answer_lists = {col: answer_list(f.ranked, ctxs) for col, f in
                         (("baseline", base_f), ("causal", causal_f), ("cross_encoder", ce_f)) if f is not None}
         timings = dict(ctx.timings)
         timings.update({"baseline_total": t1 - t0, "rerank": t2 - t1, "cross_encoder": t3 - t2})
@@ -299,22 +302,6 @@ class RagService:
             answer_ranking=verdict.answer,
             answer_lists={c: a for c, a in answer_lists.items() if a is not None},
         )
-
-    @staticmethod
-    def answer_list(ranked: RankedList, ctxs: Sequence[QueryContext]) -> RankedList | None:
-        """``ranked`` fused by RRF (core.fusion) with the keyword leg's BM25 order of each phrasing,
-        as the answers read it; None when no keyword leg ran. The pool is the same units, so only
-        their order changes: a page that names the question's exact words reaches the few sources
-        the model reads even when dense similarity put it below them (docs/evaluation.md,
-        "Finding the page"). The leg adds and does not remove: the column's own first
-        ``prompting.OWN_SOURCES`` stay first, and RRF fills the other places the answer reads. Plain
-        RRF put every unit that shares one word with the question above the column's best unit that
-        shares none: asked in everyday words, the answering article of a statute fell from
-        similarity rank 1 out of the sources ("公司" where the law says "用人单位")."""
-        legs = [c.keyword for c in ctxs if c.keyword is not None and c.keyword.hits]
-        if not legs:
-            return None
-        return fuse([ranked, *legs], len(ranked.hits), keep=prompting.OWN_SOURCES).ranked
 
     # ------------------------------------------------------------------ questions across languages
     def library_languages(self) -> dict[str, int]:
@@ -340,9 +327,9 @@ class RagService:
         if not self.runtime.generator_ready():
             return CrossLanguage(CrossStatus.NO_GENERATOR, lang, target,
                                  timeout_s=self.settings.retrieval.cross_language_timeout_s)
-        return self._translate_question(query, lang, target, cancel)
+        return self.translate_question(query, lang, target, cancel)
 
-    def _translate_question(self, query: str, lang: Lang, target: Lang, cancel: CancelToken | None) -> CrossLanguage:
+    def translate_question(self, query: str, lang: Lang, target: Lang, cancel: CancelToken | None) -> CrossLanguage:
         """``query`` in ``target`` by the local model, cached per question text and model; a failure
         or a timeout is not cached (the next question tries again)."""
         key = (query, target, self.runtime.generator_name())
@@ -423,13 +410,15 @@ class RagService:
     def answer(
         self, query: str, ranked: RankedList, n_sources: int = prompting.ANSWER_SOURCES,
         cancel: CancelToken | None = None,
-        *, passages: bool | None = None,
+        *, passages: bool | None = None, cross: bool = True,
     ) -> Iterator[GenEvent | Answer | Progress]:
         """Stream an answer from the top sources of ``ranked``; ends with the Answer and citations.
 
         With answer passages (``generation.passages``) the model reads paragraph windows of the top
         ``n_sources`` hits, each headed by what locates it, and ``[n]`` points at that paragraph; else
-        the hits' whole chunks. Progress: ``passages`` (windows scored), ``reading`` (prompt tokens)."""
+        the hits' whole chunks. Progress: ``passages`` (windows scored), ``reading`` (prompt tokens),
+        ``asked_across`` (the question's translation, asked of the other language's documents where its
+        own passages were about something else: app.asked_across; ``cross`` False: not again)."""
         g = self.settings.generation
         abstention = self.abstention(query, ranked, cancel) if g.abstain else None
         if abstention is not None and abstention.abstained:  # decided before the model is loaded
@@ -444,19 +433,25 @@ class RagService:
         # A column that hands the model the prompt the last answer read shows that answer: with the fixed
         # seed it would be the same text (docs/architecture.md, "The question's path").
         key = (weakref.ref(gen), gen.identity, msgs, g)  # a freed generator's id may be reused; its ref is dead
-        kept = self._written if self._written is not None and self._written.key == key else None
+        kept = next((w for w in self._written if w.key == key), None)
         if abstention is not None and g.check_relevance and used:  # do the passages bear on the question?
             abstention = (lifted(abstention, kept.lift) if kept is not None and kept.lift is not None
                           else relevance(gen, msgs, query, used, lang, abstention, cancel,
                                          answer_reserve=g.answer_reserve))
             abstention = pointed(abstention, lang, used, ranked.hits, self.library_languages(),
-                                 self.settings.retrieval.cross_language)
+                                 self.settings.retrieval.cross_language or not cross)  # crossed: no hint back
         if abstention is not None and g.judge_passages == "abstain" and used and not abstention.abstained:
             abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
                           else judge(gen, msgs, used, lang, abstention, cancel))  # asked first: do they hold it?
         if abstention is not None and abstention.abstained:  # the passages it read are listed
             # kept too: a column handing the model this prompt again gets the verdict without a second read
-            self._written = _Written(key, "", ABSTAINED, abstention.judged, abstention.question_lift)
+            self._written = kept_first(self._written, _Written(key, "", ABSTAINED, abstention.judged,
+                                                               abstention.question_lift))
+            crossed = (answer_across(self, query, abstention.other_language, n_sources, cancel, passages)
+                       if cross and g.ask_other_language and abstention.other_language else None)
+            if crossed is not None:  # asked again of the documents in the other language (app.asked_across)
+                yield from crossed
+                return
             yield Answer("", sources=used, method=ranked.method, abstention=abstention,
                          locators=tuple((p.locators or ())[: len(used)]))
             return
@@ -477,13 +472,13 @@ class RagService:
             judged_ = abstention if kept.odds is None else judged(abstention, kept.odds)
             doubted = dataclasses.replace(judged_, abstained=False, reason="") if judged_.abstained else None
         if not cancelled:
-            self._written = kept
-        yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled)
+            self._written = kept_first(self._written, kept)
+        yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled, pointing=cross)
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
         return check_abstention(self.retriever(), query, ranked, self.library_languages(),
-                                lambda q, lang, target: self._translate_question(q, lang, target, cancel))
+                                lambda q, lang, target: self.translate_question(q, lang, target, cancel))
 
     # ------------------------------------------------------------------ conversation
     def rewrite_followup(self, question: str, conversation: Conversation,
@@ -563,7 +558,9 @@ class RagService:
                     yield dataclasses.replace(first, method="cfrag")
                     return
                 standard = first if first is not None and first.text.strip() else None
-        yield from self.cfrag(query, cancel, standard=standard)
+        # A standard answer asked across languages (app.asked_across): CF-RAG argues its question.
+        yield from self.cfrag(standard.asked_as if standard is not None and standard.asked_as else query, cancel,
+                              standard=standard)
 
     def cfrag(
         self, query: str, cancel: CancelToken | None = None, level: str | None = None,
@@ -665,7 +662,13 @@ def answer_prompt(svc: RagService, gen: Any, query: str, ranked: RankedList, n_s
     return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
 
 
+KEPT_PROMPTS = 4  # answers and verdicts kept: two columns, each maybe asked across languages (app.asked_across)
 ABSTAINED = "abstained"  # _Written.finish of a prompt whose answer was not written: its verdict is kept
+
+
+def kept_first(kept: list[_Written], written: _Written) -> list[_Written]:
+    """``written`` kept for the next column that hands the model its prompt, before the newest few."""
+    return [written, *(w for w in kept if w.key != written.key)][:KEPT_PROMPTS]
 
 
 @dataclass(frozen=True)
@@ -700,9 +703,11 @@ def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_promp
 
 
 def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: _AnswerPrompt,
-                   abstention: Abstention | None, doubted: Abstention | None, cancelled: bool) -> Answer:
+                   abstention: Abstention | None, doubted: Abstention | None, cancelled: bool,
+                   *, pointing: bool = True) -> Answer:
     """The Answer to ``query`` from the model's ``text`` to prompt ``p``: its citations checked, what no
-    passage holds said, and the verdict on it (:meth:`RagService.answer`)."""
+    passage holds said, and the verdict on it (:meth:`RagService.answer`); ``pointing`` False: a verdict
+    names no other language (the question was asked across already)."""
     g = svc.settings.generation
     used, locators = p.used, p.locators
     # The model's own markers first: one whose passage does not hold its sentence goes, and so
@@ -726,7 +731,7 @@ def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p
                                                                  prompting.sources_as_read(used, locators, p.lang))),
                                      ("doubted", doubted is not None)) if on)
     verdict = after(abstention, doubted, text, warnings, p.lang, used, ranked.hits,  # its text kept
-                    svc.library_languages(), svc.settings.retrieval.cross_language) \
+                    svc.library_languages(), svc.settings.retrieval.cross_language or not pointing) \
         if abstention and text and not cancelled else doubted
     originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, p.hits, strict=False))
     return Answer(text, parse_citations(text, used), tuple(used), ranked.method,
@@ -735,13 +740,14 @@ def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p
                   abstention=verdict)
 
 
-def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: CancelToken | None = None
-                      ) -> Abstention:
+def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: CancelToken | None = None,
+                      *, cross: bool = True) -> Abstention:
     """What :meth:`RagService.answer` decides before it writes a word (``generation.abstain``,
     ``check_relevance`` and ``judge_passages`` as set), with every check it would make measured: the
     library's words, then the model's judgement of the passages (app.abstention.judge, asked whenever it
-    is not "off") and the question's lift (app.abstention.relevance). For measuring the decision without
-    writing answers."""
+    is not "off") and the question's lift (app.abstention.relevance), then, where the lift points to the
+    library's other language, the same for the question's translation there (app.asked_across; its
+    ``translated`` says so). For measuring the decision without writing answers."""
     g = svc.settings.generation
     first = svc.abstention(query, ranked, cancel)
     if first.abstained or (g.judge_passages == "off" and not g.check_relevance):
@@ -751,8 +757,16 @@ def judged_abstention(svc: RagService, query: str, ranked: RankedList, cancel: C
     if not p.used:
         return first
     a = judge(gen, p.messages, p.used, p.lang, first, cancel) if g.judge_passages != "off" else first
-    return relevance(gen, p.messages, query, p.used, p.lang, a, cancel, answer_reserve=g.answer_reserve) \
-        if g.check_relevance else a
+    if not g.check_relevance:
+        return a
+    a = relevance(gen, p.messages, query, p.used, p.lang, a, cancel, answer_reserve=g.answer_reserve)
+    if not cross:
+        return a
+    a = pointed(a, p.lang, p.used, ranked.hits, svc.library_languages(), svc.settings.retrieval.cross_language)
+    across = (across_list(svc, query, a.other_language, cancel)
+              if a.abstained and a.reason == "unrelated" and a.other_language and g.ask_other_language else None)
+    return a if across is None else dataclasses.replace(
+        judged_abstention(svc, across[0], across[1], cancel, cross=False), translated=across[0])
 
 
 def first_answer(svc: RagService, query: str, cancel: CancelToken | None = None) -> Answer | None:

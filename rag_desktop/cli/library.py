@@ -185,6 +185,9 @@ def _print_sources(answer: Answer) -> None:
         print("  note: no passage the model read holds this answer; check it against the sources")
     if "doubted" in answer.warnings:
         print("  note: asked after writing it, the model judged that these passages may not hold the answer; check it")
+    if answer.asked_as:  # app.asked_across
+        print(f"  note: the passages in the question's language were about something else; answered from the "
+              f"documents in the other language, asked as: {terminal_safe(answer.asked_as)}")
 
 
 def summarize_trace(res: Any) -> str:

@@ -287,6 +287,10 @@ class GenerationSettings:
     # With abstain: before the answer, "not in your documents" when its passages make the question no likelier
     # than no passages do (core.abstain.MIN_QUESTION_LIFT; the bare prompt's and the question's few tokens).
     check_relevance: bool = True
+    # With abstain: where the passages are about something else (check_relevance) and a document in the
+    # library's other language is nearer the question than the library's average, the question is
+    # translated and answered from that language's documents, in that language (app.asked_across).
+    ask_other_language: bool = True
     # With abstain: the model is asked whether the answer's passages hold the answer (core.abstain.JUDGE;
     # a prompt evaluation it shares with the answer). "warn": asked after the answer, which is marked
     # when they do not, and said "not in your documents" when no passage holds it either

@@ -298,6 +298,9 @@ class Answer:
     # Also on a written answer whose passages the model judged not to hold it (warning "doubted",
     # generation.judge_passages = "warn"): not abstained, no reason, the judgement's odds in ``judged``.
     abstention: Abstention | None = None
+    # The question as this answer asked it, translated into the library's other language, when the
+    # passages in the question's own language were about something else ("": as typed; app.asked_across).
+    asked_as: str = ""
 
     @property
     def abstained(self) -> bool:

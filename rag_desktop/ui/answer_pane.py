@@ -252,6 +252,7 @@ class AnswerPane(QWidget):
             self.add_note(lambda: tr("answer.unsupported"))
         if "doubted" in answer.warnings:  # its passages judged not to hold it (app.abstention.judge)
             self.add_note(lambda: tr("answer.doubted"))
+        self._note_asked_as(answer)
         if answer.dropped_citations:  # the model's markers whose passage does not hold the sentence
             self.status.setText(f"{self.status.text()} · "
                                 + tr("answer.cite_dropped", n=len(answer.dropped_citations)))
@@ -282,6 +283,8 @@ class AnswerPane(QWidget):
             text += "\n\n" + (self.answer.text if self.answer is not None else "")
         self._set_plain(text)
         self._set_status(key)
+        if self.answer is not None:
+            self._note_asked_as(self.answer)
         if took:
             self.status.setText(f"{self.status.text()} · {took}")
         s, yes = abstention.support, abstention.judged_yes
@@ -297,6 +300,13 @@ class AnswerPane(QWidget):
             tip = tr(key + "_tip", yes="–" if yes is None else f"{yes:.0%}", need=f"{yes_share(MIN_JUDGED):.0%}")
         self.status.setToolTip(plain_tooltip(tip))
         self._fill_sources()
+
+    def _note_asked_as(self, answer: Answer) -> None:
+        """Which question the answer asked, where it was asked again in the library's other language
+        (app.asked_across): the answer and its sources are in that language."""
+        if answer.asked_as:
+            q = answer.asked_as
+            self.add_note(lambda: tr("answer.asked_as", q=q))
 
     def add_note(self, note: Callable[[], str]) -> None:
         """A note before the final status ("Baseline's answer (same sources)"); ``note``

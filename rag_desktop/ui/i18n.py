@@ -748,6 +748,10 @@ TABLE: dict[str, tuple[str, str]] = {
                                 "模型的改写丢掉了你问题中的词"),
     "conv.note.unchanged": ("the rewrite added nothing from the conversation", "改写没有从对话中补充任何内容"),
     "answer.model_ready": ("{msg} is ready ({total} MB)", "{msg} 已就绪（{total} MB）"),
+    "answer.asking_across": ("the passages are about something else: asking the documents in the other language "
+                             "as “{q}”…", "段落说的是别的内容：改用另一种语言向文档提问：“{q}”…"),
+    "answer.asked_as": ("not in the question's language: answered from the documents in the other language, asked as "
+                        "“{q}”", "问题所用语言的文档中没有：改用另一种语言的文档回答，所问为“{q}”"),
     "answer.reading": ("reading {n} tokens…", "正在阅读 {n} 个词元…"),
     "answer.passages": ("chose {n} of {total} passages", "从 {total} 个段落中选出 {n} 个"),
     "answer.elapsed": ("{doing} · {s} s", "{doing} · {s} 秒"),
@@ -1207,6 +1211,15 @@ TABLE: dict[str, tuple[str, str]] = {
                                            "half a second",
                                            "回答之前，模型分别在读过段落后和不读段落时读这个问题；如果段落没有让这个"
                                            "问题变得更“意料之中”，就说明“文档中没有答案”，不生成回答。约半秒"),
+    "set.generation.ask_other_language": ("Ask the other language's documents when the passages are about "
+                                          "something else", "段落说的是别的内容时改问另一种语言的文档"),
+    "set.generation.ask_other_language.tip": ("In a library of Chinese and English documents: when the passages in "
+                                              "the question's language are about something else and a document in "
+                                              "the other language is near the question, the question is translated "
+                                              "and answered from those documents, in their language. A few seconds",
+                                              "文库中有中英文文档时：如果问题所用语言的段落说的是别的内容，而另一种"
+                                              "语言有接近这个问题的文档，就把问题译成那种语言，用那些文档回答（回答"
+                                              "也用那种语言）。需要几秒钟"),
     "set.generation.judge_passages": ("Ask the model whether the passages hold the answer",
                                       "先让模型判断段落中是否有答案"),
     "set.generation.judge_passages.tip": ("The model says whether the answer's passages hold the answer; when they "

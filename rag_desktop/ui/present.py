@@ -554,7 +554,8 @@ def format_eta(seconds: float | None) -> str:
 
 def progress_text(p: Progress) -> str:
     """A status line for a Progress on the way to an answer: model preparation (the model's full name,
-    MB done of MB, ETA), passages, the prompt read, the needs check's source left out."""
+    MB done of MB, ETA), passages, the prompt read, the question asked across languages, the needs check's
+    source left out."""
     if p.stage in ("join_model", "verify_model") and p.total > 0:
         key = "answer.preparing_eta" if p.eta_s is not None else "answer.preparing_bytes"
         return tr(key, msg=p.message or tr(f"stage.{p.stage}"), done=f"{p.current / 1e6:,.0f}",
@@ -563,6 +564,8 @@ def progress_text(p: Progress) -> str:
         return tr("answer.model_ready", msg=p.message or tr("stage.model_ready"), total=f"{p.total / 1e6:,.0f}")
     if p.stage == "reading":
         return tr("answer.reading", n=f"{p.current:,}", model=p.message)
+    if p.stage == "asked_across":  # app.asked_across: the question's translation, asked of the other language
+        return tr("answer.asking_across", q=p.message)
     if p.stage == "passages":
         return tr("answer.passages", n=p.current, total=p.total)
     if p.stage == "needs":  # app.source_needs: k of n cited sources left out so far

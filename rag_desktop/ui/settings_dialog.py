@@ -54,7 +54,7 @@ LAYOUT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "use_counterfactuals", "use_division")),
     ("settings.tab.generation", "generation", (
         "temperature", "max_tokens", "thinking", "translate", "passages", "max_passages", "abstain",
-        "check_relevance",
+        "check_relevance", "ask_other_language",
         "judge_passages", "rewrite_timeout_s")),
     ("settings.tab.interface", "ui", ("language",)),
 )

@@ -134,3 +134,18 @@ def test_the_answer_pane_says_which_question_it_asked(qtbot, svc: RagService) ->
     for pane in _panes(qtbot, crossed_not_held):
         assert pane.status.text().startswith(tr("answer.asked_as", q=COUGH_ZH))
         assert pane.text().startswith(tr("answer.unrelated_text"))
+
+
+@pytest.mark.integration
+def test_the_cli_and_its_json_say_which_question_it_asked(svc: RagService, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    import json
+
+    from rag_desktop.cli.library import _print_answer
+
+    answer = _events(svc, CrossLifter())[-1]
+    assert isinstance(answer, Answer)
+    _print_answer(answer, as_json=False)
+    assert f"asked as: {COUGH_ZH}" in capsys.readouterr().out
+    _print_answer(answer, as_json=True)
+    out = json.loads(capsys.readouterr().out)
+    assert out["asked_as"] == COUGH_ZH and out["abstained"] is False

@@ -39,13 +39,13 @@ def ask(svc: Any, question: str, keep: bool) -> dict[str, Any]:
     answer = type(svc).answer
 
     def written_again(*a: Any, **k: Any) -> Any:
-        svc._written = None  # the previous build kept no answer
+        svc._written = []  # the previous build kept no answer
         svc.runtime.generator()._cache.forget()  # nor what the last prompt read (only the prefix's state)
         return answer(svc, *a, **k)
 
     if not keep:
         svc.answer = written_again
-    svc._written = None  # nothing kept from the question before
+    svc._written = []  # nothing kept from the question before
     svc.runtime.generator()._cache.forget()
     t0 = time.perf_counter()
     first: dict[str, float] = {}
@@ -119,7 +119,7 @@ def needs(svc: Any, question: str, i: int) -> dict[str, Any] | None:
     times: dict[str, float] = {}
     verdicts: dict[str, tuple[bool, ...]] = {}
     for keep in ((True, False) if i % 2 == 0 else (False, True)):
-        svc._written = None  # written again: its prompt is what the cache holds when the re-answers start
+        svc._written = []  # written again: its prompt is what the cache holds when the re-answers start
         answer = first_answer(svc, question)
         if answer is None or not answer.citations:
             return None

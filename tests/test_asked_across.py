@@ -127,12 +127,15 @@ def test_the_answer_pane_says_which_question_it_asked(qtbot, svc: RagService) ->
     answer = _events(svc, CrossLifter())[-1]
     assert isinstance(answer, Answer)
     for pane in _panes(qtbot, answer):
-        assert pane.status.text().startswith(tr("answer.asked_as", q=COUGH_ZH))
+        assert pane.status.text().startswith(tr("answer.asked_as", q=COUGH_ZH, lang=tr("lang.zh")))
         assert pane.text() == answer.text
+    from rag_desktop.core.types import Progress
+    from rag_desktop.ui.present import progress_text
+    assert COUGH_ZH in progress_text(Progress("asked_across", 0, 0, COUGH_ZH))
     crossed_not_held = _events(svc, CrossLifter(zh_lift=-0.5))[-1]
     assert isinstance(crossed_not_held, Answer)
     for pane in _panes(qtbot, crossed_not_held):
-        assert pane.status.text().startswith(tr("answer.asked_as", q=COUGH_ZH))
+        assert pane.status.text().startswith(tr("answer.asked_as", q=COUGH_ZH, lang=tr("lang.zh")))
         assert pane.text().startswith(tr("answer.unrelated_text"))
 
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from rag_desktop.core.abstain import MIN_JUDGED, MIN_QUESTION_LIFT, Abstention, yes_share
+from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.types import Answer, Citation, Hit
 from rag_desktop.ui.i18n import tr
 from rag_desktop.ui.needs_view import NeedsView
@@ -306,7 +307,7 @@ class AnswerPane(QWidget):
         (app.asked_across): the answer and its sources are in that language."""
         if answer.asked_as:
             q = answer.asked_as
-            self.add_note(lambda: tr("answer.asked_as", q=q))
+            self.add_note(lambda: tr("answer.asked_as", q=q, lang=tr("lang." + detect_lang(q))))
 
     def add_note(self, note: Callable[[], str]) -> None:
         """A note before the final status ("Baseline's answer (same sources)"); ``note``

@@ -748,10 +748,9 @@ TABLE: dict[str, tuple[str, str]] = {
                                 "模型的改写丢掉了你问题中的词"),
     "conv.note.unchanged": ("the rewrite added nothing from the conversation", "改写没有从对话中补充任何内容"),
     "answer.model_ready": ("{msg} is ready ({total} MB)", "{msg} 已就绪（{total} MB）"),
-    "answer.asking_across": ("the passages are about something else: asking the documents in the other language "
-                             "as “{q}”…", "段落说的是别的内容：改用另一种语言向文档提问：“{q}”…"),
-    "answer.asked_as": ("not in the question's language: answered from the documents in the other language, asked as "
-                        "“{q}”", "问题所用语言的文档中没有：改用另一种语言的文档回答，所问为“{q}”"),
+    "answer.asking_across": ("the passages are about something else: asking the {lang} documents “{q}”…",
+                             "段落说的是别的内容：改问{lang}文档“{q}”…"),
+    "answer.asked_as": ("asked the {lang} documents: “{q}”", "改问{lang}文档：“{q}”"),
     "answer.reading": ("reading {n} tokens…", "正在阅读 {n} 个词元…"),
     "answer.passages": ("chose {n} of {total} passages", "从 {total} 个段落中选出 {n} 个"),
     "answer.elapsed": ("{doing} · {s} s", "{doing} · {s} 秒"),

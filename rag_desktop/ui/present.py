@@ -19,6 +19,7 @@ from rag_desktop.core.cfrag import evidence_rows, margin_summary
 from rag_desktop.core.cfrag.arbitration import AGREEMENT_MEASURE
 from rag_desktop.core.cfrag.plain import hypothesis_name
 from rag_desktop.core.cfrag.types import CFTrace, DecisionTrace, EvidenceTrace
+from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.text import HAN_RUN
 from rag_desktop.core.types import Explanation, Hit, KeywordSplit, Progress, RankedList
 from rag_desktop.ui.cf_notes import cf_note
@@ -565,7 +566,7 @@ def progress_text(p: Progress) -> str:
     if p.stage == "reading":
         return tr("answer.reading", n=f"{p.current:,}", model=p.message)
     if p.stage == "asked_across":  # app.asked_across: the question's translation, asked of the other language
-        return tr("answer.asking_across", q=p.message)
+        return tr("answer.asking_across", q=p.message, lang=tr("lang." + detect_lang(p.message)))
     if p.stage == "passages":
         return tr("answer.passages", n=p.current, total=p.total)
     if p.stage == "needs":  # app.source_needs: k of n cited sources left out so far

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from test_abstain import DOCS, Translator, _panes, svc  # noqa: F401  (svc: the module's library fixture)
+from test_abstain import DOCS, Judge, Translator, _panes, svc  # noqa: F401  (svc: the module's library fixture)
 from test_gui_support import ScriptedGenerator
 
 from rag_desktop.app.service import RagService, judged_abstention
@@ -44,6 +44,14 @@ class CrossLifter(Translator):
         if "[1]" not in last:  # no passages
             return -2.0 * n, n
         return (-2.0 + (self.zh_lift if "中医" in last else -1.0)) * n, n
+
+
+class CrossJudge(CrossLifter, Judge):
+    """CrossLifter that also judges the passages: "yes" with probability ``yes``."""
+
+    def __init__(self, yes: float) -> None:
+        Judge.__init__(self, yes)
+        self.zh_lift, self.scored = 1.0, []
 
 
 def _english_first(svc: RagService) -> tuple[RankedList, int]:  # noqa: F811
@@ -117,6 +125,19 @@ def test_it_crosses_once_and_the_setting_off_says_where_else_to_ask(svc: RagServ
     assert answer.abstention is not None and answer.abstention.other_language == "zh"
     # (its words are not the library's, so the words' check translated it: the one call before the scores)
     assert gen.calls == ["translation", "score", "score"]
+
+
+@pytest.mark.integration
+def test_an_answer_asked_across_is_written_only_where_the_model_also_judges_its_passages_to_hold_it(
+        svc: RagService) -> None:  # noqa: F811
+    assert svc.settings.generation.judge_passages == "warn"  # the default: asked after an answer in its language
+    answer = _events(svc, gen := CrossJudge(yes=0.1))[-1]
+    assert isinstance(answer, Answer) and answer.abstained and answer.asked_as == COUGH_ZH
+    assert answer.abstention is not None and answer.abstention.reason == "not_held" and "answer" not in gen.calls
+    assert gen.judged and not gen.after  # asked before a word of the answer asked across
+    answer = _events(svc, gen := CrossJudge(yes=0.9))[-1]
+    assert isinstance(answer, Answer) and not answer.abstained and answer.text and "doubted" not in answer.warnings
+    assert gen.calls.count("judge") == 1 and gen.calls.index("judge") < gen.calls.index("answer")
 
 
 @pytest.mark.gui

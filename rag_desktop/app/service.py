@@ -440,9 +440,12 @@ class RagService:
                                          answer_reserve=g.answer_reserve))
             abstention = pointed(abstention, lang, used, ranked.hits, self.library_languages(),
                                  self.settings.retrieval.cross_language or not cross)  # crossed: no hint back
-        if abstention is not None and g.judge_passages == "abstain" and used and not abstention.abstained:
+        # Asked first (do they hold it?) in "abstain" mode, and for a question asked across languages: its own
+        # language's passages were about something else, so an answer must pass both checks (app.asked_across).
+        first_judged = g.judge_passages == "abstain" or (not cross and g.judge_passages != "off")
+        if abstention is not None and first_judged and used and not abstention.abstained:
             abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
-                          else judge(gen, msgs, used, lang, abstention, cancel))  # asked first: do they hold it?
+                          else judge(gen, msgs, used, lang, abstention, cancel))
         if abstention is not None and abstention.abstained:  # the passages it read are listed
             # kept too: a column handing the model this prompt again gets the verdict without a second read
             self._written = kept_first(self._written, _Written(key, "", ABSTAINED, abstention.judged,
@@ -465,7 +468,7 @@ class RagService:
             yield GenEvent(GenEventKind.DONE, finish_reason=kept.finish)
         cancelled = kept.finish == "cancelled" or bool(cancel and cancel.is_set)
         doubted = None  # "warn": judged after the answer, from its cache, so the first token waits for nothing
-        if abstention is not None and g.judge_passages == "warn" and used and not cancelled:
+        if abstention is not None and g.judge_passages == "warn" and not first_judged and used and not cancelled:
             if written_now:  # its cache holds this prompt
                 kept = dataclasses.replace(kept, odds=judge(gen, msgs, used, lang, abstention, cancel,
                                                             after=True).judged)

@@ -71,7 +71,7 @@ def main() -> int:
     args = ap.parse_args()
 
     machine = bc.Machine()
-    bc.header("bench_relevance: the relevance check before the first token", machine, args)
+    bc.header(f"bench_relevance: generation.{args.toggle} before the first token", machine, args)
     t_all = time.perf_counter()
     svc, questions = bc.qa_service(args)
     rows: list[dict[str, Any]] = []

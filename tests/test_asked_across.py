@@ -134,7 +134,8 @@ def test_an_answer_asked_across_is_written_only_where_the_model_also_judges_its_
     answer = _events(svc, gen := CrossJudge(yes=0.1))[-1]
     assert isinstance(answer, Answer) and answer.abstained and answer.asked_as == COUGH_ZH
     assert answer.abstention is not None and answer.abstention.reason == "not_held" and "answer" not in gen.calls
-    assert gen.judged and not gen.after  # asked before a word of the answer asked across
+    # asked before a word of the answer asked across, reading on from the lift's read of the prompt
+    assert gen.judged and gen.after
     answer = _events(svc, gen := CrossJudge(yes=0.9))[-1]
     assert isinstance(answer, Answer) and not answer.abstained and answer.text and "doubted" not in answer.warnings
     assert gen.calls.count("judge") == 1 and gen.calls.index("judge") < gen.calls.index("answer")

@@ -444,8 +444,10 @@ class RagService:
         # language's passages were about something else, so an answer must pass both checks (app.asked_across).
         first_judged = g.judge_passages == "abstain" or (not cross and g.judge_passages != "off")
         if abstention is not None and first_judged and used and not abstention.abstained:
+            # just read by the lift: the judgement reads on from its cache (its ~25 tokens), not the prompt again
+            lift_read = abstention.question_lift is not None and (kept is None or kept.lift is None)
             abstention = (judged(abstention, kept.odds) if kept is not None and kept.odds is not None
-                          else judge(gen, msgs, used, lang, abstention, cancel))
+                          else judge(gen, msgs, used, lang, abstention, cancel, after=lift_read))
         if abstention is not None and abstention.abstained:  # the passages it read are listed
             # kept too: a column handing the model this prompt again gets the verdict without a second read
             self._written = kept_first(self._written, _Written(key, "", ABSTAINED, abstention.judged,

@@ -23,16 +23,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, cast
+from typing import Any, Protocol, cast
 
+from rag_desktop.app.crosslang import CrossLanguage
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.types import Answer, CancelToken, GenEvent, Lang, Progress, RankedList
 
-if TYPE_CHECKING:  # the service calls this module; it is typed against it, not imported
-    from rag_desktop.app.service import RagService
+
+class Service(Protocol):
+    """What this module uses of app.service.RagService (which calls it: no import back)."""
+
+    def translate_question(self, query: str, lang: Lang, target: Lang, cancel: CancelToken | None) -> CrossLanguage:
+        ...
+
+    def compare(self, query: str, *, translate: bool = True) -> Any:  # app.service.Comparison
+        ...
+
+    def answer(self, query: str, ranked: RankedList, n_sources: int = ..., cancel: CancelToken | None = None, *,
+               passages: bool | None = None, cross: bool = True) -> Iterator[GenEvent | Answer | Progress]:
+        ...
 
 
-def across_list(svc: RagService, query: str, target: str, cancel: CancelToken | None = None
+def across_list(svc: Service, query: str, target: str, cancel: CancelToken | None = None
                 ) -> tuple[str, RankedList] | None:
     """``query`` translated into ``target`` ("zh" or "en", Abstention.other_language) and the list the
     first answer column reads for it, or None when no usable translation came back (a failure, a timeout,
@@ -47,7 +59,7 @@ def across_list(svc: RagService, query: str, target: str, cancel: CancelToken | 
     return (cross.translated, ranked) if ranked.hits else None
 
 
-def answer_across(svc: RagService, query: str, target: str, n_sources: int, cancel: CancelToken | None,
+def answer_across(svc: Service, query: str, target: str, n_sources: int, cancel: CancelToken | None,
                   passages: bool | None) -> Iterator[GenEvent | Answer | Progress] | None:
     """RagService.answer's events for ``query`` asked in ``target`` (:func:`across_list`), its Answer
     carrying the question it asked (Answer.asked_as); None when it cannot be asked there."""

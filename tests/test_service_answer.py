@@ -204,7 +204,15 @@ def test_a_column_handing_the_model_the_last_prompt_shows_that_answer_without_wr
     finally:
         svc.settings = before
     answer(ranked)
-    assert len(gen.calls) == calls + 2  # the kept answer is the last prompt's only
+    assert len(gen.calls) == calls + 1  # the first seed's answer is still among the newest few kept
+    from rag_desktop.app.service import KEPT_PROMPTS
+
+    for seed in range(KEPT_PROMPTS):  # as many other prompts after it: no longer kept
+        svc.settings = svc.settings.replace("generation", seed=before.generation.seed + 2 + seed)
+        answer(ranked)
+    svc.settings = before
+    answer(ranked)
+    assert len(gen.calls) == calls + 2 + KEPT_PROMPTS
 
     from rag_desktop.core.types import CancelToken
 

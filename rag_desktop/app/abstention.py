@@ -161,8 +161,9 @@ def pointed(verdict: Abstention, lang: Lang, read: Sequence[Hit], pool: Sequence
             cross_language: bool) -> Abstention:
     """``verdict`` naming the library's other language where the answer may stand: it was reached on
     passages all in the question's language (``read``), in a library that also holds the other one and
-    searches it only through a translation (``cross_language`` off), and a document in the other language
-    is near the question (:func:`other_language_near` over ``pool``, the ranked list read from)."""
+    has not searched it (``cross_language`` off: neither the setting nor a question asked across already,
+    app.asked_across), and a document in the other language is near the question
+    (:func:`other_language_near` over ``pool``, the ranked list read from)."""
     other = needs_translation(lang, languages)
     if verdict.abstained and other and not cross_language and all(h.lang == lang for h in read) \
             and other_language_near(pool, lang, verdict.support.library_sim):

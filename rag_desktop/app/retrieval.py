@@ -467,8 +467,8 @@ class Retriever:
 def answer_list(ranked: RankedList, ctxs: Sequence[QueryContext]) -> RankedList | None:
     """``ranked`` fused by RRF (core.fusion) with the keyword leg's BM25 order of each phrasing,
     as the answers read it (Comparison.answer_list); None when no keyword leg ran. The pool is the
-    same units, so only their order changes: a page that names the question's exact words reaches the few sources
-    the model reads even when dense similarity put it below them (docs/evaluation.md,
+    same units, so only their order changes: a page that names the question's exact words reaches the
+    few sources the model reads even when dense similarity put it below them (docs/evaluation.md,
     "Finding the page"). The leg adds and does not remove: the column's own first
     ``prompting.OWN_SOURCES`` stay first, and RRF fills the other places the answer reads. Plain
     RRF put every unit that shares one word with the question above the column's best unit that

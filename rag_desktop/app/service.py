@@ -434,12 +434,13 @@ class RagService:
         # seed it would be the same text (docs/architecture.md, "The question's path").
         key = (weakref.ref(gen), gen.identity, msgs, g)  # a freed generator's id may be reused; its ref is dead
         kept = next((w for w in self._written if w.key == key), None)
+        # The other language searched already (the setting, or this question crossed): a verdict names it not.
+        searched_other = self.settings.retrieval.cross_language or not cross
         if abstention is not None and g.check_relevance and used:  # do the passages bear on the question?
             abstention = (lifted(abstention, kept.lift) if kept is not None and kept.lift is not None
                           else relevance(gen, msgs, query, used, lang, abstention, cancel,
                                          answer_reserve=g.answer_reserve))
-            abstention = pointed(abstention, lang, used, ranked.hits, self.library_languages(),
-                                 self.settings.retrieval.cross_language or not cross)  # crossed: no hint back
+            abstention = pointed(abstention, lang, used, ranked.hits, self.library_languages(), searched_other)
         # Asked first (do they hold it?) in "abstain" mode, and for a question asked across languages: its own
         # language's passages were about something else, so an answer must pass both checks (app.asked_across).
         first_judged = g.judge_passages == "abstain" or (not cross and g.judge_passages != "off")
@@ -478,7 +479,7 @@ class RagService:
             doubted = dataclasses.replace(judged_, abstained=False, reason="") if judged_.abstained else None
         if not cancelled:
             self._written = kept_first(self._written, kept)
-        yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled, pointing=cross)
+        yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled, searched_other)
 
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
@@ -709,10 +710,10 @@ def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_promp
 
 def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: _AnswerPrompt,
                    abstention: Abstention | None, doubted: Abstention | None, cancelled: bool,
-                   *, pointing: bool = True) -> Answer:
+                   searched_other: bool) -> Answer:
     """The Answer to ``query`` from the model's ``text`` to prompt ``p``: its citations checked, what no
-    passage holds said, and the verdict on it (:meth:`RagService.answer`); ``pointing`` False: a verdict
-    names no other language (the question was asked across already)."""
+    passage holds said, and the verdict on it (:meth:`RagService.answer`); ``searched_other``: the library's
+    other language was searched already, so a verdict does not name it (app.abstention.pointed)."""
     g = svc.settings.generation
     used, locators = p.used, p.locators
     # The model's own markers first: one whose passage does not hold its sentence goes, and so
@@ -736,7 +737,7 @@ def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p
                                                                  prompting.sources_as_read(used, locators, p.lang))),
                                      ("doubted", doubted is not None)) if on)
     verdict = after(abstention, doubted, text, warnings, p.lang, used, ranked.hits,  # its text kept
-                    svc.library_languages(), svc.settings.retrieval.cross_language or not pointing) \
+                    svc.library_languages(), searched_other) \
         if abstention and text and not cancelled else doubted
     originals = tuple("" if s.text == h.text else h.text for s, h in zip(used, p.hits, strict=False))
     return Answer(text, parse_citations(text, used), tuple(used), ranked.method,

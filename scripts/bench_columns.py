@@ -87,7 +87,7 @@ def pieces(svc: Any, question: str, i: int) -> dict[str, Any]:
     in the order given by the question's place: what reading in pieces costs the first token."""
     import dataclasses
 
-    from rag_desktop.app.service import answer_prompt
+    from rag_desktop.app.answer_prompt import answer_prompt
     from rag_desktop.backends.llama_segments import cuts
     from rag_desktop.core import prompting
 

@@ -5,7 +5,7 @@
 
 ``eval-qa --json`` and ``abstain_eval.py --answers N --json`` record each answer's text and the verdicts
 of the day (``unsupported``, ``doubted``). This reads the passages each answer read again, as the answer
-path placed them (qa_eval.answer_ranking and app.service.answer_prompt for ``eval-qa``; the window's first
+path placed them (qa_eval.answer_ranking and app.answer_prompt.answer_prompt for ``eval-qa``; the window's first
 column for ``abstain_eval``, whose ``--libraries`` folder keeps the libraries), checks that they are the
 recorded ones, and measures the present check against the recorded one:
 
@@ -27,10 +27,11 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from rag_desktop.app.answer_prompt import answer_prompt
 from rag_desktop.app.config import load_settings
 from rag_desktop.app.evaluation import BeirData, read_jsonl, write_corpus_files
 from rag_desktop.app.qa_eval import answer_ranking
-from rag_desktop.app.service import RagService, answer_prompt
+from rag_desktop.app.service import RagService
 from rag_desktop.core import prompting
 from rag_desktop.core.cfrag.anchor import says_not_found, unsupported
 from rag_desktop.core.types import Hit, RankedList

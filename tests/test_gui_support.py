@@ -317,6 +317,8 @@ class FakeService:
         # the causal column in the baseline's order, as when the gate says re-ranking would hurt
         self.causal_as_baseline = False
         self.answer_calls: list[str] = []  # the method of each answer() call, in order
+        self.read_aheads: list[tuple[str, str]] = []  # (question, list's method) of each read_ahead() call
+        self.read_ahead_gate: threading.Event | None = None  # read_ahead waits on it until cancelled or set
         self.cfrag_standards: list[Answer | None] = []  # the standard answer each CF-RAG run was handed
         self.closed = False
         self.opened: list[FakeService] = []
@@ -409,6 +411,13 @@ class FakeService:
         text = "".join(parts).strip()
         used = ranked.hits[:n_sources]
         yield Answer(text, replies.parse_citations(text, used), tuple(used), ranked.method)
+
+    def read_ahead(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> int:
+        self.read_aheads.append((query, ranked.method))
+        while self.read_ahead_gate is not None and not self.read_ahead_gate.wait(0.01):
+            if cancel is not None and cancel.is_set:
+                return 0
+        return 100
 
     def source_needs(self, query: str, answer: Answer,
                      cancel: CancelToken | None = None) -> Iterator[Progress | tuple[SourceNeed, ...]]:

@@ -192,6 +192,26 @@ def test_busy_changes_once_per_burst(qtbot: Any) -> None:
     qtbot.waitUntil(lambda: seen == [True, False], timeout=5000)
 
 
+def test_a_background_task_is_not_busy_and_gives_way_to_any_other(qtbot: Any) -> None:
+    runner = TaskRunner(serial=True)
+    seen: list[bool] = []
+    runner.busy_changed.connect(seen.append)
+    started = threading.Event()
+    rec = Recorder()
+
+    def ahead(ctx: TaskContext) -> str:
+        started.set()
+        while not ctx.cancel.is_set:
+            time.sleep(0.01)
+        return "stopped"
+
+    runner.submit("read_ahead", ahead, background=True, **rec.hooks())
+    assert started.wait(5) and not runner.busy and seen == []
+    runner.submit("x", lambda ctx: "asked")
+    qtbot.waitUntil(lambda: seen == [True, False], timeout=5000)
+    assert "cancelled" in rec.kinds()
+
+
 def test_describe_error_dispatches_on_the_kind_of_each_rag_error() -> None:
     """By kind (isinstance of the family), not by class name."""
     from rag_desktop.app.catalog import CatalogError

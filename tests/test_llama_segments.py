@@ -162,3 +162,46 @@ def test_keep_below_drops_the_cuts_past_what_stayed() -> None:
     assert cache.cuts == (10, 20)
     cache.keep_below(0)
     assert cache.cuts == ()
+
+
+def test_a_prompt_read_over_by_a_shorter_one_is_set_aside_and_loaded_back() -> None:
+    """The question read ahead while it is typed, then the lift's bare prompt (the fixed prefix and the
+    question), then the answer prompt: it loads the sources read ahead instead of reading them again, and
+    reads the rest in the pieces a cleared cache reads."""
+    cache, ctx = PromptCache(save=Context.save_state, load=Context.load_state, spare_min=1), Context()
+    answer = prompt(["The museum opens at ten.", "It closes at six.", "Tickets cost five euros."], "When?")
+    read(cache, ctx, answer)
+    ahead = unit_cuts(answer, render(answer))
+    bare = prompt([], "When?")
+    kept = read(cache, ctx, bare)
+    assert kept == prefix_cut(render, bare, render(bare)) and cache.spare is not None  # the sources set aside
+    ctx.decoded.clear()
+    assert read(cache, ctx, answer) == ahead[-1]  # loaded back: nothing before the last cut is read again
+    assert ctx.decoded == []
+    assert ctx.input_ids[: ctx.n_tokens] == render(answer)[: ahead[-1]]
+    # a prompt sharing only the first source with it loads that much back, and reads on in its own pieces
+    ctx.decoded.clear()
+    read(cache, ctx, bare)
+    other = prompt(["The museum opens at ten.", "The café is on the roof."], "When?")
+    kept = read(cache, ctx, other)
+    want = pieces(other)
+    assert kept == want[2][0] and ctx.decoded == want[2:]
+
+
+def test_a_refused_load_back_reads_the_prompt_from_its_prefix() -> None:
+    refused: list[int] = []
+
+    def load(ctx: Context, state: Any) -> bool:
+        if state[1] > 100:  # the set-aside prompt's cells: llama.cpp refuses them
+            refused.append(state[1])
+            ctx.n_tokens = 0
+            return False
+        return Context.load_state(ctx, state)
+
+    cache, ctx = PromptCache(save=Context.save_state, load=load, spare_min=1), Context()
+    answer = prompt(["The museum opens at ten.", "It closes at six."], "When?")
+    read(cache, ctx, answer)
+    read(cache, ctx, prompt([], "When?"))
+    ctx.decoded.clear()
+    assert read(cache, ctx, answer) == pieces(answer)[1][0]  # the fixed prefix's state, nothing else
+    assert refused and cache.spare is None and ctx.decoded == pieces(answer)[1:]

@@ -115,6 +115,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {'models': {'generator': 'embedded',
                 'check_relevance': True,
                 'ask_other_language': True,
                 'judge_passages': 'warn',
+                'read_ahead': True,
                 'rewrite_timeout_s': 30.0},
  'ui': {'language': 'en'}}
 

@@ -202,6 +202,10 @@ class Runtime:
         target = model_dir(self.settings) / embedded.filename
         return target.is_file() and model_files.cached_verification(target, embedded.sha256)
 
+    def generator_loaded(self) -> bool:
+        """True when the generator is loaded (and its prefixes warmed): asking for it costs nothing."""
+        return self._generator is not None
+
     def generator(self, warm: Sequence[Sequence[ChatMessage]] = ()) -> Generator:
         """The generator, loaded on first use. ``warm``: prompts whose fixed prefix (system and
         worked example) a newly loaded generator evaluates before anyone else can use it

@@ -23,12 +23,14 @@ import numpy.typing as npt
 
 from rag_desktop.app.abstention import after, judge, pointed, relevance
 from rag_desktop.app.abstention import check as check_abstention
+from rag_desktop.app.answer_prompt import AnswerPrompt, answer_prompt
 from rag_desktop.app.asked_across import across_list, answer_across
 from rag_desktop.app.crosslang import CrossLanguage, CrossStatus, needs_translation, other_language, translate_question
 from rag_desktop.app.library import CATALOG_FILE, IngestReport, Library
 from rag_desktop.app.library_gate import LibraryGate
 from rag_desktop.app.model_speed import Speed, SpeedMeter, record_speed
-from rag_desktop.app.passages import PassageFinder, PassageSet
+from rag_desktop.app.passages import PassageFinder
+from rag_desktop.app.read_ahead import read_ahead
 from rag_desktop.app.retrieval import QueryContext, Retriever, answer_list
 from rag_desktop.app.runtime import Runtime
 from rag_desktop.app.source_needs import source_needs
@@ -70,7 +72,6 @@ from rag_desktop.core.types import (
     GenEventKind,
     Hit,
     Lang,
-    Locator,
     OcrLine,
     Progress,
     RankedList,
@@ -481,6 +482,10 @@ class RagService:
             self._written = kept_first(self._written, kept)
         yield checked_answer(self, query, kept.text, ranked, p, abstention, doubted, cancelled, searched_other)
 
+    def read_ahead(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> int:
+        """The prompt :meth:`answer` reads first for ``query``, read before it is asked (app.read_ahead)."""
+        return read_ahead(self, query, ranked, cancel)
+
     def abstention(self, query: str, ranked: RankedList | None, cancel: CancelToken | None = None) -> Abstention:
         """Whether the library holds an answer to ``query`` (app.abstention.check, core.abstain)."""
         return check_abstention(self.retriever(), query, ranked, self.library_languages(),
@@ -633,41 +638,6 @@ def _record_speed(identity: str, speed: Speed | None) -> None:
         log.warning("could not record the generator's speed: %s", exc)
 
 
-@dataclass(frozen=True)
-class _AnswerPrompt:
-    """An answer's prompt (RagService._answer_prompt): its messages, the sources as placed, how found."""
-
-    lang: Lang
-    hits: tuple[Hit, ...]
-    locators: tuple[Locator, ...] | None
-    found: PassageSet | None  # the answer passages' search (None: whole chunks)
-    messages: tuple[ChatMessage, ...]
-    used: tuple[Hit, ...]
-
-    def tokens(self, gen: Any) -> int:
-        """The prompt's tokens as ``gen`` counts them (the Progress "reading" event)."""
-        return sum(gen.count_tokens(m.content) for m in self.messages)
-
-
-def answer_prompt(svc: RagService, gen: Any, query: str, ranked: RankedList, n_sources: int, use_passages: bool,
-                  cancel: CancelToken | None) -> _AnswerPrompt:
-    """The messages :meth:`RagService.answer` sends for ``query`` and the sources as placed in them."""
-    g = svc.settings.generation
-    lang = detect_lang(query)
-    hits: Sequence[Hit] = prompting.answer_hits(ranked.hits, n_sources)
-    locators: tuple[Locator, ...] | None = None
-    found = None
-    if use_passages and hits:
-        found = svc.passage_finder().find(query, hits)
-        if found.hits:
-            hits, locators = found.hits, found.locators
-    sources = svc.translate_sources(hits, lang, cancel, whole_chunks=locators is None)
-    msgs, used = prompting.build_answer_messages(
-        query, sources, lang, gen.count_tokens, gen.n_ctx, g.answer_reserve, locators
-    )
-    return _AnswerPrompt(lang, tuple(hits), locators, found, msgs, used)
-
-
 KEPT_PROMPTS = 4  # answers and verdicts kept: two columns, each maybe asked across languages (app.asked_across)
 ABSTAINED = "abstained"  # _Written.finish of a prompt whose answer was not written: its verdict is kept
 
@@ -708,7 +678,7 @@ def _write(gen: Any, g: GenerationSettings, msgs: Sequence[ChatMessage], n_promp
     return _Written(key, text, finish, so_far.judged if so_far else None, so_far.question_lift if so_far else None)
 
 
-def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: _AnswerPrompt,
+def checked_answer(svc: RagService, query: str, text: str, ranked: RankedList, p: AnswerPrompt,
                    abstention: Abstention | None, doubted: Abstention | None, cancelled: bool,
                    searched_other: bool) -> Answer:
     """The Answer to ``query`` from the model's ``text`` to prompt ``p``: its citations checked, what no

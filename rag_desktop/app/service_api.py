@@ -96,6 +96,10 @@ class LibraryService(Protocol):
     def answer(self, query: str, ranked: RankedList, n_sources: int = 5,
                cancel: CancelToken | None = None) -> Iterator[GenEvent | Answer | Progress]: ...
 
+    def read_ahead(self, query: str, ranked: RankedList, cancel: CancelToken | None = None) -> int:
+        """The first answer's prompt for ``query`` read into the model's cache before it is asked, writing
+        nothing (app.read_ahead); the prompt's tokens read, 0 when nothing was."""
+
     def cfrag_or_abstain(self, query: str, cancel: CancelToken | None = None, standard: Answer | None = None,
                          ) -> Iterator[Progress | CFResult | Answer]:
         """CF-RAG's events from ``standard`` (the first column's answer; None: CF-RAG writes it), ending

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import codecs
 import ctypes
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,8 +45,6 @@ from rag_desktop.backends.gguf_meta import mem_available_bytes, plan_n_ctx
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import CancelToken, ChatMessage
-
-_LLAMA_LOG = logging.getLogger("llama-cpp-python")  # llama-cpp-python routes llama.cpp's log here
 
 # llama-cpp-python's default sampler chain (``Llama._init_sampler`` with the
 # ``create_chat_completion`` defaults), rebuilt per sequence below so that a batched
@@ -376,8 +373,6 @@ class BatchDecoder:
         finally:
             if prefill:
                 self._gen._arm_abort_ctx(ctx, None, on=False)
-                if _LLAMA_LOG.level == logging.CRITICAL:
-                    _LLAMA_LOG.setLevel(logging.ERROR)
         counter[0] += 1
         if rc != 0 and self._gen._stopping(cancel):
             return False

@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
-import logging
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -55,14 +53,13 @@ from rag_desktop.backends.gguf_meta import (
     plan_n_ctx,
     read_gguf_metadata,
 )
+from rag_desktop.backends.llama_abort import AbortHook
 from rag_desktop.backends.llama_batch import BatchDecoder, BatchStats, longest_common_prefix
 from rag_desktop.backends.llama_prompt import render_prompt
 from rag_desktop.backends.llama_segments import PromptCache, Render, cuts, log_softmax_at, prefix_cut, score_tail
 from rag_desktop.core.generation import GenRequest, GenResult, TokenSink
 from rag_desktop.core.prompting import ThinkFilter
 from rag_desktop.core.types import Cancelled, CancelToken, ChatMessage, GenEvent, GenEventKind
-
-_LLAMA_LOG = logging.getLogger("llama-cpp-python")  # llama-cpp-python routes llama.cpp's log here
 
 NO_THINK_SWITCH = "/no_think"
 
@@ -126,10 +123,7 @@ class LlamaCppGenerator:
         self._lock = threading.Lock()
         self._busy = 0  # threads inside a llama.cpp call right now (see close())
         self._closing = False
-        self._abort_token: CancelToken | None = None
-        self._abort_cb: Any = None
-        self._null_cb: Any = None
-        self._set_abort: Any = None
+        self._abort = AbortHook()  # stops a prefill (backends/llama_abort.py)
         self._lc: Any = None  # llama_cpp.llama_cpp, the low-level bindings (set by load())
         self._batcher = BatchDecoder(self)  # generate_many: its batch context and last_batch
         self._cache = PromptCache()  # stream(): the pieces the context holds, the fixed prefixes' states
@@ -218,21 +212,7 @@ class LlamaCppGenerator:
         self._n_ctx = int(llm.n_ctx())
         self.metadata = {**meta, **dict(llm.metadata)}
         self._lc = llama_cpp.llama_cpp
-        self._set_abort = _bind_abort_setter(llama_cpp)
-        if self._set_abort is not None:
-            token_ref = self
-
-            def _abort(_data: Any) -> bool:
-                tok = token_ref._abort_token
-                stop = bool(token_ref._closing or (tok is not None and tok.is_set))
-                if stop:
-                    # llama.cpp logs the rollback of an aborted decode as an error; it is
-                    # expected here, so mute llama-cpp-python's log for this request.
-                    _LLAMA_LOG.setLevel(logging.CRITICAL)
-                return stop
-
-            self._abort_cb = llama_cpp.llama_cpp.ggml_abort_callback(_abort)
-            self._null_cb = llama_cpp.llama_cpp.ggml_abort_callback()
+        self._abort.install(llama_cpp, lambda: self._closing)
         _LIVE.add(self)
 
     def close(self) -> None:
@@ -307,10 +287,7 @@ class LlamaCppGenerator:
 
     def _arm_abort_ctx(self, ctx: Any, token: CancelToken | None, on: bool) -> None:
         """Install (on) or remove the prefill abort hook on ``ctx``; it fires on ``token`` or on close()."""
-        if self._set_abort is None:
-            return
-        self._abort_token = token
-        self._set_abort(ctx, self._abort_cb if on else self._null_cb, None)
+        self._abort.arm(ctx, token, on)
 
     def _stopping(self, cancel: CancelToken | None) -> bool:
         return self._closing or (cancel is not None and cancel.is_set)
@@ -388,8 +365,6 @@ class LlamaCppGenerator:
                     finally:
                         if first:  # prefill is over (see the module doc on the abort hook)
                             self._arm_abort_ctx(llm.ctx, None, on=False)
-                            if _LLAMA_LOG.level == logging.CRITICAL:
-                                _LLAMA_LOG.setLevel(logging.ERROR)  # llama-cpp's level for verbose=False
                 finally:
                     self._leave()
                 if chunk is None or finish == "cancelled":
@@ -443,6 +418,23 @@ class LlamaCppGenerator:
             finally:
                 self._leave()
         return made
+
+    def read_ahead(self, messages: Sequence[ChatMessage], cancel: CancelToken | None = None) -> int:
+        """Read ``messages``' prompt into the cache up to its last cut, writing nothing, so that a stream or a
+        score of a prompt that starts the same reads only the rest (app.read_ahead: the answer prompt of the
+        question being typed). The pieces are the ones :meth:`stream` reads, so a seed keeps its text. Stopped
+        by ``cancel``, it keeps the pieces read whole. Returns the prompt's tokens in the cache (0: none read
+        ahead, e.g. with ``cache_prompt``)."""
+        if not self.reuse_prefix_state or self.cache_prompt or self._stopping(cancel):
+            return 0
+        llm = self._scoring(cancel)
+        try:
+            self._kept = None
+            with contextlib.suppress(Cancelled), _prefilling(self, llm, cancel):
+                self._read_in_pieces(llm, messages)
+            return self._cache.cuts[-1] if self._cache.cuts else 0
+        finally:
+            self._leave()
 
     def _prefix_of(self, llm: Any, messages: Sequence[ChatMessage]) -> tuple[Render, list[int], int]:
         """How this generator renders messages, ``messages``' prompt tokens, and where its fixed prefix
@@ -588,15 +580,17 @@ class LlamaCppGenerator:
 
 @contextlib.contextmanager
 def _prefilling(gen: LlamaCppGenerator, llm: Any, cancel: CancelToken | None) -> Iterator[None]:
-    """A scoring evaluation with ``gen``'s abort hook armed: stopped by ``cancel``, it raises Cancelled and
-    leaves the cache cleared (what an aborted decode left is not known)."""
+    """An evaluation with ``gen``'s abort hook armed: stopped by ``cancel``, it raises Cancelled and leaves the
+    cache holding the prompt's pieces read whole (the decode under way was rolled back: backends/llama_abort.py)."""
     gen._arm_abort_ctx(llm.ctx, cancel, on=True)
     try:
         yield
     except RuntimeError as exc:
         if gen._stopping(cancel) and "llama_decode" in str(exc):
+            kept = min(gen._cache.cuts[-1] if gen._cache.cuts else 0, llm.n_tokens)
             llm.reset()
-            gen._cache.forget()
+            llm.n_tokens = kept
+            gen._cache.keep_below(kept)
             raise Cancelled() from exc
         raise
     finally:
@@ -612,16 +606,3 @@ def _first_token_ids(llm: Any, words: Sequence[str]) -> list[int]:
             raise ValueError(f"first_token_logprobs: {w!r} has no tokens")
         ids.append(int(t[0]))
     return ids
-
-
-def _bind_abort_setter(llama_cpp: Any) -> Any:
-    """ctypes binding of llama.cpp's ``llama_set_abort_callback`` (not wrapped by
-    llama-cpp-python 0.3.x); None when the library does not export it."""
-    lib = getattr(getattr(llama_cpp, "llama_cpp", None), "_lib", None)
-    fn = getattr(lib, "llama_set_abort_callback", None) if lib is not None else None
-    cb_type = getattr(llama_cpp.llama_cpp, "ggml_abort_callback", None) if lib is not None else None
-    if fn is None or cb_type is None:
-        return None
-    fn.argtypes = [ctypes.c_void_p, cb_type, ctypes.c_void_p]
-    fn.restype = None
-    return fn

@@ -22,6 +22,11 @@ cache loads it instead of reading the prefix again (the window evaluates them at
 ``RagService.prepare_generator``). It is the prefix's key/value cells alone (``llama_state_seq_*``,
 :class:`SeqState`): ``Llama.save_state`` also copies a row of logits per token, 123 MB for the 1.5B's
 212-token prefix against 5.8 MB of cells (docs/benchmarks.md §12).
+
+A prompt read ahead while the question is typed (app.read_ahead) would be read over by the question's
+own first prompt, the lift's bare one (app.abstention.relevance). So a prompt about to be read over by
+one that keeps at least a piece less of it is set aside first (``spare``: its cells copied, ~28 KB a
+token on the 1.5B), and a later prompt that shares more with it than with the cache loads it back.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ MIN_PREFIX = 16  # a fixed prefix shorter than this is not worth a saved state
 PIECE = 32
 MIN_PIECE = 256
 MAX_STATES = 4  # prefix states kept: the answer prompts of two languages, a translation, a rewrite
+# A prompt set aside (PromptCache.spare) is copied only up to this many tokens: its cells are ~28 KB a token on
+# the embedded 1.5B (~150 KB on Qwen3-4B), and the answer prompts it is for are ~1,000–1,500 tokens.
+MAX_SPARE = 4096
 
 
 def prefix_cut(render: Render, messages: Sequence[ChatMessage], full: Sequence[int]) -> int:
@@ -124,17 +132,21 @@ class PromptCache:
     saved state after each fixed prefix. Anything else that uses the context calls :meth:`forget`
     (or :meth:`keep_below` when it kept the tokens up to a point)."""
 
-    def __init__(self, save: Callable[[Any], Any] = save_seq, load: Callable[[Any, Any], bool] = load_seq) -> None:
+    def __init__(self, save: Callable[[Any], Any] = save_seq, load: Callable[[Any, Any], bool] = load_seq, *,
+                 spare_min: int = MIN_PIECE) -> None:
         self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.cuts: tuple[int, ...] = ()
         # The cache also holds the prompt up to here, read in one piece after its last cut by score_tail (0:
         # nothing past the cuts): the prompt's own stream, next, keeps it (:meth:`read`).
         self.scored = 0
+        # The last prompt read over by one that kept less of it: its tokens, cuts and saved cells (:meth:`read`).
+        self.spare: tuple[tuple[int, ...], tuple[int, ...], Any] | None = None
         self._save, self._load = save, load
+        self.spare_min = spare_min  # tokens a prompt must keep more of to be set aside or loaded back
 
     def clear(self) -> None:
         self.states.clear()
-        self.cuts, self.scored = (), 0
+        self.cuts, self.scored, self.spare = (), 0, None
 
     def forget(self) -> None:
         self.cuts, self.scored = (), 0
@@ -175,7 +187,19 @@ class PromptCache:
             llm.n_tokens = self.scored
             return self.scored
         self.scored = 0
-        keep = max((c for c in at if c <= shared and c in self.cuts and _same_before(self.cuts, at, c)), default=0)
+        keep = _keepable(self.cuts, shared, at)
+        if self.spare is not None:
+            spare_ids, spare_cuts, state = self.spare
+            back = _keepable(spare_cuts, longest_common_prefix([list(spare_ids), list(full)]), at)
+            if back - keep >= self.spare_min:
+                if self._load(llm, state):
+                    llm.reset()
+                    llm.n_tokens = back  # the cells past it are dropped by the next eval()
+                    self.cuts = tuple(c for c in at if c <= back)
+                    return self._read_from(llm, full, at, back)
+                self.cuts, keep, self.spare = (), 0, None  # a refused load leaves the cache empty
+        if self.cuts and self.cuts[-1] - keep >= self.spare_min and llm.n_tokens <= MAX_SPARE:
+            self.spare = (tuple(llm.input_ids[: llm.n_tokens]), self.cuts, self._save(llm))
         if keep:
             llm.reset()  # n_tokens only: the cache up to ``keep`` stays, eval() drops what follows
             llm.n_tokens = keep
@@ -183,12 +207,21 @@ class PromptCache:
             reused = keep
         else:
             reused = self.prefix(llm, full, prefix)
+        return self._read_from(llm, full, at, reused)
+
+    def _read_from(self, llm: Any, full: Sequence[int], at: Sequence[int], reused: int) -> int:
         for c in at:
             start = self.cuts[-1] if self.cuts else 0
             if c > start:
                 llm.eval(list(full[start:c]))
                 self.cuts = (*self.cuts, c)  # piece by piece: a stop keeps what was read whole
         return reused
+
+
+def _keepable(held: Sequence[int], shared: int, at: Sequence[int]) -> int:
+    """The longest of ``at`` that a cache read in pieces at ``held`` keeps for a prompt sharing its first
+    ``shared`` tokens: a cut both have, inside what they share, with the same cuts before it (0: none)."""
+    return max((c for c in at if c <= shared and c in held and _same_before(held, at, c)), default=0)
 
 
 def tail_span(llm: Any, render: Render, messages: Sequence[ChatMessage], full: Sequence[int], tail: str

@@ -297,6 +297,10 @@ class GenerationSettings:
     # (core.abstain.after_answer); "abstain": asked before, and "not in your documents" instead of the answer (on
     # held-out statutes it lost 3 of 8 answers, on a second held-out set 5 of 24: docs/evaluation.md §5.1).
     judge_passages: JudgeMode = "warn"
+    # While a question is typed, the window reads its first answer prompt (the fixed prefix and the sources) into
+    # the model's cache at each pause, writing nothing, so that after Enter only the rest is read; the text is
+    # the same (app.read_ahead; docs/benchmarks.md §14). It uses the processor while the person types.
+    read_ahead: bool = True
     # Follow-up questions: a rewrite that takes longer falls back to the user's words.
     rewrite_timeout_s: float = field_spec(30.0, min=0, min_open=True, unit="s", step=5.0, decimals=0)
 

@@ -1219,6 +1219,12 @@ TABLE: dict[str, tuple[str, str]] = {
                                               "文库中有中英文文档时：如果问题所用语言的段落说的是别的内容，而另一种"
                                               "语言有接近这个问题的文档，就把问题译成那种语言，用那些文档回答（回答"
                                               "也用那种语言）。需要几秒钟"),
+    "set.generation.read_ahead": ("Read the question's passages while it is typed", "输入问题时先读段落"),
+    "set.generation.read_ahead.tip": ("At each pause in typing, the model reads the passages the answer would read, "
+                                      "so that after Enter the first words come seconds sooner; the answer is the "
+                                      "same. Uses the processor while you type",
+                                      "输入停顿时，模型先读回答要用的段落，按回车后回答的第一个字能早几秒出现；"
+                                      "回答不变。输入时会占用处理器"),
     "set.generation.judge_passages": ("Ask the model whether the passages hold the answer",
                                       "先让模型判断段落中是否有答案"),
     "set.generation.judge_passages.tip": ("The model says whether the answer's passages hold the answer; when they "

@@ -27,11 +27,15 @@ from rag_desktop.ui.plaintext import plain_tooltip
 from rag_desktop.ui.present import crosslang_text
 
 OVERRIDES = ("auto", "baseline", "causal", "hybrid")  # the override box's items (auto: the setting / the gate)
+# A pause in typing this long says the words so far are worth reading ahead (app.read_ahead): longer than the
+# gap between a typist's keys (~0.1–0.3 s), short enough to fall between words.
+PAUSE_MS = 400
 
 
 class QueryBar(QWidget):
     ask_requested = Signal()  # Ask, or Return in the question box (once per key press)
     stop_requested = Signal()
+    paused = Signal(str)  # the question box's text, after PAUSE_MS with no edit by the person
 
     def __init__(self, recent: Sequence[str], level: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -50,6 +54,11 @@ class QueryBar(QWidget):
         assert line is not None
         line.returnPressed.connect(self._ask_from_box)
         self._return_handled = False
+        self._pause = QTimer(self)
+        self._pause.setSingleShot(True)
+        self._pause.setInterval(PAUSE_MS)
+        self._pause.timeout.connect(lambda: self.paused.emit(self.text()))
+        line.textEdited.connect(lambda _text: self._pause.start())  # a person's edits, not set_history's
         self.ask_btn = QPushButton()
         self.ask_btn.clicked.connect(lambda: self.ask_requested.emit())
         self.level_box = QComboBox()
@@ -134,6 +143,7 @@ class QueryBar(QWidget):
         if self._return_handled:
             return
         self._return_handled = True
+        self._pause.stop()  # asked: nothing more to read ahead
         QTimer.singleShot(0, self._return_done)
         self.ask_requested.emit()
 

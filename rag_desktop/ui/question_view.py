@@ -6,11 +6,17 @@ remaining work and a failed generation stops the rest of its question's; results
 question that arrive after a newer one was asked are dropped (docs/architecture.md, "The
 question's path"). The order of the steps is the flow's: columns first, then the answers (one per
 set of columns reading the same passages), then CF-RAG.
+
+While the question is typed, each pause in the typing (ui.query_bar.QueryBar.paused) reads the prompt its
+first answer would read into the model's cache (app.read_ahead): one background task at a time, named
+``read_ahead``, which the question's own tasks stop; a pause while one runs is read after it, the newest
+words only.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
 
@@ -19,6 +25,7 @@ from PySide6.QtCore import QObject, Signal
 from rag_desktop.app import flow_events as fe
 from rag_desktop.app.question_flow import QuestionFlow
 from rag_desktop.app.service_api import LibraryService
+from rag_desktop.core.conversation import needs_rewrite
 from rag_desktop.core.settings import Settings
 from rag_desktop.core.types import Progress
 from rag_desktop.ui.conversation_dock import ConversationDock
@@ -27,7 +34,7 @@ from rag_desktop.ui.present import crosslang_text, fmt, progress_text
 from rag_desktop.ui.query_bar import QueryBar
 from rag_desktop.ui.query_state import QueryState
 from rag_desktop.ui.results_panel import TITLE_KEYS, ResultsPanel
-from rag_desktop.ui.worker import TaskContext, TaskRunner, UserError
+from rag_desktop.ui.worker import Task, TaskContext, TaskRunner, UserError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,9 @@ class QuestionView(QObject):
         self._qid = 0
         for column, pane in results.answers.items():
             pane.needs.requested.connect(partial(self.ask_needs, column))
+        self._ahead: Task | None = None  # the read ahead running
+        self._ahead_next = ""  # words typed since it started, read when it ends
+        bar.paused.connect(self.read_ahead)
 
     def _answers_on(self) -> bool:
         return self.bar.auto_answer.isChecked()
@@ -66,6 +76,7 @@ class QuestionView(QObject):
             self.status.emit(tr("query.preparing"), 5000)
             return
         self.runner.cancel("query.")  # a new question supersedes the old one's remaining work
+        self._ahead_next = ""  # (its tasks stop a read ahead under way: TaskRunner.submit)
         if typed is None and self.conversation.propose_rewrite(q, self._answers_on()):
             # The last question's columns would stand under the new one for as long as the person
             # takes to check its rewrite: say where the question is instead.
@@ -82,6 +93,36 @@ class QuestionView(QObject):
         self.bar.show_crosslang(None)
         self.status.emit(tr("status.retrieving"), 0)
         self._submit_compare(st, translate=False)
+
+    # ------------------------------------------------------------------ reading ahead
+    def read_ahead(self, text: str) -> None:
+        """A pause in typing ``text``: its first answer prompt read into the model's cache in the background
+        (app.read_ahead), unless answers are off, other work is running, or it is a follow-up that will be
+        rewritten first (the rewrite is what will be read)."""
+        q = text.strip()
+        if not q or not self._answers_on() or not self._settings().generation.read_ahead or self.runner.busy:
+            return
+        if needs_rewrite(self.conversation.panel.conversation, q):
+            return
+        self._ahead_next = q
+        if self._ahead is None:
+            self._next_ahead()
+
+    def _next_ahead(self) -> None:
+        self._ahead = None
+        q, self._ahead_next = self._ahead_next, ""
+        if not q or self.runner.busy:
+            return
+        flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
+                            highlights=False, prepare=False)
+        t0 = time.perf_counter()
+
+        def done(n: object) -> None:
+            log.info("read ahead: %s prompt tokens in %.2f s for %r", n, time.perf_counter() - t0, q[:60])
+
+        self._ahead = self.runner.submit("read_ahead", lambda ctx: flow.read_ahead(ctx.cancel), background=True,
+                                         on_result=done, on_finished=self._next_ahead,
+                                         on_error=lambda err: log.warning("read ahead failed: %s", err.message))
 
     def _submit_compare(self, st: QueryState, *, translate: bool) -> None:
         """Rank ``st``'s question: first as typed, so the columns show at once; then, when

@@ -55,7 +55,7 @@ LAYOUT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("settings.tab.generation", "generation", (
         "temperature", "max_tokens", "thinking", "translate", "passages", "max_passages", "abstain",
         "check_relevance", "ask_other_language",
-        "judge_passages", "rewrite_timeout_s")),
+        "judge_passages", "read_ahead", "rewrite_timeout_s")),
     ("settings.tab.interface", "ui", ("language",)),
 )
 

@@ -17,7 +17,9 @@ Qt signal delivered on the GUI thread:
 Service tasks share ONE worker thread (``TaskRunner(serial=True)``): the catalog is one
 SQLite connection and the generator one llama.cpp context, so running two service
 operations at once would race; queued tasks simply wait their turn, and cancelling
-sets every queued task's token so the queue drains at once.
+sets every queued task's token so the queue drains at once. A *background* task (the
+question's prompt read while it is typed, app.read_ahead) is work nobody waits for: it
+does not make the runner busy, and any other task submitted stops it.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ class Task(QRunnable):
         self.cancel = CancelToken()
         self.signals = TaskSignals()
         self.done = False
+        self.background = False  # TaskRunner.submit(background=True)
 
     def _dispatch(self, event: object) -> None:
         if isinstance(event, Progress):
@@ -200,8 +203,16 @@ class TaskRunner(QObject):
         on_error: Callable[[UserError], None] | None = None,
         on_cancelled: Callable[[], None] | None = None,
         on_finished: Callable[[], None] | None = None,
+        background: bool = False,
     ) -> Task:
+        """Queue ``fn``. A ``background`` task leaves :attr:`busy` as it is, and is stopped (its token set)
+        by any task submitted after it that is not one: what a person asked for never waits behind it."""
         task = Task(name, fn)
+        task.background = background
+        if not background:
+            for t in self._live:
+                if t.background:
+                    t.cancel.set()
         s = task.signals
         if on_progress is not None:
             s.progress.connect(on_progress)
@@ -219,20 +230,22 @@ class TaskRunner(QObject):
         was_busy = self.busy
         self._live.append(task)
         self.pool.start(task)
-        if not was_busy:
+        if not was_busy and self.busy:
             self.busy_changed.emit(True)
         return task
 
     def _retire(self, task: Task) -> None:
         task.done = True
+        was_busy = self.busy
         if task in self._live:
             self._live.remove(task)
-        if not self._live:
+        if was_busy and not self.busy:
             self.busy_changed.emit(False)
 
     @property
     def busy(self) -> bool:
-        return bool(self._live)
+        """Whether a task that is not a background one is queued or running."""
+        return any(not t.background for t in self._live)
 
     def tasks(self) -> list[Task]:
         return list(self._live)

@@ -1,0 +1,84 @@
+"""The question's first answer prompt read while it is typed, in the window (ui.query_bar.QueryBar.paused,
+ui.question_view.QuestionView.read_ahead, app.read_ahead). The service is a collaborator with canned results
+(test_gui_support.FakeService); the window, its timer and the worker bridge are real."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from test_gui_support import FakeService, make_comparison
+from window_helpers import shown_window
+
+from rag_desktop.app.question_flow import QuestionFlow
+from rag_desktop.core.settings import Settings
+from rag_desktop.ui import i18n
+from rag_desktop.ui.main_window import MainWindow
+from rag_desktop.ui.query_bar import PAUSE_MS
+
+pytestmark = pytest.mark.gui
+QUESTION = "Why do people fail the Wason selection task?"
+
+
+@pytest.fixture()
+def env(qtbot: Any, tmp_path: Path) -> Iterator[tuple[MainWindow, FakeService]]:
+    i18n.set_language("en")
+    settings = Settings()
+    svc = FakeService(tmp_path / "lib", settings)
+    with shown_window(qtbot, svc, settings, tmp_path / "settings.toml", auto_answer=True) as win:
+        yield win, svc
+
+
+def _type(qtbot: Any, win: MainWindow, text: str) -> None:
+    line = win.query_bar.query.lineEdit()
+    assert line is not None
+    qtbot.keyClicks(line, text)
+
+
+def test_a_pause_in_typing_reads_the_words_so_far_in_the_background(qtbot: Any, env: Any) -> None:
+    win, svc = env
+    svc.read_ahead_gate = threading.Event()  # the read ahead runs until set
+    _type(qtbot, win, "Why do people fail")
+    assert svc.read_aheads == []  # not while the keys come
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 1, timeout=PAUSE_MS * 10)
+    first = QuestionFlow(svc, "Why do people fail").answer_groups(make_comparison("Why do people fail"))[0]
+    assert svc.read_aheads == [("Why do people fail", first.ranked.method)]  # the list the first answer reads
+    assert not win.runner.busy and not win.query_bar.stop_btn.isEnabled()  # nobody waits for it
+    _type(qtbot, win, " the Wason")  # a pause while it runs: read after it, the newest words only
+    qtbot.wait(PAUSE_MS * 2)
+    _type(qtbot, win, " selection task?")
+    qtbot.wait(PAUSE_MS * 2)
+    assert len(svc.read_aheads) == 1
+    svc.read_ahead_gate.set()
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 2, timeout=5000)
+    assert svc.read_aheads[1][0] == QUESTION
+
+
+def test_enter_stops_a_read_ahead_under_way_and_the_question_is_answered(qtbot: Any, env: Any) -> None:
+    win, svc = env
+    svc.read_ahead_gate = threading.Event()  # never set: only a cancel ends it
+    _type(qtbot, win, QUESTION)
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 1, timeout=PAUSE_MS * 10)
+    line = win.query_bar.query.lineEdit()
+    qtbot.keyClick(line, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert svc.answer_calls  # the question's own tasks ran: the read ahead gave way
+    assert len(svc.read_aheads) == 1  # and Enter started no read ahead of its own
+
+
+def test_nothing_is_read_ahead_with_answers_off_or_the_setting_off(qtbot: Any, env: Any) -> None:
+    win, svc = env
+    win.query_bar.auto_answer.setChecked(False)
+    _type(qtbot, win, "Why do people fail")
+    qtbot.wait(PAUSE_MS * 3)
+    assert svc.read_aheads == []
+    win.query_bar.auto_answer.setChecked(True)
+    win.settings = win.settings.replace("generation", read_ahead=False)
+    _type(qtbot, win, " the Wason")
+    qtbot.wait(PAUSE_MS * 3)
+    assert svc.read_aheads == []

@@ -82,3 +82,12 @@ def test_nothing_is_read_ahead_with_answers_off_or_the_setting_off(qtbot: Any, e
     _type(qtbot, win, " the Wason")
     qtbot.wait(PAUSE_MS * 3)
     assert svc.read_aheads == []
+
+
+def test_a_recent_question_picked_from_the_list_is_read_ahead(qtbot: Any, env: Any) -> None:
+    win, svc = env
+    win.query_bar.set_history([QUESTION, "What does the CardLogic app do?"])
+    win.query_bar.query.setCurrentIndex(1)
+    win.query_bar.query.activated.emit(1)  # what the list emits when a person picks an item
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 1, timeout=PAUSE_MS * 10)
+    assert svc.read_aheads[0][0] == "What does the CardLogic app do?"

@@ -59,6 +59,7 @@ class QueryBar(QWidget):
         self._pause.setInterval(PAUSE_MS)
         self._pause.timeout.connect(lambda: self.paused.emit(self.text()))
         line.textEdited.connect(lambda _text: self._pause.start())  # a person's edits, not set_history's
+        self.query.activated.connect(lambda _index: self._pause.start())  # a recent question picked
         self.ask_btn = QPushButton()
         self.ask_btn.clicked.connect(lambda: self.ask_requested.emit())
         self.level_box = QComboBox()

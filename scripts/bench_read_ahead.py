@@ -47,7 +47,7 @@ def asked(svc: Any, question: str, way: str) -> dict[str, Any]:
     if way != "none":
         typed = question if way == "whole" else question[: max(1, len(question) * 3 // 4)]
         t = time.perf_counter()
-        ahead_tokens = QuestionFlow(svc, typed).read_ahead()
+        *_, ahead_tokens = QuestionFlow(svc, typed).read_ahead()  # its columns, then the tokens read
         ahead_s = time.perf_counter() - t
     t0 = time.perf_counter()
     comp = svc.compare(question, translate=False)

@@ -58,17 +58,40 @@ def test_a_pause_in_typing_reads_the_words_so_far_in_the_background(qtbot: Any, 
     assert svc.read_aheads[1][0] == QUESTION
 
 
-def test_enter_stops_a_read_ahead_under_way_and_the_question_is_answered(qtbot: Any, env: Any) -> None:
+def test_enter_on_the_words_read_ahead_takes_it_over_and_other_words_stop_it(qtbot: Any, env: Any) -> None:
     win, svc = env
-    svc.read_ahead_gate = threading.Event()  # never set: only a cancel ends it
+    svc.read_ahead_gate = threading.Event()  # the read ahead runs until set (or stopped)
+    compared: list[str] = []
+    real = svc.compare
+
+    def counting(query: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(query)
+        return real(query, *args, **kwargs)
+
+    svc.compare = counting  # type: ignore[method-assign]
     _type(qtbot, win, QUESTION)
     qtbot.waitUntil(lambda: len(svc.read_aheads) == 1, timeout=PAUSE_MS * 10)
     line = win.query_bar.query.lineEdit()
     qtbot.keyClick(line, Qt.Key.Key_Return)
+    # the columns at once, from the read ahead's ranking; its reading goes on, the answers behind it
+    assert win.state is not None and win.state.comparison is not None and compared == [QUESTION]
+    assert win.runner.busy and not svc.answer_calls
+    qtbot.wait(PAUSE_MS)
+    assert not svc.answer_calls  # nothing stopped it: the answers wait for it
+    svc.read_ahead_gate.set()
     qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
                     timeout=10000)
-    assert svc.answer_calls  # the question's own tasks ran: the read ahead gave way
-    assert len(svc.read_aheads) == 1  # and Enter started no read ahead of its own
+    assert svc.answer_calls and compared == [QUESTION]
+    # other words than the ones read ahead: the read ahead is stopped and the question ranked anew
+    svc.read_ahead_gate = threading.Event()
+    line.clear()
+    _type(qtbot, win, "What does the CardLogic app do?")
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 2, timeout=PAUSE_MS * 10)
+    _type(qtbot, win, " Briefly.")
+    qtbot.keyClick(line, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert compared[-1] == "What does the CardLogic app do? Briefly." and len(svc.read_aheads) == 2
 
 
 def test_nothing_is_read_ahead_with_answers_off_or_the_setting_off(qtbot: Any, env: Any) -> None:

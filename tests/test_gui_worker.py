@@ -212,6 +212,26 @@ def test_a_background_task_is_not_busy_and_gives_way_to_any_other(qtbot: Any) ->
     assert "cancelled" in rec.kinds()
 
 
+def test_an_adopted_background_task_is_busy_and_the_next_task_waits_for_it(qtbot: Any) -> None:
+    runner = TaskRunner(serial=True)
+    seen: list[bool] = []
+    runner.busy_changed.connect(seen.append)
+    release = threading.Event()
+    order: list[str] = []
+
+    def ahead(ctx: TaskContext) -> None:
+        release.wait(5)
+        order.append("cancelled" if ctx.cancel.is_set else "read ahead")
+
+    task = runner.submit("read_ahead", ahead, background=True)
+    runner.adopt(task)
+    assert runner.busy and seen == [True]
+    runner.submit("x", lambda ctx: order.append("asked"))
+    release.set()
+    qtbot.waitUntil(lambda: seen == [True, False], timeout=5000)
+    assert order == ["read ahead", "asked"]
+
+
 def test_describe_error_dispatches_on_the_kind_of_each_rag_error() -> None:
     """By kind (isinstance of the family), not by class name."""
     from rag_desktop.app.catalog import CatalogError

@@ -46,6 +46,13 @@ class Reader(ScriptedGenerator):
         yield from super().stream(messages, **kw)
 
 
+def _ahead(flow: QuestionFlow, cancel: CancelToken | None = None) -> int:
+    """The tokens a flow's read ahead left in the cache (its last event)."""
+    n = list(flow.read_ahead(cancel))[-1]
+    assert isinstance(n, int)
+    return n
+
+
 @contextlib.contextmanager
 def _generation(svc: RagService, **changes: Any) -> Iterator[None]:  # noqa: F811
     before = svc.settings
@@ -60,8 +67,10 @@ def test_the_prompt_read_ahead_is_the_one_the_first_answer_reads(svc: RagService
     gen = Reader()
     svc.runtime._generator = gen  # the collaborator; library, embedder, retrieval and prompt are real
     with _generation(svc, check_relevance=False, abstain=False):
-        n = QuestionFlow(svc, QUESTION).read_ahead()
-        assert n > 0 and len(gen.ahead) == 1
+        events = list(QuestionFlow(svc, QUESTION).read_ahead())
+        assert isinstance(events[0], fe.ColumnsReady) and events[0].comparison.query == QUESTION
+        n = events[-1]
+        assert isinstance(n, int) and n > 0 and len(gen.ahead) == 1
         flow = QuestionFlow(svc, QUESTION)
         comp = svc.compare(QUESTION, translate=False)
         group = flow.answer_groups(comp)[0]
@@ -152,7 +161,7 @@ def test_an_answer_after_a_read_ahead_reads_less_and_writes_the_same_text(tmp_pa
     ahead = _library(tmp_path / "ahead")
     with contextlib.closing(plain), contextlib.closing(ahead):
         text, tokens = _answered(plain, ASKED)
-        n = QuestionFlow(ahead, ASKED).read_ahead()
+        n = _ahead(QuestionFlow(ahead, ASKED))
         assert n > 256  # the fixed prefix and the sources
         text_ahead, tokens_ahead = _answered(ahead, ASKED)
         assert text_ahead == text
@@ -161,7 +170,7 @@ def test_an_answer_after_a_read_ahead_reads_less_and_writes_the_same_text(tmp_pa
         # the words typed so far, not the whole question: the sources they share are kept, the text is the same
         partial = ASKED.rsplit(" ", 2)[0]
         ahead._written.clear()  # else the answer kept for this prompt is shown with no model call
-        QuestionFlow(ahead, partial).read_ahead()
+        _ahead(QuestionFlow(ahead, partial))
         again, tokens_again = _answered(ahead, ASKED)
         assert again == text and tokens_again <= tokens - (n - 250)
 
@@ -189,7 +198,7 @@ def test_a_read_ahead_stopped_half_way_keeps_its_whole_pieces_and_the_text(tmp_p
 
         llm.eval = stopping
         try:
-            kept = QuestionFlow(service, ASKED).read_ahead(stop)
+            kept = _ahead(QuestionFlow(service, ASKED), stop)
         finally:
             del llm.eval
         head = gen._cache.cuts[0]  # the fixed prefix, which the first answer loaded from its warmed state

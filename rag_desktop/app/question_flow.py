@@ -134,15 +134,14 @@ class QuestionFlow:
             groups.setdefault(prompting.answer_key(ranked.hits), []).append((m, ranked))
         return tuple(AnswerGroup(tuple(m for m, _ in g), tuple(r for _, r in g)) for g in groups.values())
 
-    def read_ahead(self, cancel: CancelToken | None = None) -> int:
-        """The question as typed so far ranked, and the prompt its first answer would read read into the
-        model's cache (app.read_ahead): what the window does at a pause in the typing. Returns its tokens."""
-        comp = self.service.compare(self.question, level=self.level, k=self.k, ranking=self.ranking,
-                                    translate=False)
-        if cancel is not None:
-            cancel.raise_if_set()
-        group = self.answer_groups(comp)[0]
-        return self.service.read_ahead(self.question, group.ranked, cancel)
+    def read_ahead(self, cancel: CancelToken | None = None) -> Iterator[ColumnsReady | int]:
+        """What the window does at a pause in the typing: the question as typed so far ranked (its columns,
+        as Enter would show them), then the prompt its first answer would read read into the model's cache
+        (app.read_ahead; the prompt's tokens in the cache). Enter on the same words goes on from here."""
+        ready = self.retrieve(translate=False, cancel=cancel)
+        yield ready
+        group = self.answer_groups(ready.comparison)[0]
+        yield self.service.read_ahead(self.question, group.ranked, cancel)
 
     def group_for(self, comparison: Comparison, column: str) -> AnswerGroup:
         """``column``'s answer alone (the CLI's ``answer --method``)."""

@@ -7,10 +7,12 @@ question that arrive after a newer one was asked are dropped (docs/architecture.
 question's path"). The order of the steps is the flow's: columns first, then the answers (one per
 set of columns reading the same passages), then CF-RAG.
 
-While the question is typed, each pause in the typing (ui.query_bar.QueryBar.paused) reads the prompt its
-first answer would read into the model's cache (app.read_ahead): one background task at a time, named
-``read_ahead``, which the question's own tasks stop; a pause while one runs is read after it, the newest
-words only.
+While the question is typed, each pause in the typing (ui.query_bar.QueryBar.paused) ranks the words so
+far and reads the prompt their first answer would read into the model's cache (QuestionFlow.read_ahead,
+app.read_ahead): one background task at a time, named ``read_ahead``, which any other task stops; a pause
+while one runs is read after it, the newest words only. Enter on the very words being read ahead stops
+nothing: the question takes that task over, shows its columns at once and queues its answers behind it, so
+no piece it was reading is lost.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class QuestionView(QObject):
         for column, pane in results.answers.items():
             pane.needs.requested.connect(partial(self.ask_needs, column))
         self._ahead: Task | None = None  # the read ahead running
+        self._ahead_of: tuple[object, ...] = ()  # what it reads ahead: (question, level, ranking)
+        self._ahead_flow: QuestionFlow | None = None  # its flow, and the columns it ranked
+        self._ahead_ready: fe.ColumnsReady | None = None
         self._ahead_next = ""  # words typed since it started, read when it ends
         bar.paused.connect(self.read_ahead)
 
@@ -83,8 +88,10 @@ class QuestionView(QObject):
             self.results.reset("col.followup")
             return
         self._qid += 1
-        flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
-                            cross_language=self._settings().retrieval.cross_language)
+        ready = self._take_over(q)
+        flow = (self._ahead_flow if ready is not None else None) or QuestionFlow(
+            self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
+            cross_language=self._settings().retrieval.cross_language)
         st = QueryState(self._qid, q, flow, typed=typed or q)
         self.conversation.record_turn(st.typed, st.question)
         self.state = st
@@ -92,7 +99,10 @@ class QuestionView(QObject):
         self.results.begin(self._answers_on(), self.bar.run_cf.isChecked())
         self.bar.show_crosslang(None)
         self.status.emit(tr("status.retrieving"), 0)
-        self._submit_compare(st, translate=False)
+        if ready is not None:
+            self._on_event(st.qid, ready)
+        else:
+            self._submit_compare(st, translate=False)
 
     # ------------------------------------------------------------------ reading ahead
     def read_ahead(self, text: str) -> None:
@@ -100,7 +110,10 @@ class QuestionView(QObject):
         (app.read_ahead), unless answers are off, other work is running, or it is a follow-up that will be
         rewritten first (the rewrite is what will be read)."""
         q = text.strip()
-        if not q or not self._answers_on() or not self._settings().generation.read_ahead or self.runner.busy:
+        s = self._settings()
+        # (with cross_language on, the answers read the translated question's ranking: not known while typing)
+        if not q or not self._answers_on() or not s.generation.read_ahead or s.retrieval.cross_language \
+                or self.runner.busy:
             return
         if needs_rewrite(self.conversation.panel.conversation, q):
             return
@@ -113,16 +126,30 @@ class QuestionView(QObject):
         q, self._ahead_next = self._ahead_next, ""
         if not q or self.runner.busy:
             return
-        flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
-                            highlights=False, prepare=False)
+        flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking())
+        self._ahead_of, self._ahead_flow, self._ahead_ready = (q, flow.level, flow.ranking), flow, None
         t0 = time.perf_counter()
 
-        def done(n: object) -> None:
-            log.info("read ahead: %s prompt tokens in %.2f s for %r", n, time.perf_counter() - t0, q[:60])
+        def got(ev: object) -> None:
+            if isinstance(ev, fe.ColumnsReady):
+                if self._ahead_flow is flow:
+                    self._ahead_ready = ev
+            else:
+                log.info("read ahead: %s prompt tokens in %.2f s for %r", ev, time.perf_counter() - t0, q[:60])
 
         self._ahead = self.runner.submit("read_ahead", lambda ctx: flow.read_ahead(ctx.cancel), background=True,
-                                         on_result=done, on_finished=self._next_ahead,
+                                         on_result=got, on_finished=self._next_ahead,
                                          on_error=lambda err: log.warning("read ahead failed: %s", err.message))
+
+    def _take_over(self, q: str) -> fe.ColumnsReady | None:
+        """The columns of the read ahead of ``q`` still under way, its task now the question's (no longer in
+        the background: nothing stops it and the answers queue behind it); None when there is none."""
+        task, ready = self._ahead, self._ahead_ready
+        if (task is None or task.done or task.cancel.is_set or ready is None
+                or self._ahead_of != (q, self.bar.level(), self.bar.ranking())):
+            return None
+        self.runner.adopt(task)
+        return ready
 
     def _submit_compare(self, st: QueryState, *, translate: bool) -> None:
         """Rank ``st``'s question: first as typed, so the columns show at once; then, when

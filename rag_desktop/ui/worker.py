@@ -242,6 +242,14 @@ class TaskRunner(QObject):
         if was_busy and not self.busy:
             self.busy_changed.emit(False)
 
+    def adopt(self, task: Task) -> None:
+        """``task``, a background one, is now waited for: it keeps the runner busy, and the tasks submitted
+        after it queue behind it instead of stopping it."""
+        was_busy = self.busy
+        task.background = False
+        if not was_busy and self.busy:
+            self.busy_changed.emit(True)
+
     @property
     def busy(self) -> bool:
         """Whether a task that is not a background one is queued or running."""

@@ -48,14 +48,15 @@ def test_a_pause_in_typing_reads_the_words_so_far_in_the_background(qtbot: Any, 
     first = QuestionFlow(svc, "Why do people fail").answer_groups(make_comparison("Why do people fail"))[0]
     assert svc.read_aheads == [("Why do people fail", first.ranked.method)]  # the list the first answer reads
     assert not win.runner.busy and not win.query_bar.stop_btn.isEnabled()  # nobody waits for it
-    _type(qtbot, win, " the Wason")  # a pause while it runs: read after it, the newest words only
-    qtbot.wait(PAUSE_MS * 2)
+    _type(qtbot, win, " the Wason")  # a pause on other words while it runs: it stops, and they are read
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 2, timeout=PAUSE_MS * 10)
+    assert svc.read_aheads[1][0] == "Why do people fail the Wason"
     _type(qtbot, win, " selection task?")
-    qtbot.wait(PAUSE_MS * 2)
-    assert len(svc.read_aheads) == 1
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 3, timeout=PAUSE_MS * 10)
+    assert svc.read_aheads[2][0] == QUESTION
     svc.read_ahead_gate.set()
-    qtbot.waitUntil(lambda: len(svc.read_aheads) == 2, timeout=5000)
-    assert svc.read_aheads[1][0] == QUESTION
+    qtbot.wait(PAUSE_MS * 2)
+    assert len(svc.read_aheads) == 3 and not win.runner.busy
 
 
 def test_enter_on_the_words_read_ahead_takes_it_over_and_other_words_stop_it(qtbot: Any, env: Any) -> None:
@@ -92,6 +93,19 @@ def test_enter_on_the_words_read_ahead_takes_it_over_and_other_words_stop_it(qtb
     qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
                     timeout=10000)
     assert compared[-1] == "What does the CardLogic app do? Briefly." and len(svc.read_aheads) == 2
+    # a question asked while a read ahead it took over still runs stops it, as the rest of its work
+    svc.read_ahead_gate = threading.Event()  # never set
+    line.clear()
+    _type(qtbot, win, QUESTION)
+    qtbot.waitUntil(lambda: len(svc.read_aheads) == 3, timeout=PAUSE_MS * 10)
+    qtbot.keyClick(line, Qt.Key.Key_Return)
+    assert win.runner.busy  # taken over: its answers wait for it
+    line.clear()
+    _type(qtbot, win, "What caused the outage?")
+    win.ask()
+    qtbot.waitUntil(lambda: win.state is not None and win.state.cfrag is not None and not win.runner.busy,
+                    timeout=10000)
+    assert compared[-1] == "What caused the outage?"
 
 
 def test_nothing_is_read_ahead_with_answers_off_or_the_setting_off(qtbot: Any, env: Any) -> None:

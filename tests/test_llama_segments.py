@@ -205,3 +205,19 @@ def test_a_refused_load_back_reads_the_prompt_from_its_prefix() -> None:
     ctx.decoded.clear()
     assert read(cache, ctx, answer) == pieces(answer)[1][0]  # the fixed prefix's state, nothing else
     assert refused and cache.spare is None and ctx.decoded == pieces(answer)[1:]
+
+
+def test_only_a_prompt_a_whole_piece_longer_is_set_aside() -> None:
+    """With the default threshold (a piece, ``MIN_PIECE`` tokens): a prompt that keeps nearly all of the cache
+    does not copy it; one that keeps a piece less does."""
+    cache, ctx = PromptCache(save=Context.save_state, load=Context.load_state), Context()
+    long = "The museum opens at ten in the morning on every day of the week but Monday. " * 4  # ~300 tokens
+    answer = prompt([long, long + "It closes at six."], "When?")
+    read(cache, ctx, answer)
+    read(cache, ctx, prompt([long, long + "It closes at six."], "When then?"))  # the question differs
+    assert cache.spare is None
+    read(cache, ctx, prompt([long, long + "It closes at six!"], "When?"))  # a piece, the last source, differs
+    assert cache.spare is not None
+    cache.spare = None
+    read(cache, ctx, prompt([], "When?"))
+    assert cache.spare is not None

@@ -15,8 +15,9 @@ Choices where nothing prescribes them:
 * only a generator already loaded reads ahead: a pause in typing never starts a model load;
 * nothing is read ahead where the answer would read something else first: translated sources
   (``generation.translate``, a model call each) or no hit;
-* what Enter finds half read is kept piece by piece: a read ahead stopped by the next keystroke, or by
-  Enter, keeps the pieces it read whole, and the next one starts from them when the sources agree.
+* what is half read is kept piece by piece: a read ahead stopped by a pause on other words, or by any other
+  work, keeps the pieces it read whole, and the next prompt starts from them where the sources agree; Enter on
+  the very words being read takes it over instead (ui.question_view).
 """
 
 from __future__ import annotations

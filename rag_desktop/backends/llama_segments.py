@@ -51,8 +51,8 @@ PIECE = 32
 MIN_PIECE = 256
 MAX_STATES = 4  # prefix states kept: the answer prompts of two languages, a translation, a rewrite
 # A prompt set aside (PromptCache.spare) is copied only up to this many tokens: its cells are ~28 KB a token on
-# the embedded 1.5B (~150 KB on Qwen3-4B), and the answer prompts it is for are ~1,000–1,500 tokens.
-MAX_SPARE = 4096
+# the embedded 1.5B (~150 KB on Qwen3-4B: ~300 MB at the cap), and the answer prompts it is for are ~600–1,600.
+MAX_SPARE = 2048
 
 
 def prefix_cut(render: Render, messages: Sequence[ChatMessage], full: Sequence[int]) -> int:
@@ -105,7 +105,7 @@ def save_seq(llm: Any) -> SeqState:
     size = lc.llama_state_seq_get_size(llm.ctx, 0)
     buf = (ctypes.c_uint8 * size)()
     got = lc.llama_state_seq_get_data(llm.ctx, buf, size, 0)
-    return SeqState(bytes(buf)[:got], tuple(int(t) for t in llm.input_ids[: llm.n_tokens]))
+    return SeqState(ctypes.string_at(buf, got), tuple(int(t) for t in llm.input_ids[: llm.n_tokens]))
 
 
 def load_seq(llm: Any, state: SeqState) -> bool:

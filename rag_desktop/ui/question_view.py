@@ -10,9 +10,9 @@ set of columns reading the same passages), then CF-RAG.
 While the question is typed, each pause in the typing (ui.query_bar.QueryBar.paused) ranks the words so
 far and reads the prompt their first answer would read into the model's cache (QuestionFlow.read_ahead,
 app.read_ahead): one background task at a time, named ``read_ahead``, which any other task stops; a pause
-while one runs is read after it, the newest words only. Enter on the very words being read ahead stops
-nothing: the question takes that task over, shows its columns at once and queues its answers behind it, so
-no piece it was reading is lost.
+on other words stops the one under way (keeping what it read whole) and reads them next. Enter on the very
+words being read ahead stops nothing: the question takes that task over (renamed as one of its own steps),
+shows its columns at once and queues its answers behind it, so no piece it was reading is lost.
 """
 
 from __future__ import annotations
@@ -120,6 +120,10 @@ class QuestionView(QObject):
         self._ahead_next = q
         if self._ahead is None:
             self._next_ahead()
+        elif self._ahead.background and self._ahead_of[0] != q:
+            # the newest words are the better guess: the one under way stops, keeping the pieces it read whole,
+            # and these are read when it has (_next_ahead)
+            self._ahead.cancel.set()
 
     def _next_ahead(self) -> None:
         self._ahead = None
@@ -145,9 +149,10 @@ class QuestionView(QObject):
         """The columns of the read ahead of ``q`` still under way, its task now the question's (no longer in
         the background: nothing stops it and the answers queue behind it); None when there is none."""
         task, ready = self._ahead, self._ahead_ready
-        if (task is None or task.done or task.cancel.is_set or ready is None
+        if (task is None or task.done or task.cancel.is_set or ready is None or not self._answers_on()
                 or self._ahead_of != (q, self.bar.level(), self.bar.ranking())):
             return None
+        task.name = f"query.{self._qid}.read_ahead"  # the next question stops it, as the rest of this one's work
         self.runner.adopt(task)
         return ready
 

@@ -175,12 +175,7 @@ def main() -> int:
                     help="instead: 'which sources does it need?' keeping the shared sources or not")
     ap.add_argument("--prefix-memory", action="store_true",
                     help="instead: the memory the answer prefixes' saved states take after launch")
-    args = ap.parse_args()
-
-    machine = bc.Machine()
-    bc.header("bench_columns: the second answer column", machine, args)
-    t_all = time.perf_counter()
-    svc, questions = bc.qa_service(args)
+    args, machine, t_all, svc, questions = bc.start_qa(ap, lambda a: "bench_columns: the second answer column")
     rows: list[dict[str, Any]] = []
     try:
         if args.prefix_memory:

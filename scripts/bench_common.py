@@ -402,6 +402,17 @@ def qa_arguments(ap: Any) -> None:
     ap.add_argument("--json", type=Path)
 
 
+def start_qa(ap: Any, title: Callable[[Any], str]) -> tuple[Any, Machine, float, Any, list[str]]:
+    """A QA benchmark's start: its arguments parsed, its header (``title(args)``) printed, the clock started,
+    its service and questions opened (:func:`qa_service`)."""
+    args = ap.parse_args()
+    machine = Machine()
+    header(title(args), machine, args)
+    t_all = time.perf_counter()
+    svc, questions = qa_service(args)
+    return args, machine, t_all, svc, questions
+
+
 def qa_service(args: Any) -> tuple[Any, list[str]]:
     """The app's service over ``args.docs`` (a library built once in ``args.cache_dir``) with the default
     settings and the embedded 1.5B on ``args.threads``, and the questions of ``args.data``

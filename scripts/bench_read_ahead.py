@@ -69,12 +69,8 @@ def asked(svc: Any, question: str, way: str) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bc.qa_arguments(ap)
-    args = ap.parse_args()
-
-    machine = bc.Machine()
-    bc.header("bench_read_ahead: the first answer prompt read while the question is typed", machine, args)
-    t_all = time.perf_counter()
-    svc, questions = bc.qa_service(args)
+    args, machine, t_all, svc, questions = bc.start_qa(
+        ap, lambda a: "bench_read_ahead: the first answer prompt read while the question is typed")
     rows: list[dict[str, Any]] = []
     try:
         list(svc.prepare_generator())  # as the window does at launch

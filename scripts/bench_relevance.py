@@ -68,12 +68,8 @@ def main() -> int:
     bc.qa_arguments(ap)
     ap.add_argument("--toggle", choices=("check_relevance", "ask_other_language"), default="check_relevance",
                     help="the generation setting compared on and off")
-    args = ap.parse_args()
-
-    machine = bc.Machine()
-    bc.header(f"bench_relevance: generation.{args.toggle} before the first token", machine, args)
-    t_all = time.perf_counter()
-    svc, questions = bc.qa_service(args)
+    args, machine, t_all, svc, questions = bc.start_qa(
+        ap, lambda a: f"bench_relevance: generation.{a.toggle} before the first token")
     rows: list[dict[str, Any]] = []
     try:
         list(svc.prepare_generator())  # as the window does at launch

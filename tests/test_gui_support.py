@@ -318,6 +318,7 @@ class FakeService:
         self.causal_as_baseline = False
         self.answer_calls: list[str] = []  # the method of each answer() call, in order
         self.read_aheads: list[tuple[str, str]] = []  # (question, list's method) of each read_ahead() call
+        self.compared: list[str] = []  # the question of each compare() call, in order
         self.read_ahead_gate: threading.Event | None = None  # read_ahead waits on it until cancelled or set
         self.cfrag_standards: list[Answer | None] = []  # the standard answer each CF-RAG run was handed
         self.closed = False
@@ -387,6 +388,7 @@ class FakeService:
     def compare(self, query: str, level: str | None = None, k: int | None = None,
                 ranking: str | None = None, *, translate: bool = True) -> Comparison:
         self.last_ranking = ranking
+        self.compared.append(query)
         if self.compare_error is not None:
             raise self.compare_error
         comp = make_comparison(query)

@@ -391,14 +391,7 @@ def test_a_missing_model_stops_the_remaining_generation_with_one_message(qtbot: 
 def test_ask_again_while_the_question_is_prepared_is_ignored(qtbot: Any, tmp_path: Path) -> None:
     i18n.set_language("en")
     svc = FakeService(tmp_path / "lib", Settings(), ScriptedGenerator())
-    calls: list[str] = []
-    real = svc.compare
-
-    def counting(query: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(query)
-        return real(query, *args, **kwargs)
-
-    svc.compare = counting  # type: ignore[method-assign]
+    calls = svc.compared
     win = MainWindow(svc, Settings(), settings_file=tmp_path / "s.toml", auto_answer=False)
     qtbot.addWidget(win)
     win.ask(QUESTION)

@@ -61,9 +61,8 @@ class QuestionView(QObject):
         for column, pane in results.answers.items():
             pane.needs.requested.connect(partial(self.ask_needs, column))
         self._ahead: Task | None = None  # the read ahead running
-        self._ahead_of: tuple[object, ...] = ()  # what it reads ahead: (question, level, ranking)
-        self._ahead_flow: QuestionFlow | None = None  # its flow, and the columns it ranked
-        self._ahead_ready: fe.ColumnsReady | None = None
+        self._ahead_flow: QuestionFlow | None = None  # its flow (its words, level and ranking), and the columns
+        self._ahead_ready: fe.ColumnsReady | None = None  # it ranked
         self._ahead_next = ""  # words typed since it started, read when it ends
         bar.paused.connect(self.read_ahead)
 
@@ -88,8 +87,8 @@ class QuestionView(QObject):
             self.results.reset("col.followup")
             return
         self._qid += 1
-        ready = self._take_over(q)
-        flow = (self._ahead_flow if ready is not None else None) or QuestionFlow(
+        taken = self._take_over(q)
+        flow = taken[0] if taken is not None else QuestionFlow(
             self._service(), q, level=self.bar.level(), ranking=self.bar.ranking(),
             cross_language=self._settings().retrieval.cross_language)
         st = QueryState(self._qid, q, flow, typed=typed or q)
@@ -99,8 +98,8 @@ class QuestionView(QObject):
         self.results.begin(self._answers_on(), self.bar.run_cf.isChecked())
         self.bar.show_crosslang(None)
         self.status.emit(tr("status.retrieving"), 0)
-        if ready is not None:
-            self._on_event(st.qid, ready)
+        if taken is not None:
+            self._on_event(st.qid, taken[1])
         else:
             self._submit_compare(st, translate=False)
 
@@ -120,7 +119,7 @@ class QuestionView(QObject):
         self._ahead_next = q
         if self._ahead is None:
             self._next_ahead()
-        elif self._ahead.background and self._ahead_of[0] != q:
+        elif self._ahead.background and self._ahead_flow is not None and self._ahead_flow.question != q:
             # the newest words are the better guess: the one under way stops, keeping the pieces it read whole,
             # and these are read when it has (_next_ahead)
             self._ahead.cancel.set()
@@ -131,7 +130,7 @@ class QuestionView(QObject):
         if not q or self.runner.busy:
             return
         flow = QuestionFlow(self._service(), q, level=self.bar.level(), ranking=self.bar.ranking())
-        self._ahead_of, self._ahead_flow, self._ahead_ready = (q, flow.level, flow.ranking), flow, None
+        self._ahead_flow, self._ahead_ready = flow, None
         t0 = time.perf_counter()
 
         def got(ev: object) -> None:
@@ -145,16 +144,17 @@ class QuestionView(QObject):
                                          on_result=got, on_finished=self._next_ahead,
                                          on_error=lambda err: log.warning("read ahead failed: %s", err.message))
 
-    def _take_over(self, q: str) -> fe.ColumnsReady | None:
-        """The columns of the read ahead of ``q`` still under way, its task now the question's (no longer in
-        the background: nothing stops it and the answers queue behind it); None when there is none."""
-        task, ready = self._ahead, self._ahead_ready
-        if (task is None or task.done or task.cancel.is_set or ready is None or not self._answers_on()
-                or self._ahead_of != (q, self.bar.level(), self.bar.ranking())):
+    def _take_over(self, q: str) -> tuple[QuestionFlow, fe.ColumnsReady] | None:
+        """The flow and columns of the read ahead of ``q`` still under way, its task now the question's (no
+        longer in the background: nothing stops it and the answers queue behind it); None when there is none."""
+        task, flow, ready = self._ahead, self._ahead_flow, self._ahead_ready
+        if (task is None or task.done or task.cancel.is_set or flow is None or ready is None
+                or not self._answers_on()
+                or (flow.question, flow.level, flow.ranking) != (q, self.bar.level(), self.bar.ranking())):
             return None
         task.name = f"query.{self._qid}.read_ahead"  # the next question stops it, as the rest of this one's work
         self.runner.adopt(task)
-        return ready
+        return flow, ready
 
     def _submit_compare(self, st: QueryState, *, translate: bool) -> None:
         """Rank ``st``'s question: first as typed, so the columns show at once; then, when

@@ -1,5 +1,5 @@
-"""clean_pages: TOC leaders, URLs, hyphenation, headers/footers, page numbers, CJK-aware joining
-(paper 000 §4.1), with page offsets that stay exact."""
+"""clean_pages: TOC leaders, URLs kept (stripped from what is indexed), hyphenation, headers/footers,
+page numbers, CJK-aware joining (paper 000 §4.1), with page offsets that stay exact."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rag_desktop.core.cleaning import (
     is_toc_entry,
     join_lines,
     page_at,
+    strip_urls,
 )
 from rag_desktop.core.text import joins_without_space
 from rag_desktop.core.types import CleanedText, Page
@@ -65,7 +66,7 @@ def test_leader_runs_inside_a_long_line_are_removed() -> None:
 
 
 @pytest.mark.parametrize(
-    ("raw", "cleaned"),
+    ("raw", "stripped"),
     [
         ("See https://example.com/a?b=1&c=2.", "See."),
         ("see http://x.org/path now", "see now"),
@@ -75,12 +76,15 @@ def test_leader_runs_inside_a_long_line_are_removed() -> None:
         ("mail me at a@b.com", "mail me at a@b.com"),
     ],
 )
-def test_urls_are_removed(raw: str, cleaned: str) -> None:
-    assert clean1(raw) == cleaned
+def test_urls_stay_in_the_text_and_are_stripped_from_what_is_indexed(raw: str, stripped: str) -> None:
+    assert clean1(raw) == raw
+    assert strip_urls(clean1(raw)) == stripped
 
 
-def test_a_line_that_was_only_a_url_does_not_break_the_paragraph() -> None:
-    assert clean1("first half\nhttps://example.com/x\nsecond half") == "first half second half"
+def test_a_line_that_is_only_a_url_is_kept_inside_its_paragraph() -> None:
+    assert clean1("first half\nhttps://example.com/x\nsecond half") == "first half https://example.com/x second half"
+    assert clean1("请前往主页下载：\nhttps://github.com/a/b\n同时阅读说明") == "请前往主页下载：https://github.com/a/b同时阅读说明"
+    assert strip_urls("first half https://example.com/x second half") == "first half second half"
 
 
 # --------------------------------------------------------------------------- joining lines
@@ -337,3 +341,4 @@ def test_cleaned_text_invariants(texts: list[str]) -> None:
 def test_pathological_inputs_finish(text: str) -> None:
     cleaned = clean_pages([Page(1, text), Page(2, text[:1000])])
     assert len(cleaned.text) <= len(text) + 1002
+    assert len(strip_urls(cleaned.text)) <= len(cleaned.text)

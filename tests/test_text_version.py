@@ -243,3 +243,19 @@ def test_the_window_reads_an_outdated_library_again_once(qtbot: Any, tmp_path: P
         panel.set_busy(False)
     finally:
         close(win)
+
+
+def test_a_url_stays_in_the_text_and_out_of_the_terms(tmp_path: Path) -> None:
+    """The chunk a person and the model read holds the address; the terms it is indexed by (BM25, the
+    keyword sets) are counted without it, as paper 000 §4.1 cleans (core.cleaning.strip_urls)."""
+    svc = ingest_texts(tmp_path, {"repo.txt": "想获得最新版本的 NJUrepo 请前往主页下载：\nhttps://github.com/zhengzangw/njurepo\n"
+                                               "同时，说明主要在 README 中。"})
+    try:
+        cat = svc.library.catalog
+        (chunk,) = cat.chunks_of(_doc_id(svc, "repo.txt"))
+        assert "https://github.com/zhengzangw/njurepo" in chunk.text
+        terms = {r[0] for r in cat.db.execute("SELECT term FROM chunk_terms WHERE chunk_id=?", (chunk.chunk_id,))}
+        assert {"njurepo", "下载", "主页"} <= terms, terms  # the words around it are indexed
+        assert not terms & {"https", "github", "com", "zhengzangw"}, terms
+    finally:
+        svc.close()

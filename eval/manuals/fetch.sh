@@ -25,8 +25,7 @@ cp "$TMP/wheel/chatchat/data/knowledge_base/samples/content/test_files/langchain
                              "$HERE/docs/en_paper_langchain_llm_apps_primer.pdf"
 
 # --- Debian (bookworm) texlive-lang-chinese ---
-debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/deb"
-T="$TMP/deb/usr/share/doc/texlive-doc"
+T="$(texlive_chinese_docs "$TMP/deb")"
 cp "$T/texlive/texlive-zh-cn/texlive-zh-cn.pdf"                           "$HERE/docs/zh_texlive_guide_2020.pdf"
 cp "$T/latex/install-latex-guide-zh-cn/install-latex-guide-zh-cn.pdf"     "$HERE/docs/zh_install_latex_guide.pdf"
 cp "$T/latex/fduthesis/fduthesis.pdf"                                     "$HERE/docs/zh_fduthesis_fudan_thesis_template.pdf"

@@ -11,8 +11,7 @@ mkdir -p "$HERE/docs"
 source "$HERE/../debian.sh"
 
 # --- Debian (bookworm) texlive-lang-chinese: Chinese documents + two English ones ---
-debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/tlc"
-T="$TMP/tlc/usr/share/doc/texlive-doc"
+T="$(texlive_chinese_docs "$TMP/tlc")"
 cp "$T/support/tlmgr-intro-zh-cn/tlmgr-intro-zh-cn.pdf"            "$HERE/docs/zh_tlmgr_intro.pdf"
 cp "$T/latex/zhlineskip/zhlineskip.pdf"                           "$HERE/docs/zh_zhlineskip_line_spacing.pdf"
 cp "$T/latex/qyxf-book/qyxf-book-doc.pdf"                         "$HERE/docs/zh_qyxf_book_template.pdf"

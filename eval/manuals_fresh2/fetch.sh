@@ -11,8 +11,7 @@ mkdir -p "$HERE/docs"
 source "$HERE/../debian.sh"
 
 # --- Debian (bookworm) texlive-lang-chinese: the five Chinese documents ---
-debian_unpack texlive-lang-chinese 2022.20230122-1 "$TMP/tlc"
-T="$TMP/tlc/usr/share/doc/texlive-doc"
+T="$(texlive_chinese_docs "$TMP/tlc")"
 cp "$T/latex/lshort-chinese/lshort-zh-cn.pdf"               "$HERE/docs/zh_lshort_latex_intro.pdf"
 cp "$T/generic/latex-notes-zh-cn/latex-notes-zh-cn.pdf"     "$HERE/docs/zh_latex_notes.pdf"
 cp "$T/latex/xpinyin/xpinyin.pdf"                           "$HERE/docs/zh_xpinyin_pinyin.pdf"

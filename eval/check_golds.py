@@ -26,6 +26,7 @@ import re
 import sys
 from pathlib import Path
 
+
 def squash(s: str) -> str:
     return re.sub(r"\s+", "", s)
 
